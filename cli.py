@@ -1,0 +1,371 @@
+"""The `rooflens` command: arguments -> model/ (and validate/) -> tables, JSON, CSV.
+
+Thin by design (DESIGN.md): no formulas here. Every failure the user can fix is a RooflensError,
+printed as one line on stderr with exit status 2 (3 when the model does not fit in memory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from hardware.errors import RooflensError
+from hardware.presets import get_gpu, gpu_ids
+from model.api import make_pipeline, make_scenario
+from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
+from model.params import count_params
+from model.presets import get_model, model_ids
+from model.units import fmt_bytes, fmt_flops, fmt_time
+
+EXIT_BAD_INPUT = 2
+EXIT_DOES_NOT_FIT = 3
+console = Console(width=140)
+
+
+# ---------------------------------------------------------------- shared arguments
+def add_scenario_args(p: argparse.ArgumentParser, memory_only: bool = False) -> None:
+    p.add_argument("--model", required=True, help="preset id, spec file or HF config.json")
+    p.add_argument("--gpu", required=True, help="preset id or a JSON/YAML GPU spec file")
+    p.add_argument("--batch", type=int, default=1, help="concurrent sequences (default 1)")
+    if memory_only:
+        p.add_argument("--context", type=int, default=2048, help="tokens held per sequence")
+    else:
+        p.add_argument("--prompt-len", type=int, default=512, help="prompt tokens (default 512)")
+        p.add_argument("--output-len", type=int, default=128, help="output tokens (default 128)")
+        p.add_argument("--act-dtype", default="bf16", choices=ACTIVATION_DTYPES)
+        p.add_argument("--profile", default="ideal", choices=("ideal", "calibrated"))
+    p.add_argument("--weight-dtype", default="bf16", choices=STORAGE_DTYPES)
+    p.add_argument("--kv-dtype", default=None, choices=STORAGE_DTYPES, help="default: activations")
+    p.add_argument("--group-size", type=int, default=128, help="quantization group (default 128)")
+    p.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs (default 1)")
+    p.add_argument("--pp", type=int, default=1, help="pipeline-parallel stages (default 1)")
+    p.add_argument("--ep", type=int, default=1, help="expert-parallel degree (default 1)")
+    p.add_argument(
+        "--opt",
+        action="append",
+        default=[],
+        metavar="NAME[:k=v,...]",
+        help="an optimization (repeatable); see `rooflens list optimizations`",
+    )
+    p.add_argument("--overhead-gb", type=float, default=None, help="runtime overhead, GB")
+    p.add_argument(
+        "--prefill-chunk",
+        type=int,
+        default=8192,
+        help="tokens prefilled at once; sizes activation memory (default 8192, 0 = no chunking)",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def scenario_from_args(args: argparse.Namespace, memory_only: bool = False) -> Any:
+    extra: dict[str, Any] = {"prefill_chunk_tokens": args.prefill_chunk}
+    if args.overhead_gb is not None:
+        extra["overhead_bytes"] = args.overhead_gb * 1e9
+    if memory_only:
+        extra.update(prompt_len=args.context, output_len=1)
+    else:
+        extra.update(
+            prompt_len=args.prompt_len,
+            output_len=args.output_len,
+            act_dtype=args.act_dtype,
+            profile=args.profile,
+        )
+    return make_scenario(
+        args.model,
+        args.gpu,
+        batch=args.batch,
+        weight_dtype=args.weight_dtype,
+        kv_dtype=args.kv_dtype,
+        group_size=args.group_size,
+        tp=args.tp,
+        pp=args.pp,
+        ep=args.ep,
+        **extra,
+    )
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
+    t = Table(title=title, title_justify="left", header_style="bold")
+    for i, column in enumerate(columns):
+        t.add_column(column, justify="left" if i == 0 else "right")
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
+# ---------------------------------------------------------------- list
+def cmd_list(args: argparse.Namespace) -> int:
+    if args.what == "models":
+        rows = []
+        for mid in model_ids():
+            m = get_model(mid)
+            pc = count_params(m)
+            rows.append(
+                {
+                    "id": mid,
+                    "name": m.name,
+                    "params": pc.total,
+                    "active_params": pc.active,
+                    "layers": m.n_layers,
+                    "d_model": m.d_model,
+                    "attention": m.attention,
+                    "max_context": m.max_context,
+                }
+            )
+        if args.json:
+            print_json(rows)
+            return 0
+        console.print(
+            table(
+                "Models (params in billions)",
+                ["id", "name", "params", "active", "layers", "d_model", "attention", "context"],
+                [
+                    [r["id"], r["name"], f"{r['params'] / 1e9:.2f} B",
+                     f"{r['active_params'] / 1e9:.2f} B", str(r["layers"]), str(r["d_model"]),
+                     r["attention"], f"{r['max_context']:,}"]
+                    for r in rows
+                ],
+            )
+        )  # fmt: skip
+    elif args.what == "gpus":
+        gpus = [get_gpu(g) for g in gpu_ids()]
+        if args.json:
+            print_json([g.model_dump() for g in gpus])
+            return 0
+        console.print(
+            table(
+                "GPUs (dense peaks; links one direction per GPU)",
+                ["id", "name", "memory", "HBM", "bf16", "fp8", "int8", "ridge bf16", "GPU link"],
+                [
+                    [g.id, g.name, fmt_bytes(g.memory_bytes), f"{g.hbm_bytes_per_s / 1e12:.2f} TB/s",
+                     _tflops(g, "bf16"), _tflops(g, "fp8"), _tflops(g, "int8"),
+                     f"{g.ridge_point('bf16'):.0f} FLOP/B",
+                     f"{g.nvlink_bytes_per_s / 1e9:.0f} GB/s" if g.nvlink_bytes_per_s else "—"]
+                    for g in gpus
+                ],
+            )
+        )  # fmt: skip
+    else:
+        from model.optimizations import registry
+
+        opts = registry()
+        rows2 = [
+            {
+                "name": name,
+                "summary": cls.summary,
+                "citation": cls.citation,
+                "params": {
+                    k: {"default": p.default, "help": p.help} for k, p in cls.params.items()
+                },
+            }
+            for name, cls in opts.items()
+        ]
+        if args.json:
+            print_json(rows2)
+            return 0
+        console.print(
+            table(
+                "Optimizations (use --opt NAME[:key=value,...])",
+                ["name", "what it models", "parameters", "source"],
+                [
+                    [r["name"], r["summary"],
+                     ", ".join(f"{k}={v['default']}" for k, v in r["params"].items()) or "—",
+                     r["citation"]]
+                    for r in rows2
+                ],
+            )
+        )  # fmt: skip
+    return 0
+
+
+def _tflops(gpu: Any, dtype: str) -> str:
+    value = gpu.peak_flops_per_s.get(dtype)
+    return f"{value / 1e12:.0f} TFLOP/s" if value else "—"
+
+
+# ---------------------------------------------------------------- memory
+def cmd_memory(args: argparse.Namespace) -> int:
+    sc = scenario_from_args(args, memory_only=True)
+    pipeline = make_pipeline(sc, args.opt)
+    mem = pipeline.memory()
+    if args.json:
+        print_json(mem.to_dict())
+    else:
+        rows = [
+            ["weights", fmt_bytes(mem.weights_bytes)],
+            ["KV cache", fmt_bytes(mem.kv_cache_bytes)],
+            ["activations (peak)", fmt_bytes(mem.activation_bytes)],
+            ["runtime overhead", fmt_bytes(mem.overhead_bytes)],
+        ]
+        if mem.extra_bytes:
+            rows.append(["optimizations' extra", fmt_bytes(mem.extra_bytes)])
+        rows += [
+            ["total", fmt_bytes(mem.total_bytes)],
+            ["capacity", fmt_bytes(mem.capacity_bytes)],
+            ["fits", "yes" if mem.fits else "NO"],
+            ["KV per token", fmt_bytes(mem.kv_bytes_per_token)],
+            [f"max batch at {args.context:,} tokens", f"{mem.max_batch:,} sequences"],
+        ]
+        title = (
+            f"Memory per GPU: {sc.model.id} on {sc.gpu.id}, batch {args.batch}, "
+            f"context {args.context:,}, weights {sc.precision.weight_dtype}, "
+            f"KV {sc.precision.kv_dtype}, TP {sc.parallel.tp}"
+        )
+        console.print(table(title, ["", "bytes"], rows))
+    if not mem.fits:
+        _complain_does_not_fit(sc, mem, args.opt)
+        return EXIT_DOES_NOT_FIT
+    return 0
+
+
+def _complain_does_not_fit(sc: Any, mem: Any, opts: list[str]) -> None:
+    from model.advice import fit_advice
+
+    def fits(candidate: Any) -> bool:
+        return bool(make_pipeline(candidate, opts).memory().fits)
+
+    print(f"error: {fit_advice(sc, mem, fits)}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- predict
+def cmd_predict(args: argparse.Namespace) -> int:
+    sc = scenario_from_args(args)
+    pipeline = make_pipeline(sc, args.opt)
+    pred = pipeline.predict()
+    if not pred.memory.fits and not args.ignore_memory:
+        _complain_does_not_fit(pipeline.scenario, pred.memory, args.opt)
+        return EXIT_DOES_NOT_FIT
+    if args.json:
+        print_json(pred.to_dict())
+        return 0
+    w, m = sc.workload, pred.memory
+    title = (
+        f"{sc.model.id} on {sc.gpu.id} ({args.profile}): batch {w.batch}, prompt {w.prompt_len}, "
+        f"output {w.output_len}, weights {sc.precision.weight_dtype}, KV {sc.precision.kv_dtype}, "
+        f"TP {sc.parallel.tp}" + (f", opts {', '.join(args.opt)}" if args.opt else "")
+    )
+    headline = [
+        ["TTFT (prefill)", fmt_time(pred.ttft_s), pred.prefill.bound + "-bound"],
+        ["TPOT (mean decode step)", fmt_time(pred.tpot_s), pred.decode.bound + "-bound"],
+        ["end-to-end", fmt_time(pred.e2e_s), f"{fmt_time(pred.e2e_per_output_token_s)}/token incl."],
+        ["output throughput", f"{pred.output_tokens_per_s:,.0f} tokens/s", f"batch {w.batch}"],
+        ["memory per GPU", f"{fmt_bytes(m.total_bytes)} of {fmt_bytes(m.capacity_bytes)}",
+         f"max batch {m.max_batch:,}"],
+    ]  # fmt: skip
+    console.print(table(title, ["metric", "value", "note"], headline))
+    if not args.no_ops:
+        frame = pred.ops_frame()
+        for phase, phase_time in (("prefill", pred.ttft_s), ("decode", pred.tpot_s)):
+            sub = frame[frame["phase"] == phase]
+            console.print(_ops_table(sub, phase, phase_time))
+    for note in pred.notes:
+        console.print(f"note: {note}")
+    return 0
+
+
+def _ops_table(frame: pd.DataFrame, phase: str, phase_time: float) -> Table:
+    label = "one prefill step" if phase == "prefill" else "mean decode step"
+    rows = []
+    for r in frame.itertuples():
+        share = r.time_s / phase_time * 100 if phase_time else 0.0
+        intensity = "—" if pd.isna(r.intensity) else f"{r.intensity:,.1f}"
+        rows.append([r.name, str(r.count), fmt_flops(r.flops), fmt_bytes(r.bytes), intensity,
+                     fmt_time(r.time_s), f"{share:.1f} %", r.bound])  # fmt: skip
+    return table(
+        f"Operators, {label} (totals over count)",
+        ["operator", "count", "FLOPs", "bytes", "FLOP/byte", "time", "share", "bound"],
+        rows,
+    )
+
+
+# ---------------------------------------------------------------- kernels predict
+def cmd_kernels_predict(args: argparse.Namespace) -> int:
+    from model.io import atomic_write_csv
+    from model.kernel_predict import predict_kernels
+
+    path = Path(args.input)
+    if not path.is_file():
+        raise RooflensError(f"input file not found: {path}")
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise RooflensError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
+    result = predict_kernels(frame, get_gpu(args.gpu), args.profile)
+    if args.output:
+        atomic_write_csv(args.output, result)
+        print(f"wrote {len(result)} predictions to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(result.to_csv(index=False))
+    return 0
+
+
+# ---------------------------------------------------------------- parser and main
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rooflens",
+        description="Predict LLM inference on GPUs: memory, TTFT, TPOT, throughput, per-operator "
+        "roofline, optimizations and capacity plans.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="list presets and optimizations")
+    p.add_argument("what", choices=("models", "gpus", "optimizations"))
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_list)
+
+    p = sub.add_parser("memory", help="memory per GPU: weights, KV cache, activations, max batch")
+    add_scenario_args(p, memory_only=True)
+    p.set_defaults(handler=cmd_memory)
+
+    p = sub.add_parser("predict", help="TTFT, TPOT, throughput and the per-operator roofline")
+    add_scenario_args(p)
+    p.add_argument("--no-ops", action="store_true", help="headline only, no operator tables")
+    p.add_argument("--ignore-memory", action="store_true", help="predict even if it does not fit")
+    p.set_defaults(handler=cmd_predict)
+
+    p = sub.add_parser("kernels", help="single-kernel predictions (CSV contract of DESIGN.md)")
+    ksub = p.add_subparsers(dest="kernels_command", required=True)
+    kp = ksub.add_parser("predict", help="add flops, bytes, predicted_s, bound to a kernel CSV")
+    kp.add_argument("input", help="CSV with an 'op' column: gemm, attention_prefill/decode")
+    kp.add_argument("--gpu", required=True)
+    kp.add_argument("--profile", default="ideal", choices=("ideal", "calibrated"))
+    kp.add_argument("-o", "--output", help="write CSV here (atomically) instead of stdout")
+    kp.set_defaults(handler=cmd_kernels_predict)
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except RooflensError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

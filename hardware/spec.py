@@ -1,0 +1,146 @@
+"""GPU and system specifications: what the datasheet promises, each number with its source.
+
+Conventions (DESIGN.md): SI units inside, the unit in the field name. Link bandwidths are
+**unidirectional, per GPU** (bytes/s one way), because a ring collective moves data in one
+direction per link at a time; vendors often quote the bidirectional sum (H100 NVLink "900 GB/s"
+is 450 GB/s each way), and each preset's `sources` entry records which figure it started from.
+Peak FLOP/s are **dense** (no 2:4 sparsity); `sparsity_2_4_multiplier` gives the structured-sparse
+speed-up where the tensor cores have it (2.0 on Ampere and later NVIDIA parts, 1.0 otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ComputeDtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]
+COMPUTE_DTYPES: tuple[str, ...] = (
+    "fp32",
+    "tf32",
+    "fp16",
+    "bf16",
+    "fp8",
+    "int8",
+    "int4",
+)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class GPUSpec(_Frozen):
+    """One accelerator as its datasheet describes it. Every number carries a source."""
+
+    id: str = Field(description="preset id, lowercase with dashes, e.g. 'h100-sxm'")
+    name: str = Field(description="marketing name, e.g. 'NVIDIA H100 SXM5 80GB'")
+    vendor: Literal["nvidia", "amd", "intel", "cpu", "other"] = "nvidia"
+    architecture: str = Field(description="e.g. 'ampere', 'hopper', 'cdna3'")
+    memory_bytes: float = Field(gt=0, description="device memory capacity, bytes")
+    hbm_bytes_per_s: float = Field(
+        gt=0, description="peak device-memory bandwidth, bytes/s"
+    )
+    peak_flops_per_s: dict[ComputeDtype, float] = Field(
+        description="dense peak FLOP/s (or OP/s for int) per compute dtype, for dtypes the part has"
+    )
+    sparsity_2_4_multiplier: float = Field(
+        ge=1.0,
+        le=2.0,
+        description="speed-up of 2:4 structured sparsity on tensor cores (1 = none)",
+    )
+    l2_bytes: float = Field(gt=0, description="last-level on-chip cache, bytes")
+    sm_count: int = Field(
+        gt=0, description="streaming multiprocessors (compute units on AMD)"
+    )
+    smem_per_sm_bytes: float = Field(
+        gt=0,
+        description="shared memory (SRAM) usable per SM, bytes; sets FlashAttention tile size",
+    )
+    nvlink_bytes_per_s: float = Field(
+        ge=0,
+        description="GPU-to-GPU link bandwidth per GPU, one direction, bytes/s (0 = none)",
+    )
+    pcie_bytes_per_s: float = Field(
+        gt=0, description="host link bandwidth, one direction, bytes/s"
+    )
+    tdp_watts: float | None = Field(default=None, gt=0, description="board power, W")
+    sources: dict[str, str] = Field(
+        description="field name -> where the number comes from"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> GPUSpec:
+        if not self.peak_flops_per_s:
+            raise ValueError("peak_flops_per_s needs at least one dtype")
+        for dtype, flops in self.peak_flops_per_s.items():
+            if not flops > 0:
+                raise ValueError(f"peak_flops_per_s[{dtype}] must be > 0, got {flops}")
+        numeric = [
+            "memory_bytes",
+            "hbm_bytes_per_s",
+            "peak_flops_per_s",
+            "sparsity_2_4_multiplier",
+            "l2_bytes",
+            "sm_count",
+            "smem_per_sm_bytes",
+            "nvlink_bytes_per_s",
+            "pcie_bytes_per_s",
+        ] + (["tdp_watts"] if self.tdp_watts is not None else [])
+        missing = [f for f in numeric if not self.sources.get(f)]
+        if missing:
+            raise ValueError(
+                f"every number needs a source; missing sources for {missing}"
+            )
+        return self
+
+    def peak(self, dtype: str) -> float:
+        """Dense peak FLOP/s for a compute dtype; a dtype the part lacks runs on the next unit up.
+
+        fp8 on Ampere runs as fp16 (no fp8 tensor cores); int4 without int4 units runs as int8;
+        tf32 without tf32 runs as fp32. This mirrors what kernels do on such parts (upcast).
+        """
+        fallbacks = {
+            "int4": ["int4", "int8", "fp16"],
+            "int8": ["int8", "fp16"],
+            "fp8": ["fp8", "fp16", "bf16"],
+            "bf16": ["bf16", "fp16"],
+            "fp16": ["fp16", "bf16"],
+            "tf32": ["tf32", "fp32"],
+            "fp32": ["fp32"],
+        }
+        for candidate in fallbacks.get(dtype, [dtype]):
+            if candidate in self.peak_flops_per_s:
+                return self.peak_flops_per_s[candidate]  # type: ignore[index]
+        return min(self.peak_flops_per_s.values())
+
+    def ridge_point(self, dtype: str = "bf16") -> float:
+        """Arithmetic intensity (FLOP/byte) where compute and HBM time are equal."""
+        return self.peak(dtype) / self.hbm_bytes_per_s
+
+
+class LinkSpec(_Frozen):
+    """A communication link: per-GPU bandwidth one way, and the fixed latency per hop/message."""
+
+    name: str = Field(description="e.g. 'nvlink4', 'pcie4', 'infiniband-ndr'")
+    bytes_per_s: float = Field(gt=0, description="per GPU, one direction, bytes/s")
+    latency_s: float = Field(ge=0, description="fixed latency per step (hop), s")
+    source: str = Field(description="where the numbers come from")
+
+
+class SystemSpec(_Frozen):
+    """GPUs in nodes: the home of multi-GPU communication."""
+
+    id: str
+    gpu: GPUSpec
+    gpus_per_node: int = Field(gt=0)
+    intra_node: LinkSpec = Field(description="link between GPUs of one node")
+    inter_node: LinkSpec | None = Field(
+        default=None, description="link between nodes, if any"
+    )
+
+    def link_for(self, n_gpus: int) -> LinkSpec:
+        """The slowest link a group of n GPUs spans (inter-node once it outgrows a node)."""
+        if n_gpus <= self.gpus_per_node or self.inter_node is None:
+            return self.intra_node
+        return self.inter_node

@@ -1,0 +1,28 @@
+"""Atomic file writes: a temp file in the target folder, then a rename (DESIGN.md, Errors), so an
+interrupted run never leaves a half-written result."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def atomic_write_csv(path: str | Path, frame: pd.DataFrame) -> Path:
+    return atomic_write_text(path, frame.to_csv(index=False))

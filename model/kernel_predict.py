@@ -1,0 +1,106 @@
+"""Single-kernel prediction with the CSV contract of DESIGN.md (`rooflens kernels predict`).
+
+Each row is priced through the same operator constructors the model's tables use (gemm_op,
+attention_op), so a measured kernel table joins with predictions on identical keys.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from hardware.errors import RooflensError
+from hardware.presets import default_system
+from hardware.profiles import get_profile
+from hardware.spec import GPUSpec
+from model.dtypes import STORAGE_DTYPES
+from model.ops import Op, attention_op, gemm_op
+from model.pricing import price_op
+
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "gemm": ("m", "n", "k", "dtype"),
+    "attention_prefill": (
+        "batch", "seq_len", "n_heads", "n_kv_heads", "head_dim", "dtype", "kv_dtype",
+    ),
+    "attention_decode": (
+        "batch", "kv_len", "n_heads", "n_kv_heads", "head_dim", "dtype", "kv_dtype",
+    ),
+}  # fmt: skip
+OUTPUT_COLUMNS = ("flops", "bytes", "predicted_s", "bound")
+DTYPE_ALIASES = {
+    "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32",
+    "float8": "fp8", "fp8_e4m3": "fp8", "float8_e4m3fn": "fp8", "e4m3": "fp8",
+}  # fmt: skip
+
+
+def normalize_dtype(value: object, column: str, row: int) -> str:
+    text = str(value).strip().lower()
+    text = DTYPE_ALIASES.get(text, text)
+    if text not in STORAGE_DTYPES:
+        raise RooflensError(
+            f"row {row}: {column}='{value}' is not a dtype; use one of {', '.join(STORAGE_DTYPES)}"
+        )
+    return text
+
+
+def row_op(op_name: str, row: pd.Series, index: int) -> Op:
+    """The Op a kernel-table row describes (head counts are per GPU)."""
+
+    def num(col: str) -> int:
+        value = row[col]
+        if pd.isna(value) or float(value) <= 0 or float(value) != int(float(value)):
+            raise RooflensError(f"row {index}: {col} must be a positive integer, got {value!r}")
+        return int(float(value))
+
+    def dtype(col: str, default: str | None = None) -> str:
+        value = row.get(col)
+        if (value is None or pd.isna(value) or value == "") and default:
+            return default
+        return normalize_dtype(value, col, index)
+
+    if op_name == "gemm":
+        act = dtype("dtype")
+        group = (
+            int(row["group_size"]) if "group_size" in row and pd.notna(row["group_size"]) else 128
+        )
+        return gemm_op("gemm", "kernel", 1, num("m"), num("n"), num("k"),
+                       dtype("weight_dtype", act), act, group)  # fmt: skip
+    heads, kv_heads = num("n_heads"), num("n_kv_heads")
+    if heads % kv_heads:
+        raise RooflensError(f"row {index}: n_kv_heads ({kv_heads}) must divide n_heads ({heads})")
+    if op_name == "attention_prefill":
+        S = num("seq_len")
+        T, L = S, S
+    else:
+        T, L = 1, num("kv_len")
+    return attention_op("kernel", 1, num("batch"), T, L, heads, kv_heads, num("head_dim"),
+                        dtype("dtype"), dtype("kv_dtype", dtype("dtype")))  # fmt: skip
+
+
+def predict_kernels(table: pd.DataFrame, gpu: GPUSpec, profile: str = "ideal") -> pd.DataFrame:
+    """Every input column unchanged plus flops, bytes, predicted_s and bound."""
+    if "op" not in table.columns:
+        raise RooflensError(
+            "input needs an 'op' column (gemm, attention_prefill, attention_decode)"
+        )
+    system = default_system(gpu)
+    prof = get_profile(profile, gpu)
+    out = {c: [] for c in OUTPUT_COLUMNS}  # type: dict[str, list[object]]
+    for index, row in table.iterrows():
+        op_name = str(row["op"]).strip()
+        if op_name not in REQUIRED:
+            raise RooflensError(
+                f"row {index}: unknown op '{op_name}'; use one of {', '.join(REQUIRED)}"
+            )
+        missing = [c for c in REQUIRED[op_name] if c not in table.columns]
+        if missing:
+            raise RooflensError(f"op {op_name} needs columns {', '.join(missing)}")
+        priced = price_op(row_op(op_name, row, int(str(index))), system, prof)
+        out["flops"].append(float(priced.op.flops))
+        out["bytes"].append(float(priced.op.bytes))
+        out["predicted_s"].append(float(np.asarray(priced.time_s)))
+        out["bound"].append(priced.bound)
+    result = table.copy()
+    for column, values in out.items():
+        result[column] = values
+    return result

@@ -1,0 +1,154 @@
+"""Memory per GPU: weights, KV cache, peak live activations and runtime overhead; KV bytes per
+token; whether it fits; the largest batch that fits.
+
+- Weights: linear layers at the weight dtype (plus one fp16 scale per group when quantized, as
+  GPTQ/AWQ store them); embeddings, lm_head and norms stay 16-bit, as quantizers leave them.
+  Split by TP (Megatron) and by PP stage (the worst stage holds the larger of embedding and
+  lm_head; with PP = 1 it holds both).
+- KV cache: B × tokens held per sequence × bytes per token, bytes per token = layers (per stage)
+  × 2 · K_gpu · Dh · kv bytes (MLA: the latent, replicated). Tokens held = P + O − 1, capped by a
+  sliding window; optimizations adjust it (paging granularity, contiguous reservation, sinks).
+- Activations: the maximum over operators of their live tensors plus the residual stream, for
+  one prefill chunk (DESIGN.md: the live peak, not a sum over operators).
+- Overhead: CUDA context, library workspaces and graph pools (Scenario.overhead_bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from model.dtypes import dtype_bytes
+from model.ops import Num, weight_storage_bytes
+from model.params import count_params
+from model.scenario import Scenario
+
+if TYPE_CHECKING:
+    from model.pipeline import Pipeline
+
+MAX_BATCH_SEARCH = 1 << 20
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    weights_bytes: float
+    kv_cache_bytes: float
+    kv_bytes_per_token: float
+    activation_bytes: float
+    overhead_bytes: float
+    capacity_bytes: float
+    max_batch: int
+    extra_bytes: float = 0.0  # added by optimizations (e.g. a draft model), already in total
+
+    @property
+    def total_bytes(self) -> float:
+        return (
+            self.weights_bytes
+            + self.kv_cache_bytes
+            + self.activation_bytes
+            + self.overhead_bytes
+            + self.extra_bytes
+        )
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.capacity_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(total_bytes=self.total_bytes, fits=self.fits)
+        return out
+
+
+def weights_bytes_per_gpu(sc: Scenario) -> float:
+    pc = count_params(sc.model)
+    tp, pp = sc.parallel.tp, sc.parallel.pp
+    p = sc.precision
+    linear = pc.layers - pc.n_layers * pc.norms_per_layer
+    norms = pc.n_layers * pc.norms_per_layer + pc.final_norm
+    plain = 4.0 if p.weight_dtype == "fp32" else 2.0
+    layer_bytes = weight_storage_bytes(linear / tp, p.weight_dtype, p.weight_group_size) / pp
+    ends = (
+        pc.embedding + pc.positional + pc.lm_head
+        if pp == 1
+        else max(pc.embedding + pc.positional, pc.lm_head)
+    )
+    return float(layer_bytes + (ends / tp + norms / pp) * plain)
+
+
+def kv_bytes_per_token(sc: Scenario) -> float:
+    m = sc.model
+    per_layer = (
+        m.kv_cache_elements_per_token_per_layer
+        if m.attention == "mla"
+        else 2 * sc.kv_heads_per_gpu * m.head_dim
+    )
+    return m.n_layers / sc.parallel.pp * per_layer * dtype_bytes(sc.precision.kv_dtype)
+
+
+def kv_tokens_held(sc: Scenario, pipeline: Pipeline) -> Num:
+    tokens: Num = float(sc.context_tokens)
+    if sc.model.sliding_window:
+        tokens = min(tokens, float(sc.model.sliding_window))
+    for opt in pipeline.opts:
+        tokens = opt.kv_tokens_per_sequence(tokens, sc)
+    return tokens
+
+
+def activation_bytes(sc: Scenario, pipeline: Pipeline, batch: Num) -> Num:
+    """Live peak while prefilling one chunk of min(B·P, chunk) tokens."""
+    from model.pipeline import Step
+
+    P = float(sc.workload.prompt_len)
+    chunk = float(sc.workload.prefill_chunk_tokens) or np.inf
+    tokens = np.minimum(np.asarray(batch, dtype=np.float64) * P, chunk)
+    T = np.minimum(P, tokens)
+    ops = pipeline.step_ops(Step("prefill", tokens / T, T, T), sc)
+    live: Num = 0.0
+    for op in ops:
+        live = np.maximum(live, op.live_bytes)
+    residual = 2.0 * tokens * sc.model.d_model * dtype_bytes(sc.precision.act_dtype)
+    return live + residual
+
+
+def memory_breakdown(sc: Scenario, pipeline: Pipeline) -> MemoryBreakdown:
+    per_token = kv_bytes_per_token(sc)
+    held = float(np.mean(kv_tokens_held(sc, pipeline)))
+    per_sequence = per_token * held
+    weights = weights_bytes_per_gpu(sc)
+    capacity = sc.gpu.memory_bytes
+    fixed = weights + sc.overhead_bytes
+
+    def total(batch: Num) -> Num:
+        return fixed + batch * per_sequence + activation_bytes(sc, pipeline, batch)
+
+    mem = MemoryBreakdown(
+        weights_bytes=weights,
+        kv_cache_bytes=sc.workload.batch * per_sequence,
+        kv_bytes_per_token=per_token,
+        activation_bytes=float(activation_bytes(sc, pipeline, float(sc.workload.batch))),
+        overhead_bytes=sc.overhead_bytes,
+        capacity_bytes=capacity,
+        max_batch=0,
+    )
+    for opt in pipeline.opts:
+        mem = opt.memory(mem, sc)
+    extra = mem.extra_bytes
+    return MemoryBreakdown(**{**asdict(mem), "max_batch": _max_batch(total, capacity - extra)})
+
+
+def _max_batch(total: Any, capacity: float) -> int:
+    """Largest B with total(B) ≤ capacity (total is non-decreasing in B): exponential + bisect."""
+    if total(1.0) > capacity:
+        return 0
+    lo, hi = 1, 2
+    while hi < MAX_BATCH_SEARCH and total(float(hi)) <= capacity:
+        lo, hi = hi, hi * 2
+    if hi >= MAX_BATCH_SEARCH:
+        return MAX_BATCH_SEARCH
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if total(float(mid)) <= capacity else (lo, mid)
+    return lo

@@ -1,0 +1,407 @@
+"""The operator table (DESIGN.md step 1): one row per operator of a forward step, with FLOPs and
+bytes split by tensor kind, for the default serving stack (KV cache, fused/Flash attention, paged
+KV, fused add+RMSNorm). Optimizations (model/optimizations/) transform this table from outside.
+
+A step feeds T new tokens per sequence for B sequences whose attention spans L positions (the new
+ones included): prefill is T = L = P; decode step i is T = 1, L = P + i; chunked prefill and
+speculative verification are other (T, L). B, T and L may be numpy arrays: every formula is
+plain arithmetic, so one call prices a whole grid of configurations (DESIGN.md step 4).
+
+Counts per operator instance; `count` is how many times the instance repeats per step (layers).
+FLOPs count 2 per multiply-add (DESIGN.md). Bytes are minimum HBM traffic: each operand read
+once, each result written once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from model.dtypes import compute_dtype, dtype_bytes
+from model.scenario import Scenario
+from model.spec import ModelSpec
+
+Num = float | npt.NDArray[np.float64]
+SCALE_BYTES = 2.0  # one fp16 scale per group of quantized weights (GPTQ/AWQ layout)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operator instance of a step. Quantities are per instance; multiply by `count`."""
+
+    name: str  # stable id shared with validate/, e.g. "attn.qkv_proj"
+    phase: str  # "prefill" | "decode" (or an optimization's own phase name)
+    kind: str  # "gemm" | "attention" | "elementwise" | "norm" | "embedding" | "comm"
+    count: int
+    flops: Num
+    weight_bytes: Num
+    act_bytes: Num
+    kv_bytes: Num
+    compute_dtype: str
+    comm_bytes: Num = 0.0
+    live_bytes: Num = 0.0  # activation bytes alive while it runs (inputs, outputs, workspace)
+    shape: dict[str, Any] = field(default_factory=dict)  # e.g. m, n, k for a GEMM
+
+    @property
+    def bytes(self) -> Num:
+        return self.weight_bytes + self.act_bytes + self.kv_bytes
+
+    def scaled(self, **factors: float) -> Op:
+        """A copy with named quantities multiplied (e.g. scaled(weight_bytes=0.5))."""
+        return replace(self, **{k: getattr(self, k) * v for k, v in factors.items()})
+
+
+def weight_storage_bytes(n_params: Num, weight_dtype: str, group_size: int) -> Num:
+    """Bytes to store n weights: packed elements plus one fp16 scale per group if quantized."""
+    scales = n_params / group_size * SCALE_BYTES if weight_dtype in ("int8", "int4", "nf4") else 0.0
+    return n_params * dtype_bytes(weight_dtype) + scales
+
+
+def attended_keys(T: Num, L: Num, window: int) -> Num:
+    """Σ over the T new queries (positions L−T+1..L) of the keys each attends (causal, windowed).
+
+    With F(x) = Σ_{p=1..x} min(p, W): F(x) = x(x+1)/2 for x ≤ W, else W(W+1)/2 + (x−W)·W;
+    the sum is F(L) − F(L−T). W = 0 means no window.
+    """
+
+    def F(x: Num) -> Num:
+        x = np.asarray(x, dtype=np.float64)
+        if not window:
+            return x * (x + 1) / 2
+        W = float(window)
+        return np.where(x <= W, x * (x + 1) / 2, W * (W + 1) / 2 + (x - W) * W)
+
+    out = F(L) - F(np.asarray(L, dtype=np.float64) - T)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def kv_positions(L: Num, window: int) -> Num:
+    """KV-cache positions a step reads: all L, or the last W under a sliding window."""
+    return np.minimum(L, window) if window else L
+
+
+def gemm_op(
+    name: str,
+    phase: str,
+    count: int,
+    M: Num,
+    N: Num,
+    K: Num,
+    weight_dtype: str,
+    act_dtype: str,
+    group_size: int = 128,
+) -> Op:
+    """Y[M,N] = X[M,K] · W[N,K]ᵀ: 2MNK FLOPs; reads W once and X once, writes Y once."""
+    ab = dtype_bytes(act_dtype)
+    act = (M * K + M * N) * ab
+    return Op(
+        name=name,
+        phase=phase,
+        kind="gemm",
+        count=count,
+        flops=2.0 * M * N * K,
+        weight_bytes=weight_storage_bytes(N * K, weight_dtype, group_size),
+        act_bytes=act,
+        kv_bytes=0.0,
+        compute_dtype=compute_dtype(weight_dtype, act_dtype),
+        live_bytes=act,
+        shape={"m": M, "n": N, "k": K},
+    )
+
+
+def attention_op(
+    phase: str,
+    count: int,
+    B: Num,
+    T: Num,
+    L: Num,
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    act_dtype: str,
+    kv_dtype: str,
+    window: int = 0,
+) -> Op:
+    """Fused (Flash) causal attention of T new queries over L positions, per-GPU head counts.
+
+    FLOPs: QKᵀ and PV, 2·Dh each per (query head, attended key), causal keys only.
+    Bytes: Q read and O written once; the KV cache read once per KV head (GQA groups share it)
+    and the T new K/V rows written to it (read from the QKV output first).
+    """
+    ab, kvb = dtype_bytes(act_dtype), dtype_bytes(kv_dtype)
+    n = B * T
+    keys = attended_keys(T, L, window)
+    q_and_o = 2 * n * n_heads * head_dim * ab
+    new_kv_act = n * 2 * n_kv_heads * head_dim * ab
+    kv_read = B * kv_positions(L, window) * 2 * n_kv_heads * head_dim * kvb
+    kv_write = n * 2 * n_kv_heads * head_dim * kvb
+    return Op(
+        name="attn.core",
+        phase=phase,
+        kind="attention",
+        count=count,
+        flops=2.0 * B * n_heads * keys * 2 * head_dim,
+        weight_bytes=0.0,
+        act_bytes=q_and_o + new_kv_act,
+        kv_bytes=kv_read + kv_write,
+        compute_dtype=compute_dtype(kv_dtype, act_dtype),
+        live_bytes=q_and_o + new_kv_act,
+        shape={
+            "batch": B,
+            "new_tokens": T,
+            "kv_len": L,
+            "n_heads": n_heads,
+            "n_kv_heads": n_kv_heads,
+            "head_dim": head_dim,
+        },
+    )
+
+
+class _Builder:
+    """Emits the ops of one step for a scenario; each method is one block of the layer."""
+
+    def __init__(self, sc: Scenario, phase: str, B: Num, T: Num, L: Num, lm_tokens: Num):
+        self.sc, self.m, self.phase = sc, sc.model, phase
+        self.B, self.T, self.L, self.lm_tokens = B, T, L, lm_tokens
+        p = sc.precision
+        self.tp = sc.parallel.tp
+        self.wdt, self.group = p.weight_dtype, p.weight_group_size
+        self.ab, self.kvb = dtype_bytes(p.act_dtype), dtype_bytes(p.kv_dtype)
+        self.mm_dtype = compute_dtype(p.weight_dtype, p.act_dtype)
+        self.attn_dtype = compute_dtype(p.kv_dtype, p.act_dtype)
+        self.tokens = B * T  # rows of every per-token GEMM
+        self.ops: list[Op] = []
+
+    def gemm(self, name: str, count: int, M: Num, N: float, K: float, plain: bool = False) -> None:
+        """Y[M,N] = X[M,K] · W[N,K]ᵀ. `plain` weights (lm_head) stay 16-bit under quantization."""
+        wdt = ("fp32" if self.wdt == "fp32" else "bf16") if plain else self.wdt
+        self.ops.append(
+            gemm_op(name, self.phase, count, M, N, K, wdt, self.sc.precision.act_dtype, self.group)
+        )
+
+    def elementwise(
+        self,
+        name: str,
+        kind: str,
+        count: int,
+        flops: Num,
+        read: Num,
+        write: Num,
+        weight_bytes: Num = 0.0,
+    ) -> None:
+        self.ops.append(
+            Op(
+                name=name,
+                phase=self.phase,
+                kind=kind,
+                count=count,
+                flops=flops,
+                weight_bytes=weight_bytes,
+                act_bytes=(read + write) * self.ab,
+                kv_bytes=0.0,
+                compute_dtype="fp32",
+                live_bytes=(read + write) * self.ab,
+            )
+        )
+
+    def norm(self, name: str, count: int, fused_residual: bool = True) -> None:
+        """(Fused add +) norm: read x (and the residual), write y (and the residual)."""
+        D, n = self.m.d_model, self.tokens
+        streams = 2 if fused_residual else 1
+        w = (2 if self.m.norm == "layernorm" else 1) * D * 2.0  # norm weights stay 16-bit
+        self.elementwise(name, "norm", count, 5.0 * n * D, streams * n * D, streams * n * D, w)
+
+    def tp_all_reduce(self, count: int) -> None:
+        """Megatron TP: one all-reduce of the [B·T, D] activations after o_proj and after down."""
+        if self.tp == 1:
+            return
+        payload = self.tokens * self.m.d_model * self.ab
+        self.ops.append(
+            Op(
+                name="tp.all_reduce",
+                phase=self.phase,
+                kind="comm",
+                count=count,
+                flops=0.0,
+                weight_bytes=0.0,
+                act_bytes=0.0,
+                kv_bytes=0.0,
+                compute_dtype="fp32",
+                comm_bytes=payload,
+                live_bytes=payload,
+                shape={"collective": "all_reduce", "n_gpus": self.tp},
+            )
+        )
+
+    def attention(self) -> None:
+        m, B, T, L, tp = self.m, self.B, self.T, self.L, self.tp
+        n = self.tokens
+        Hg = m.n_heads // tp
+        if m.attention == "mla":
+            self._mla_attention(Hg)
+            return
+        Kg = self.sc.kv_heads_per_gpu
+        Dh = m.head_dim
+        self.gemm("attn.qkv_proj", m.n_layers, n, (Hg + 2 * Kg) * Dh, m.d_model)
+        if m.positional == "rope":
+            elems = n * (Hg + Kg) * Dh
+            self.elementwise("attn.rope", "elementwise", m.n_layers, 3.0 * elems, elems, elems)
+        p = self.sc.precision
+        self.ops.append(
+            attention_op(
+                self.phase,
+                m.n_layers,
+                B,
+                T,
+                L,
+                Hg,
+                Kg,
+                Dh,
+                p.act_dtype,
+                p.kv_dtype,
+                m.sliding_window,
+            )
+        )
+        self.gemm("attn.o_proj", m.n_layers, n, m.d_model, Hg * Dh)
+
+    def _mla_attention(self, Hg: int) -> None:
+        """DeepSeek MLA in its weight-absorbed form (DeepSeek-V2 paper §2.1.2): attention runs on
+        the cached latent (kv_lora_rank + rope dims, shared by all heads, replicated across TP)."""
+        m, B, T, L = self.m, self.B, self.T, self.L
+        n, D, R, rope = self.tokens, m.d_model, m.kv_lora_rank, m.qk_rope_head_dim
+        nope, Dv = m.head_dim - rope, m.value_head_dim
+        if m.q_lora_rank:
+            self.gemm("attn.q_a_proj", m.n_layers, n, m.q_lora_rank, D)
+            self.gemm("attn.q_b_proj", m.n_layers, n, Hg * m.head_dim, m.q_lora_rank)
+        else:
+            self.gemm("attn.q_proj", m.n_layers, n, Hg * m.head_dim, D)
+        self.gemm("attn.kv_a_proj", m.n_layers, n, R + rope, D)
+        self.gemm("attn.q_absorb", m.n_layers, n, Hg * R, nope)  # q_nope · W_UK per head
+        keys = attended_keys(T, L, m.sliding_window)
+        latent = B * kv_positions(L, m.sliding_window) * (R + rope) * self.kvb
+        q_act = n * Hg * (R + rope) * self.ab
+        o_act = n * Hg * R * self.ab
+        self.ops.append(
+            Op(
+                name="attn.core",
+                phase=self.phase,
+                kind="attention",
+                count=m.n_layers,
+                flops=2.0 * B * Hg * keys * ((R + rope) + R),
+                weight_bytes=0.0,
+                act_bytes=q_act + o_act,
+                kv_bytes=latent + n * (R + rope) * self.kvb,
+                compute_dtype=self.attn_dtype,
+                live_bytes=q_act + o_act,
+                shape={
+                    "batch": B,
+                    "new_tokens": T,
+                    "kv_len": L,
+                    "n_heads": Hg,
+                    "n_kv_heads": 1,
+                    "head_dim": R + rope,
+                },
+            )
+        )
+        self.gemm("attn.v_absorb", m.n_layers, n, Hg * Dv, R)
+        self.gemm("attn.o_proj", m.n_layers, n, D, Hg * Dv)
+
+    def mlp(self, prefix: str, count: int, d_ff: float) -> None:
+        m, n, D = self.m, self.tokens, self.m.d_model
+        if count == 0:
+            return
+        width = d_ff * (2 if m.gated_mlp else 1)
+        self.gemm(f"{prefix}.up_gate", count, n, width, D)
+        self.elementwise(f"{prefix}.act", "elementwise", count, 5.0 * n * d_ff, n * width, n * d_ff)
+        self.gemm(f"{prefix}.down", count, n, D, d_ff)
+
+    def moe(self) -> None:
+        """Routed experts as one fused op (router GEMM separate), shared experts as an MLP.
+
+        Distinct experts whose weights a step reads: each of the B·T tokens picks k of E
+        experts; under uniform routing an expert is untouched with probability (1 − k/E)^(B·T),
+        so E·(1 − (1 − k/E)^(B·T)) experts are read, not k (balls into bins).
+        """
+        m, n, D, tp = self.m, self.tokens, self.m.d_model, self.tp
+        count = m.n_moe_layers
+        if not count:
+            return
+        E, k, Fe = m.n_experts, m.experts_per_token, m.d_ff_expert / tp
+        self.gemm("moe.router", count, n, E, D)
+        matrices = 3 if m.gated_mlp else 2
+        distinct = E * (1.0 - (1.0 - k / E) ** n)
+        assignments = n * k
+        act = assignments * (2 * D + (matrices - 1) * Fe + Fe * 2) * self.ab
+        self.ops.append(
+            Op(
+                name="moe.experts",
+                phase=self.phase,
+                kind="gemm",
+                count=count,
+                flops=2.0 * assignments * matrices * D * Fe,
+                weight_bytes=distinct
+                * weight_storage_bytes(matrices * D * Fe, self.wdt, self.group),
+                act_bytes=act,
+                kv_bytes=0.0,
+                compute_dtype=self.mm_dtype,
+                live_bytes=act,
+                shape={
+                    "tokens": n,
+                    "experts_read": distinct,
+                    "n_experts": E,
+                    "topk": k,
+                },
+            )
+        )
+        if m.n_shared_experts:
+            self.mlp("moe.shared", count, m.n_shared_experts * Fe)
+
+    def build(self) -> list[Op]:
+        m, n, D = self.m, self.tokens, self.m.d_model
+        self.elementwise("embed", "embedding", 1, 0.0, 0.0, n * D, n * D * 2.0)
+        self.norm("norm.attn", m.n_layers)
+        self.attention()
+        self.tp_all_reduce(m.n_layers)
+        if not m.parallel_block:
+            self.norm("norm.mlp", m.n_layers)
+        self.mlp("mlp", m.n_dense_layers, m.d_ff / self.tp)
+        self.moe()
+        self.tp_all_reduce(m.n_layers)
+        self.norm("norm.final", 1, fused_residual=False)
+        self.gemm("lm_head", 1, self.B * self.lm_tokens, m.vocab_size / self.tp, D, plain=True)
+        return self.ops
+
+
+def build_ops(sc: Scenario, phase: str, B: Num, T: Num, L: Num, lm_tokens: Num = 1.0) -> list[Op]:
+    """Operators of one step: B sequences, T new tokens each, attention over L positions.
+
+    `lm_tokens` is how many positions per sequence get logits: 1 in prefill (last token only,
+    DESIGN.md), T in decode or verification.
+    """
+    return _Builder(sc, phase, B, T, L, lm_tokens).build()
+
+
+def prefill_ops(sc: Scenario) -> list[Op]:
+    w = sc.workload
+    return build_ops(sc, "prefill", float(w.batch), float(w.prompt_len), float(w.prompt_len))
+
+
+def decode_ops(sc: Scenario, kv_len: Num) -> list[Op]:
+    """One decode step whose attention spans `kv_len` positions (the new token included)."""
+    return build_ops(sc, "decode", float(sc.workload.batch), 1.0, kv_len, lm_tokens=1.0)
+
+
+def model_dims(spec: ModelSpec) -> dict[str, int]:
+    """Short-letter dims for formulas and reports (JAX scaling-book notation)."""
+    return {
+        "L": spec.n_layers,
+        "D": spec.d_model,
+        "H": spec.n_heads,
+        "K": spec.n_kv_heads,
+        "Dh": spec.head_dim,
+        "F": spec.d_ff,
+        "V": spec.vocab_size,
+    }

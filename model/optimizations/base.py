@@ -1,0 +1,94 @@
+"""The contract every optimization keeps: a pure transform applied from outside the cost model.
+
+An optimization overrides only the hooks it needs; every default is the identity, so a neutral
+setting changes nothing. Hooks run in `order` (lower first) at these pipeline stages:
+
+- `scenario(sc)`: change the spec (GQA, pruning, distillation), precision or workload;
+- `ops(ops, sc, step)`: change one step's operator table (quantization, FlashAttention off, TP);
+- `kv_tokens_per_sequence(tokens, sc)`: KV positions a sequence holds in memory (paging, windows);
+- `memory(mem, sc)`: other memory changes (a draft model's weights);
+- `result(pred, sc, pipeline)`: change the step structure (speculative decoding, early exit),
+  with `pipeline` able to price any extra step.
+
+Each subclass sets `name`, `summary`, `citation` and declares its parameters in `params`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from hardware.errors import RooflensError
+
+if TYPE_CHECKING:
+    from model.memory import MemoryBreakdown
+    from model.ops import Num, Op
+    from model.pipeline import Pipeline, Prediction, Step
+    from model.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class Param:
+    type: type
+    default: Any
+    help: str
+
+
+class Optimization:
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    citation: ClassVar[str] = ""
+    order: ClassVar[int] = 50
+    params: ClassVar[dict[str, Param]] = {}
+
+    def __init__(self, **values: Any) -> None:
+        unknown = sorted(set(values) - set(self.params))
+        if unknown:
+            known = ", ".join(self.params) or "none"
+            raise RooflensError(
+                f"--opt {self.name}: unknown parameter {unknown[0]} (takes: {known})"
+            )
+        self.values: dict[str, Any] = {}
+        for key, spec in self.params.items():
+            raw = values.get(key, spec.default)
+            self.values[key] = self._coerce(key, raw, spec)
+        self.check()
+
+    def _coerce(self, key: str, raw: Any, spec: Param) -> Any:
+        if raw is None or isinstance(raw, spec.type):
+            return raw
+        try:
+            if spec.type is bool and isinstance(raw, str):
+                return raw.lower() in ("1", "true", "yes", "on")
+            return spec.type(raw)
+        except (TypeError, ValueError):
+            raise RooflensError(
+                f"--opt {self.name}: {key}={raw!r} is not a valid {spec.type.__name__}"
+            ) from None
+
+    def check(self) -> None:
+        """Validate parameter values; raise RooflensError with a one-line message."""
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def label(self) -> str:
+        changed = {k: v for k, v in self.values.items() if v != self.params[k].default}
+        args = ",".join(f"{k}={v}" for k, v in changed.items())
+        return f"{self.name}:{args}" if args else self.name
+
+    # Hooks: identity by default.
+    def scenario(self, sc: Scenario) -> Scenario:
+        return sc
+
+    def ops(self, ops: list[Op], sc: Scenario, step: Step) -> list[Op]:
+        return ops
+
+    def kv_tokens_per_sequence(self, tokens: Num, sc: Scenario) -> Num:
+        return tokens
+
+    def memory(self, mem: MemoryBreakdown, sc: Scenario) -> MemoryBreakdown:
+        return mem
+
+    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+        return pred

@@ -1,0 +1,136 @@
+"""Parameter counts by component, total and active per token (closed forms from the shapes).
+
+Cross-checked in tests against `sum(p.numel())` of equivalent torch modules built on the
+`meta` device, and against the GPT closed form V·D + L·(12·D² + 13·D) (LLM inference book
+ch. 20.1.2) and published model-card totals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from model.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    """Parameters by component. `per_layer_*` are for one layer of that kind."""
+
+    embedding: int
+    positional: int
+    lm_head: int
+    final_norm: int
+    attention_per_layer: int
+    norms_per_layer: int
+    dense_mlp_per_layer: int
+    moe_router_per_layer: int
+    expert_per_expert: int
+    shared_experts_per_layer: int
+    n_layers: int
+    n_dense_layers: int
+    n_moe_layers: int
+    n_experts: int
+    experts_per_token: int
+
+    @property
+    def layers(self) -> int:
+        common = self.n_layers * (self.attention_per_layer + self.norms_per_layer)
+        dense = self.n_dense_layers * self.dense_mlp_per_layer
+        moe = self.n_moe_layers * (
+            self.moe_router_per_layer
+            + self.shared_experts_per_layer
+            + self.n_experts * self.expert_per_expert
+        )
+        return common + dense + moe
+
+    @property
+    def total(self) -> int:
+        return self.embedding + self.positional + self.lm_head + self.final_norm + self.layers
+
+    @property
+    def active(self) -> int:
+        """Parameters one token touches: only k routed experts of each MoE layer."""
+        idle = (
+            self.n_moe_layers * (self.n_experts - self.experts_per_token) * self.expert_per_expert
+        )
+        return self.total - idle
+
+
+def norm_params(spec: ModelSpec, width: int) -> int:
+    return 2 * width if spec.norm == "layernorm" else width
+
+
+def attention_params(spec: ModelSpec) -> int:
+    D, H = spec.d_model, spec.n_heads
+    if spec.attention == "mla":
+        rope = spec.qk_rope_head_dim
+        nope = spec.head_dim - rope
+        if spec.q_lora_rank:
+            q = D * spec.q_lora_rank + spec.q_lora_rank + spec.q_lora_rank * H * spec.head_dim
+        else:
+            q = D * H * spec.head_dim
+        kv_a = D * (spec.kv_lora_rank + rope) + spec.kv_lora_rank  # + latent norm
+        kv_b = spec.kv_lora_rank * H * (nope + spec.value_head_dim)
+        o = H * spec.value_head_dim * D
+        return q + kv_a + kv_b + o
+    qkv = D * (spec.q_dim + 2 * spec.kv_dim)
+    o = spec.q_dim * D
+    bias = 0
+    if spec.linear_bias:
+        bias = spec.q_dim + 2 * spec.kv_dim + D
+    elif spec.qkv_bias:
+        bias = spec.q_dim + 2 * spec.kv_dim
+    return qkv + o + bias
+
+
+def mlp_params(spec: ModelSpec, d_ff: int) -> int:
+    """Weights of one MLP of intermediate size F: 3·D·F gated (SwiGLU), 2·D·F plain."""
+    D = spec.d_model
+    matrices = 3 if spec.gated_mlp else 2
+    bias = ((matrices - 1) * d_ff + D) if spec.linear_bias else 0
+    return matrices * D * d_ff + bias
+
+
+def norms_per_block(spec: ModelSpec) -> int:
+    """Norms per layer: one shared by a parallel block (GPT-J, Phi), else two.
+
+    GPT-NeoX's parallel residual keeps two LayerNorms, x + attn(ln1(x)) + mlp(ln2(x))
+    (HF GPTNeoXLayer: input_layernorm and post_attention_layernorm).
+    """
+    return 1 if spec.parallel_block and spec.family != "gpt-neox" else 2
+
+
+def router_params(spec: ModelSpec) -> int:
+    """Router weight E·D; DeepSeek-V3 adds a per-expert bias for aux-loss-free balancing.
+
+    DeepSeek-V3 report §2.1.2 (bias b_i in the top-k selection); HF MoEGate
+    e_score_correction_bias, stored in the checkpoint.
+    """
+    bias = spec.n_experts if spec.family == "deepseek-v3" else 0
+    return spec.d_model * spec.n_experts + bias
+
+
+def count_params(spec: ModelSpec) -> ParamCount:
+    D, V = spec.d_model, spec.vocab_size
+    lm_bias = V if (spec.linear_bias and spec.family == "phi") else 0
+    return ParamCount(
+        embedding=V * D,
+        positional=spec.max_position_embeddings * D if spec.positional == "learned" else 0,
+        lm_head=0 if spec.tied_embeddings else V * D + lm_bias,
+        final_norm=norm_params(spec, D),
+        attention_per_layer=attention_params(spec),
+        norms_per_layer=norm_params(spec, D) * norms_per_block(spec),
+        dense_mlp_per_layer=mlp_params(spec, spec.d_ff),
+        moe_router_per_layer=router_params(spec),
+        expert_per_expert=mlp_params(spec, spec.d_ff_expert) if spec.is_moe else 0,
+        shared_experts_per_layer=(
+            mlp_params(spec, spec.d_ff_expert * spec.n_shared_experts)
+            if spec.n_shared_experts
+            else 0
+        ),
+        n_layers=spec.n_layers,
+        n_dense_layers=spec.n_dense_layers,
+        n_moe_layers=spec.n_moe_layers,
+        n_experts=spec.n_experts,
+        experts_per_token=spec.experts_per_token,
+    )

@@ -1,0 +1,116 @@
+"""Roofline pricing (DESIGN.md step 3): each operator's compute, memory and communication time,
+its arithmetic intensity and what bounds it, for a GPU and a profile.
+
+Time of an op = max(compute, memory) + communication + per-call overhead: compute and memory
+overlap inside a kernel (roofline lower bound, Williams et al. 2009); a collective does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from hardware.profiles import Profile
+from hardware.spec import SystemSpec
+from model.comm import ring_all_reduce_s
+from model.ops import Num, Op
+
+
+@dataclass(frozen=True)
+class PricedOp:
+    op: Op
+    compute_s: Num  # per instance
+    memory_s: Num
+    comm_s: Num
+    time_s: Num  # per instance
+
+    @property
+    def total_s(self) -> Num:
+        return self.time_s * self.op.count
+
+    @property
+    def intensity(self) -> Num:
+        """FLOP per byte of HBM traffic (inf for an op that moves nothing)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.divide(self.op.flops, self.op.bytes)
+
+    @property
+    def bound(self) -> str:
+        """'compute', 'memory' or 'comm' (scalar ops; use bound_array for grids)."""
+        if self.op.kind == "comm":
+            return "comm"
+        return (
+            "compute"
+            if float(np.mean(self.compute_s)) >= float(np.mean(self.memory_s))
+            else "memory"
+        )
+
+
+def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
+    gpu = system.gpu
+    eff = profile.kind(op.kind)
+    compute_s = op.flops / (gpu.peak(op.compute_dtype) * eff.compute_fraction)
+    memory_s = op.bytes / (gpu.hbm_bytes_per_s * eff.memory_fraction)
+    comm_s: Num = 0.0
+    if op.kind == "comm":
+        n = int(op.shape.get("n_gpus", 1))
+        latency_scale = 1.0 if profile.name == "ideal" else profile.comm_latency_scale
+        comm_s = ring_all_reduce_s(
+            op.comm_bytes, n, system.link_for(n), profile.comm_bandwidth_fraction, latency_scale
+        )
+    busy = np.maximum(compute_s, memory_s) + comm_s
+    overhead = eff.overhead_s if _does_work(op) else 0.0
+    return PricedOp(op, compute_s, memory_s, comm_s, busy + overhead)
+
+
+def _does_work(op: Op) -> bool:
+    return bool(
+        np.any(np.asarray(op.flops) > 0)
+        or np.any(np.asarray(op.bytes) > 0)
+        or np.any(np.asarray(op.comm_bytes) > 0)
+    )
+
+
+def price_ops(ops: list[Op], system: SystemSpec, profile: Profile) -> list[PricedOp]:
+    return [price_op(op, system, profile) for op in ops]
+
+
+def step_time_s(priced: list[PricedOp]) -> Num:
+    total: Num = 0.0
+    for p in priced:
+        total = total + p.total_s
+    return total
+
+
+def to_frame(priced: list[PricedOp]) -> pd.DataFrame:
+    """One row per op with totals over `count` (scalar workloads), in SI units."""
+    rows = []
+    for p in priced:
+        op = p.op
+        rows.append(
+            {
+                "name": op.name,
+                "phase": op.phase,
+                "kind": op.kind,
+                "count": op.count,
+                "flops": float(np.mean(op.flops)) * op.count,
+                "bytes": float(np.mean(op.bytes)) * op.count,
+                "weight_bytes": float(np.mean(op.weight_bytes)) * op.count,
+                "act_bytes": float(np.mean(op.act_bytes)) * op.count,
+                "kv_bytes": float(np.mean(op.kv_bytes)) * op.count,
+                "comm_bytes": float(np.mean(op.comm_bytes)) * op.count,
+                "compute_s": float(np.mean(p.compute_s)) * op.count,
+                "memory_s": float(np.mean(p.memory_s)) * op.count,
+                "comm_s": float(np.mean(p.comm_s)) * op.count,
+                "time_s": float(np.mean(p.total_s)),
+                "compute_dtype": op.compute_dtype,
+                "bound": p.bound,
+            }
+        )
+    df = pd.DataFrame(rows)
+    if not df.empty:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df["intensity"] = df["flops"] / df["bytes"].where(df["bytes"] > 0)
+    return df

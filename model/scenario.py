@@ -1,0 +1,117 @@
+"""A scenario: the model, the machine, the workload and the settings one prediction is for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from hardware.spec import GPUSpec, SystemSpec
+from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
+from model.spec import ModelSpec
+
+GIB = float(2**30)
+# CUDA context (~0.5 GiB), cuBLAS/NCCL workspaces and CUDA-graph pools (~1 GiB): the memory a
+# serving process holds beyond weights, KV cache and activations. An assumption, overridable.
+DEFAULT_OVERHEAD_BYTES = 1.5 * GIB
+# Prefill activations are sized for at most this many tokens at once: vLLM's default
+# max_num_batched_tokens with chunked prefill (8192). Set it to 0 for no chunking.
+DEFAULT_PREFILL_CHUNK_TOKENS = 8192
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Precision(_Frozen):
+    """Storage dtype per tensor kind; matmuls run on the unit dtypes.compute_dtype picks."""
+
+    weight_dtype: str = "bf16"
+    act_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    weight_group_size: int = Field(
+        default=128,
+        gt=0,
+        description="elements sharing one fp16 scale in int8/int4/nf4 weights",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> Precision:
+        for field, allowed in (
+            ("weight_dtype", STORAGE_DTYPES),
+            ("kv_dtype", STORAGE_DTYPES),
+            ("act_dtype", ACTIVATION_DTYPES),
+        ):
+            value = getattr(self, field)
+            if value not in allowed:
+                raise ValueError(f"{field} '{value}' is not one of {', '.join(allowed)}")
+        return self
+
+
+class Parallelism(_Frozen):
+    tp: int = Field(default=1, gt=0, description="tensor-parallel degree")
+    pp: int = Field(default=1, gt=0, description="pipeline-parallel degree")
+    ep: int = Field(default=1, gt=0, description="expert-parallel degree")
+
+    @property
+    def n_gpus(self) -> int:
+        return self.tp * self.pp
+
+
+class Workload(_Frozen):
+    batch: int = Field(default=1, gt=0, description="concurrent sequences (B)")
+    prompt_len: int = Field(default=512, gt=0, description="prompt tokens per sequence (P)")
+    output_len: int = Field(default=128, gt=0, description="generated tokens per sequence (O)")
+    prefill_chunk_tokens: int = Field(
+        default=DEFAULT_PREFILL_CHUNK_TOKENS,
+        ge=0,
+        description="tokens prefilled at once, which sizes activation memory (0 = all B·P)",
+    )
+
+
+class Scenario(_Frozen):
+    model: ModelSpec
+    system: SystemSpec
+    workload: Workload = Workload()
+    precision: Precision = Precision()
+    parallel: Parallelism = Parallelism()
+    profile: str = "ideal"
+    overhead_bytes: float = Field(default=DEFAULT_OVERHEAD_BYTES, ge=0)
+    settings: dict[str, Any] = Field(
+        default_factory=dict,
+        description="state optimizations leave for later pipeline stages",
+    )
+
+    @property
+    def gpu(self) -> GPUSpec:
+        return self.system.gpu
+
+    @model_validator(mode="after")
+    def _check(self) -> Scenario:
+        m, tp = self.model, self.parallel.tp
+        if m.n_heads % tp:
+            raise ValueError(f"--tp {tp} must divide {m.id}'s {m.n_heads} attention heads")
+        kv = m.n_kv_heads
+        if m.attention != "mla" and kv % tp and tp % kv:
+            raise ValueError(
+                f"--tp {tp} and {m.id}'s {kv} KV heads must divide one another "
+                "(KV heads are split, or replicated when tp exceeds them)"
+            )
+        if m.n_layers % self.parallel.pp:
+            raise ValueError(f"--pp {self.parallel.pp} must divide {m.id}'s {m.n_layers} layers")
+        if self.context_tokens > m.max_context:
+            raise ValueError(
+                f"the sequence reaches {self.context_tokens} positions (prompt + output − 1), "
+                f"over {m.id}'s max context {m.max_context}; shorten the prompt or output"
+            )
+        return self
+
+    @property
+    def context_tokens(self) -> int:
+        """Positions a sequence holds at its last step: P + O − 1 (the last token is not fed)."""
+        return self.workload.prompt_len + self.workload.output_len - 1
+
+    @property
+    def kv_heads_per_gpu(self) -> int:
+        """KV heads per GPU: split by TP, replicated once TP exceeds them (vLLM, Megatron)."""
+        return max(1, self.model.n_kv_heads // self.parallel.tp)

@@ -1,0 +1,152 @@
+"""Transformer architecture specs: the shape facts the cost model needs, with their sources.
+
+Letters in formulas follow the JAX scaling book: L layers, D = d_model, H query heads,
+K kv heads, Dh head dim, F ffn size, V vocab, E experts, k experts per token.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
+
+
+class ModelSpec(BaseModel):
+    """A decoder-only transformer. Frozen; validators enforce the arithmetic that must hold."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(description="preset id, lowercase with dashes, e.g. 'llama-3-70b'")
+    name: str = Field(description="human name, e.g. 'Llama 3 70B'")
+    family: str = Field(default="llama", description="architecture family, e.g. llama, opt, gpt")
+    n_layers: int = Field(gt=0, description="decoder layers (L)")
+    d_model: int = Field(gt=0, description="hidden size (D)")
+    n_heads: int = Field(gt=0, description="query heads (H)")
+    n_kv_heads: int = Field(gt=0, description="key/value heads (K); = H for MHA, 1 for MQA")
+    head_dim: int = Field(gt=0, description="per-head dim (Dh); usually D / H")
+    d_ff: int = Field(gt=0, description="dense MLP intermediate size (F)")
+    gated_mlp: bool = Field(
+        description="SwiGLU/GeGLU (gate and up projections) vs plain 2-matrix MLP"
+    )
+    activation: str = Field(default="silu", description="MLP activation: silu, gelu, relu")
+    vocab_size: int = Field(gt=0, description="vocabulary (V)")
+    tied_embeddings: bool = Field(default=False, description="lm_head shares the embedding matrix")
+    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    positional: Literal["rope", "learned", "alibi", "none"] = "rope"
+    max_position_embeddings: int = Field(
+        default=0,
+        ge=0,
+        description="rows of a learned position table (0 unless positional=learned)",
+    )
+    linear_bias: bool = Field(default=False, description="projections and MLP carry bias vectors")
+    qkv_bias: bool = Field(default=False, description="only the QKV projection has bias (Qwen2)")
+    parallel_block: bool = Field(
+        default=False,
+        description="attention and MLP read the same input (GPT-J/NeoX/Phi style)",
+    )
+    attention: AttentionKind = Field(description="mha / gqa / mqa, or mla (DeepSeek latent KV)")
+    # MLA (DeepSeek-V2/V3): KV is cached as a compressed latent plus a shared rope key.
+    q_lora_rank: int = Field(default=0, ge=0, description="MLA query low-rank dim (0 = full Wq)")
+    kv_lora_rank: int = Field(default=0, ge=0, description="MLA latent KV rank (the cached width)")
+    qk_rope_head_dim: int = Field(default=0, ge=0, description="MLA decoupled rope key dim")
+    v_head_dim: int = Field(default=0, ge=0, description="MLA value head dim (0 = head_dim)")
+    # Mixture of experts.
+    n_experts: int = Field(
+        default=0, ge=0, description="routed experts per MoE layer (E); 0 = dense"
+    )
+    experts_per_token: int = Field(default=0, ge=0, description="routed experts per token (k)")
+    n_shared_experts: int = Field(default=0, ge=0, description="always-on experts per MoE layer")
+    d_ff_expert: int = Field(default=0, ge=0, description="each expert's intermediate size")
+    first_dense_layers: int = Field(
+        default=0,
+        ge=0,
+        description="leading layers with a dense MLP instead of experts",
+    )
+    sliding_window: int = Field(
+        default=0, ge=0, description="attention window in tokens (0 = full)"
+    )
+    max_context: int = Field(gt=0, description="longest supported context, tokens")
+    sources: dict[str, str] = Field(
+        default_factory=dict,
+        description="field (or 'config') -> where the number comes from",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelSpec:
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_kv_heads ({self.n_kv_heads}) must divide n_heads ({self.n_heads})")
+        expected = {"mha": self.n_heads, "mqa": 1}.get(self.attention)
+        if expected is not None and self.n_kv_heads != expected and self.attention != "mla":
+            raise ValueError(
+                f"attention={self.attention} needs n_kv_heads={expected}, got {self.n_kv_heads}"
+            )
+        if self.attention == "gqa" and not 1 < self.n_kv_heads < self.n_heads:
+            raise ValueError(
+                "attention=gqa needs 1 < n_kv_heads < n_heads, "
+                f"got {self.n_kv_heads}/{self.n_heads}"
+            )
+        if self.attention == "mla" and not (self.kv_lora_rank and self.qk_rope_head_dim):
+            raise ValueError("attention=mla needs kv_lora_rank and qk_rope_head_dim")
+        if self.attention != "mla" and self.d_model % self.n_heads:
+            if self.head_dim * self.n_heads != self.d_model and self.family not in _FREE_HEAD_DIM:
+                raise ValueError(
+                    f"n_heads ({self.n_heads}) must divide d_model ({self.d_model}) "
+                    "unless head_dim is given explicitly by the family"
+                )
+        if self.n_experts:
+            if not 0 < self.experts_per_token <= self.n_experts:
+                raise ValueError(
+                    f"experts_per_token must be in 1..n_experts ({self.n_experts}), "
+                    f"got {self.experts_per_token}"
+                )
+            if not self.d_ff_expert:
+                raise ValueError("an MoE model needs d_ff_expert")
+            if self.first_dense_layers >= self.n_layers:
+                raise ValueError("first_dense_layers must be fewer than n_layers")
+        elif self.experts_per_token or self.n_shared_experts:
+            raise ValueError("experts_per_token/n_shared_experts need n_experts > 0")
+        if self.positional == "learned" and not self.max_position_embeddings:
+            raise ValueError("positional=learned needs max_position_embeddings")
+        if self.sliding_window > self.max_context:
+            raise ValueError("sliding_window cannot exceed max_context")
+        return self
+
+    # Derived shapes: computed, never stored.
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def n_moe_layers(self) -> int:
+        return self.n_layers - self.first_dense_layers if self.is_moe else 0
+
+    @property
+    def n_dense_layers(self) -> int:
+        return self.n_layers - self.n_moe_layers
+
+    @property
+    def q_dim(self) -> int:
+        """Width of the concatenated query heads (H·Dh)."""
+        return self.n_heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of one of K or V across kv heads (K·Dh)."""
+        return self.n_kv_heads * self.head_dim
+
+    @property
+    def value_head_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def kv_cache_elements_per_token_per_layer(self) -> int:
+        """Cached elements per token per layer: 2·K·Dh, or MLA's latent + rope key."""
+        if self.attention == "mla":
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.n_kv_heads * self.head_dim
+
+
+# Families whose head_dim is set independently of d_model / n_heads.
+_FREE_HEAD_DIM = {"gemma", "qwen3", "phi", "mistral"}

@@ -29,9 +29,7 @@ def read_data_file(path: Path) -> dict[str, Any]:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise RooflensError(f"cannot parse {path}: {first}") from None
     if not isinstance(data, dict):
-        raise RooflensError(
-            f"{path} must hold a mapping of fields, got {type(data).__name__}"
-        )
+        raise RooflensError(f"{path} must hold a mapping of fields, got {type(data).__name__}")
     return data
 
 

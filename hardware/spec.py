@@ -38,9 +38,7 @@ class GPUSpec(_Frozen):
     vendor: Literal["nvidia", "amd", "intel", "cpu", "other"] = "nvidia"
     architecture: str = Field(description="e.g. 'ampere', 'hopper', 'cdna3'")
     memory_bytes: float = Field(gt=0, description="device memory capacity, bytes")
-    hbm_bytes_per_s: float = Field(
-        gt=0, description="peak device-memory bandwidth, bytes/s"
-    )
+    hbm_bytes_per_s: float = Field(gt=0, description="peak device-memory bandwidth, bytes/s")
     peak_flops_per_s: dict[ComputeDtype, float] = Field(
         description="dense peak FLOP/s (or OP/s for int) per compute dtype, for dtypes the part has"
     )
@@ -50,9 +48,7 @@ class GPUSpec(_Frozen):
         description="speed-up of 2:4 structured sparsity on tensor cores (1 = none)",
     )
     l2_bytes: float = Field(gt=0, description="last-level on-chip cache, bytes")
-    sm_count: int = Field(
-        gt=0, description="streaming multiprocessors (compute units on AMD)"
-    )
+    sm_count: int = Field(gt=0, description="streaming multiprocessors (compute units on AMD)")
     smem_per_sm_bytes: float = Field(
         gt=0,
         description="shared memory (SRAM) usable per SM, bytes; sets FlashAttention tile size",
@@ -61,13 +57,9 @@ class GPUSpec(_Frozen):
         ge=0,
         description="GPU-to-GPU link bandwidth per GPU, one direction, bytes/s (0 = none)",
     )
-    pcie_bytes_per_s: float = Field(
-        gt=0, description="host link bandwidth, one direction, bytes/s"
-    )
+    pcie_bytes_per_s: float = Field(gt=0, description="host link bandwidth, one direction, bytes/s")
     tdp_watts: float | None = Field(default=None, gt=0, description="board power, W")
-    sources: dict[str, str] = Field(
-        description="field name -> where the number comes from"
-    )
+    sources: dict[str, str] = Field(description="field name -> where the number comes from")
 
     @model_validator(mode="after")
     def _check(self) -> GPUSpec:
@@ -89,9 +81,7 @@ class GPUSpec(_Frozen):
         ] + (["tdp_watts"] if self.tdp_watts is not None else [])
         missing = [f for f in numeric if not self.sources.get(f)]
         if missing:
-            raise ValueError(
-                f"every number needs a source; missing sources for {missing}"
-            )
+            raise ValueError(f"every number needs a source; missing sources for {missing}")
         return self
 
     def peak(self, dtype: str) -> float:
@@ -135,9 +125,7 @@ class SystemSpec(_Frozen):
     gpu: GPUSpec
     gpus_per_node: int = Field(gt=0)
     intra_node: LinkSpec = Field(description="link between GPUs of one node")
-    inter_node: LinkSpec | None = Field(
-        default=None, description="link between nodes, if any"
-    )
+    inter_node: LinkSpec | None = Field(default=None, description="link between nodes, if any")
 
     def link_for(self, n_gpus: int) -> LinkSpec:
         """The slowest link a group of n GPUs spans (inter-node once it outgrows a node)."""

@@ -1,0 +1,72 @@
+"""Helpers shared by every kernel module: dtype byte sizes and the interpreter switch.
+
+Nothing here touches CUDA, so importing `kernels` is safe on a machine without a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+# Bytes per element, keyed by the names the validator's CSV files use and by torch dtypes.
+# int4 is half a byte: two values share one byte (see kernels/w4a16_gemm.py for the packing).
+_BYTES_BY_NAME: dict[str, float] = {
+    "fp32": 4,
+    "float32": 4,
+    "fp16": 2,
+    "float16": 2,
+    "half": 2,
+    "bf16": 2,
+    "bfloat16": 2,
+    "fp8": 1,
+    "int8": 1,
+    "uint8": 1,
+    "int4": 0.5,
+    "int32": 4,
+}
+
+_TORCH_DTYPE_BY_NAME: dict[str, torch.dtype] = {
+    "fp32": torch.float32,
+    "float32": torch.float32,
+    "fp16": torch.float16,
+    "float16": torch.float16,
+    "half": torch.float16,
+    "bf16": torch.bfloat16,
+    "bfloat16": torch.bfloat16,
+}
+
+# Floating dtypes the matmul and attention kernels accept as activations.
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def dtype_bytes(dtype: str | torch.dtype) -> float:
+    """Bytes per element of `dtype`, given as a torch dtype or a name such as "fp16" or "int4"."""
+    if isinstance(dtype, torch.dtype):
+        return dtype.itemsize
+    try:
+        return _BYTES_BY_NAME[dtype.lower()]
+    except KeyError:
+        known = ", ".join(sorted(_BYTES_BY_NAME))
+        raise ValueError(f"unknown dtype {dtype!r}; expected one of: {known}") from None
+
+
+def torch_dtype(dtype: str | torch.dtype) -> torch.dtype:
+    """The torch floating dtype named by `dtype` ("fp16", "bf16", "fp32" or a torch dtype)."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    try:
+        return _TORCH_DTYPE_BY_NAME[dtype.lower()]
+    except KeyError:
+        known = ", ".join(sorted(_TORCH_DTYPE_BY_NAME))
+        raise ValueError(f"unknown float dtype {dtype!r}; expected one of: {known}") from None
+
+
+def interpreting() -> bool:
+    """True when Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1).
+
+    Triton reads the variable when a kernel is decorated, i.e. when its module is imported, so
+    this answer is only meaningful if the variable was set before `kernels` was imported.
+    """
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")

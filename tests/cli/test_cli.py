@@ -1,0 +1,171 @@
+"""The `rooflens` command: DESIGN.md's JSON keys and CSV contract, human tables with units, and
+one-line errors with non-zero exits."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cli import main
+from model.api import make_scenario, run
+
+MEMORY_KEYS = {
+    "weights_bytes", "kv_cache_bytes", "kv_bytes_per_token", "activation_bytes",
+    "overhead_bytes", "total_bytes", "capacity_bytes", "fits", "max_batch",
+}  # fmt: skip
+PREDICT_KEYS = {"ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "prefill", "decode", "ops"}
+OP_KEYS = {"name", "phase", "count", "flops", "bytes", "intensity", "time_s", "bound"}
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("what", ["models", "gpus", "optimizations"])
+def test_list_json(capsys: pytest.CaptureFixture[str], what: str) -> None:
+    code, out, _ = run_cli(capsys, "list", what, "--json")
+    assert code == 0
+    rows = json.loads(out)
+    if what != "optimizations":
+        assert len(rows) >= 14
+    if what == "models":
+        assert {"llama-3-70b", "mixtral-8x7b", "deepseek-v3"} <= {r["id"] for r in rows}
+
+
+def test_memory_json_keys_and_values(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(
+        capsys, "memory", "--model", "llama-2-7b", "--gpu", "a100-sxm-80gb",
+        "--batch", "64", "--context", "2048", "--json",
+    )  # fmt: skip
+    assert code == 0
+    data = json.loads(out)
+    assert MEMORY_KEYS <= set(data)
+    assert data["kv_cache_bytes"] == 68_719_476_736  # anchors E2
+    assert data["fits"] is True and data["max_batch"] >= 64
+
+
+def test_predict_json_matches_api(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(
+        capsys, "predict", "--model", "llama-3-70b", "--gpu", "h100-sxm", "--tp", "4",
+        "--batch", "8", "--prompt-len", "1000", "--output-len", "200", "--json",
+    )  # fmt: skip
+    assert code == 0
+    data = json.loads(out)
+    assert PREDICT_KEYS <= set(data)
+    for phase in ("prefill", "decode"):
+        assert {"time_s", "flops", "bytes", "bound"} <= set(data[phase])
+    assert all(OP_KEYS <= set(op) for op in data["ops"])
+    assert "tp.all_reduce" in {op["name"] for op in data["ops"]}
+    ref = run(make_scenario("llama-3-70b", "h100-sxm", tp=4, batch=8, prompt_len=1000,
+                            output_len=200))  # fmt: skip
+    assert data["ttft_s"] == pytest.approx(ref.ttft_s)
+    assert data["tpot_s"] == pytest.approx(ref.tpot_s)
+    assert data["output_tokens_per_s"] == pytest.approx(8 * 200 / ref.e2e_s)
+
+
+def test_predict_human_output_has_units(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "predict", "--model", "llama-3-8b", "--gpu", "l40s")
+    assert code == 0
+    for text in ("TTFT", "TPOT", "tokens/s", " ms", " GB", "FLOP/byte", "memory-bound"):
+        assert text in out
+
+
+def test_kernels_predict_csv_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [
+        {"op": "gemm", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16", "tag": "a"},
+        {"op": "attention_prefill", "batch": 2, "seq_len": 1024, "n_heads": 32,
+         "n_kv_heads": 8, "head_dim": 128, "dtype": "bf16", "kv_dtype": "bf16", "tag": "b"},
+        {"op": "attention_decode", "batch": 16, "kv_len": 4096, "n_heads": 32,
+         "n_kv_heads": 8, "head_dim": 128, "dtype": "bf16", "kv_dtype": "fp8", "tag": "c"},
+    ]  # fmt: skip
+    src, dst = tmp_path / "in.csv", tmp_path / "out.csv"
+    pd.DataFrame(rows).to_csv(src, index=False)
+    code, _, _ = run_cli(capsys, "kernels", "predict", "--gpu", "a100-sxm-80gb", str(src),
+                         "-o", str(dst))  # fmt: skip
+    assert code == 0
+    out = pd.read_csv(dst)
+    assert list(out.columns[: len(pd.read_csv(src).columns)]) == list(pd.read_csv(src).columns)
+    assert {"flops", "bytes", "predicted_s", "bound"} <= set(out.columns)
+    assert list(out["tag"]) == ["a", "b", "c"]  # extra columns pass through
+    gemm = out.iloc[0]
+    assert gemm["flops"] == 2 * 4096**3
+    assert gemm["bytes"] == 3 * 4096 * 4096 * 2
+    assert gemm["predicted_s"] == pytest.approx(2 * 4096**3 / 312e12)
+    assert gemm["bound"] == "compute"
+    decode = out.iloc[2]
+    assert decode["bound"] == "memory"
+    # KV read once per KV head: 16 · 4096 · 2 · 8 · 128 · 1 B of fp8 KV dominates the bytes.
+    assert decode["bytes"] >= 16 * 4096 * 2 * 8 * 128
+
+
+ERRORS = [
+    (["predict", "--model", "llama-3-7b", "--gpu", "h100-sxm"], "did you mean"),
+    (["predict", "--model", "llama-2-7b", "--gpu", "h100"], "unknown gpu 'h100'"),
+    (["predict", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--tp", "3"], "--tp 3"),
+    (["predict", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--prompt-len", "5000"],
+     "max context"),
+    (["predict", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--opt", "no-such-opt"],
+     "unknown optimization"),
+    (["memory", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--batch", "0"], "batch"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "needle"), ERRORS)
+def test_errors_are_one_actionable_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
+) -> None:
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert needle in lines[0]
+
+
+def test_model_that_does_not_fit_says_by_how_much_and_what_fits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run_cli(capsys, "predict", "--model", "llama-3-70b", "--gpu", "a100-sxm-80gb")
+    assert code == 3 and out == ""
+    line = err.strip()
+    assert len(line.splitlines()) == 1
+    assert "over" in line and "GB" in line and "--tp 2" in line and "--weight-dtype int8" in line
+    # The advice is honest: --tp 2 really fits.
+    code, _, _ = run_cli(capsys, "predict", "--model", "llama-3-70b", "--gpu", "a100-sxm-80gb",
+                         "--tp", "2", "--json")  # fmt: skip
+    assert code == 0
+
+
+def test_bad_spec_files_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad_gpu = tmp_path / "gpu.yaml"
+    bad_gpu.write_text("id: x\nname: x\nhbm_bytes_per_s: -1\n")
+    code, _, err = run_cli(capsys, "predict", "--model", "llama-2-7b", "--gpu", str(bad_gpu))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "hbm_bytes_per_s" in err
+    broken = tmp_path / "config.json"
+    broken.write_text("{not json")
+    code, _, err = run_cli(capsys, "predict", "--model", str(broken), "--gpu", "h100-sxm")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "config.json" in err
+    heads = tmp_path / "model.yaml"
+    heads.write_text(
+        "id: m\nname: m\nn_layers: 2\nd_model: 512\nn_heads: 8\nn_kv_heads: 3\nhead_dim: 64\n"
+        "d_ff: 1024\ngated_mlp: true\nvocab_size: 1000\nattention: gqa\nmax_context: 2048\n"
+    )
+    code, _, err = run_cli(capsys, "predict", "--model", str(heads), "--gpu", "h100-sxm")
+    assert code == 2 and "n_kv_heads (3) must divide n_heads (8)" in err
+
+
+def test_console_script_is_installed() -> None:
+    exe = shutil.which("rooflens")
+    if exe is None:
+        pytest.skip("rooflens console script not on PATH (package not installed)")
+    proc = subprocess.run([exe, "list", "gpus", "--json"], capture_output=True, text=True,
+                          check=False, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert any(g["id"] == "h100-sxm" for g in json.loads(proc.stdout))

@@ -1,0 +1,157 @@
+"""GPUSpec / LinkSpec / SystemSpec: the validators name the field in one line; peaks fall back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from hardware.errors import RooflensError
+from hardware.presets import get_gpu, gpu_from_dict, links
+from hardware.spec import GPUSpec, LinkSpec, SystemSpec
+
+
+def a100_dict() -> dict[str, Any]:
+    return get_gpu("a100-sxm-80gb").model_dump()
+
+
+def rejection(data: dict[str, Any]) -> str:
+    with pytest.raises(RooflensError) as info:
+        gpu_from_dict(data, "test.yaml")
+    message = str(info.value)
+    assert "\n" not in message, "errors are one line"
+    return message
+
+
+def test_missing_source_is_rejected_naming_the_field() -> None:
+    data = a100_dict()
+    del data["sources"]["hbm_bytes_per_s"]
+    message = rejection(data)
+    assert "hbm_bytes_per_s" in message and "source" in message
+
+
+def test_empty_source_string_counts_as_missing() -> None:
+    data = a100_dict()
+    data["sources"]["l2_bytes"] = ""
+    assert "l2_bytes" in rejection(data)
+
+
+def test_tdp_needs_a_source_only_when_given() -> None:
+    data = a100_dict()
+    del data["sources"]["tdp_watts"]
+    assert "tdp_watts" in rejection(data)
+    data["tdp_watts"] = None
+    assert gpu_from_dict(data, "test.yaml").tdp_watts is None
+
+
+def test_negative_bandwidth_is_rejected_naming_the_field() -> None:
+    data = a100_dict()
+    data["hbm_bytes_per_s"] = -2.0e12
+    message = rejection(data)
+    assert message.startswith("invalid GPU spec test.yaml")
+    assert "hbm_bytes_per_s" in message
+
+
+def test_negative_link_bandwidth_is_rejected() -> None:
+    data = a100_dict()
+    data["nvlink_bytes_per_s"] = -1.0
+    assert "nvlink_bytes_per_s" in rejection(data)
+
+
+def test_empty_peak_dict_is_rejected_naming_the_field() -> None:
+    data = a100_dict()
+    data["peak_flops_per_s"] = {}
+    assert "peak_flops_per_s" in rejection(data)
+
+
+def test_non_positive_peak_is_rejected_naming_the_dtype() -> None:
+    data = a100_dict()
+    data["peak_flops_per_s"]["bf16"] = 0.0
+    assert "peak_flops_per_s[bf16]" in rejection(data)
+
+
+def test_unknown_dtype_and_misspelt_field_are_rejected() -> None:
+    data = a100_dict()
+    data["peak_flops_per_s"]["fp4"] = 1.0e15
+    assert "fp4" in rejection(data)
+    data = a100_dict()
+    data["hbm_bandwidth"] = 2.0e12
+    assert "hbm_bandwidth" in rejection(data)
+
+
+def test_specs_are_frozen() -> None:
+    gpu = get_gpu("h100-sxm")
+    with pytest.raises(ValidationError):
+        gpu.hbm_bytes_per_s = 1.0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("gpu_id", "dtype", "runs_as"),
+    [
+        ("a100-sxm-80gb", "fp8", "fp16"),  # Ampere has no FP8 tensor cores: upcast to fp16
+        ("v100-sxm-32gb", "bf16", "fp16"),  # Volta has no bf16
+        ("v100-sxm-32gb", "int8", "fp16"),
+        ("v100-sxm-32gb", "tf32", "fp32"),
+        ("h100-sxm", "int4", "int8"),  # Hopper dropped int4
+        ("l4", "int4", "int8"),  # no published int4 figure
+        ("h100-sxm", "fp8", "fp8"),
+    ],
+)
+def test_peak_falls_back_to_the_unit_that_runs_the_dtype(
+    gpu_id: str, dtype: str, runs_as: str
+) -> None:
+    gpu = get_gpu(gpu_id)
+    assert gpu.peak(dtype) == gpu.peak_flops_per_s[runs_as]  # type: ignore[index]
+
+
+def test_a100_ridge_point_matches_published_anchor() -> None:
+    # anchors.md E8 ("Towards 100x speedup" §1.1): 312 TFLOP/s bf16 dense / 2.039 TB/s ≈ 153
+    gpu = get_gpu("a100-sxm-80gb")
+    assert gpu.ridge_point("bf16") == pytest.approx(312e12 / 2.039e12)
+    assert gpu.ridge_point("bf16") == pytest.approx(153, abs=0.5)
+
+
+@given(
+    peak=st.floats(min_value=1e9, max_value=1e17),
+    bandwidth=st.floats(min_value=1e9, max_value=1e14),
+)
+def test_ridge_point_is_peak_over_bandwidth_for_any_valid_spec(
+    peak: float, bandwidth: float
+) -> None:
+    data = a100_dict()
+    data["peak_flops_per_s"] = {"bf16": peak}
+    data["hbm_bytes_per_s"] = bandwidth
+    gpu = GPUSpec.model_validate(data)
+    assert gpu.ridge_point("bf16") == pytest.approx(peak / bandwidth)
+    assert gpu.peak("fp16") == peak  # fp16 runs on the bf16 unit when it is the only one
+
+
+def test_link_spec_rejects_zero_bandwidth() -> None:
+    with pytest.raises(ValidationError, match="bytes_per_s"):
+        LinkSpec(name="x", bytes_per_s=0.0, latency_s=0.0, source="test")
+
+
+@given(gpus_per_node=st.integers(1, 16), n_gpus=st.integers(1, 256))
+def test_link_for_switches_to_inter_node_exactly_past_one_node(
+    gpus_per_node: int, n_gpus: int
+) -> None:
+    table = links()
+    system = SystemSpec(
+        id="test",
+        gpu=get_gpu("h100-sxm"),
+        gpus_per_node=gpus_per_node,
+        intra_node=table["nvlink4"],
+        inter_node=table["infiniband-ndr"],
+    )
+    expected = "nvlink4" if n_gpus <= gpus_per_node else "infiniband-ndr"
+    assert system.link_for(n_gpus).name == expected
+
+
+def test_link_for_without_inter_node_stays_inside() -> None:
+    system = SystemSpec(
+        id="single", gpu=get_gpu("l4"), gpus_per_node=4, intra_node=links()["pcie4"]
+    )
+    assert system.link_for(64).name == "pcie4"

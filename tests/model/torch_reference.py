@@ -1,0 +1,267 @@
+"""Second route to parameter counts: each family's real module tree, built on the meta device.
+
+Written from the architectures (the papers and Hugging Face `modeling_*.py` module layouts named
+below), not from `model/params.py`, so `sum(p.numel())` here is an independent check of the
+closed forms. The meta device allocates no memory, so a 671B model builds in seconds.
+Shared (tied) parameters are counted once, as `nn.Module.parameters()` deduplicates them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from model.spec import ModelSpec
+
+
+def reference_param_count(spec: ModelSpec) -> int:
+    """sum(p.numel()) over the torch module equivalent to `spec`."""
+    return sum(p.numel() for p in build_reference(spec).parameters())
+
+
+def build_reference(spec: ModelSpec) -> nn.Module:
+    try:
+        builder = _BUILDERS[spec.family]
+    except KeyError:
+        raise ValueError(f"no torch reference for family '{spec.family}'") from None
+    with torch.device("meta"):
+        return builder(spec)
+
+
+def _norm(spec: ModelSpec, width: int) -> nn.Module:
+    return nn.LayerNorm(width) if spec.norm == "layernorm" else nn.RMSNorm(width)
+
+
+def _lm_head(spec: ModelSpec, embed: nn.Embedding, bias: bool = False) -> nn.Linear:
+    head = nn.Linear(spec.d_model, spec.vocab_size, bias=bias)
+    if spec.tied_embeddings:
+        head.weight = embed.weight
+    return head
+
+
+class _SwiGLU(nn.Module):
+    """down(act(gate(x)) * up(x)) (Shazeer 2020); LlamaMLP / Mixtral w1, w3, w2."""
+
+    def __init__(self, d_model: int, d_ff: int, bias: bool = False) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, d_ff, bias=bias)
+        self.up_proj = nn.Linear(d_model, d_ff, bias=bias)
+        self.down_proj = nn.Linear(d_ff, d_model, bias=bias)
+
+
+class _TwoLayerMLP(nn.Module):
+    """fc2(act(fc1(x))): GPT-2/3, OPT, GPT-NeoX, Phi."""
+
+    def __init__(self, d_model: int, d_ff: int, bias: bool) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(d_model, d_ff, bias=bias)
+        self.fc2 = nn.Linear(d_ff, d_model, bias=bias)
+
+
+class _SplitAttention(nn.Module):
+    """Separate q/k/v/o projections (Llama, Mistral, Qwen2, OPT, Phi)."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        D, q_width, kv_width = (
+            spec.d_model,
+            spec.n_heads * spec.head_dim,
+            spec.n_kv_heads * spec.head_dim,
+        )
+        qkv_bias = spec.linear_bias or spec.qkv_bias
+        self.q_proj = nn.Linear(D, q_width, bias=qkv_bias)
+        self.k_proj = nn.Linear(D, kv_width, bias=qkv_bias)
+        self.v_proj = nn.Linear(D, kv_width, bias=qkv_bias)
+        self.o_proj = nn.Linear(q_width, D, bias=spec.linear_bias)
+
+
+class _MixtralSparseMoe(nn.Module):
+    """MixtralSparseMoeBlock: router Linear(D, E, bias=False) and E SwiGLU experts."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.gate = nn.Linear(spec.d_model, spec.n_experts, bias=False)
+        self.experts = nn.ModuleList(
+            _SwiGLU(spec.d_model, spec.d_ff_expert) for _ in range(spec.n_experts)
+        )
+
+
+class _LlamaLayer(nn.Module):
+    """LlamaDecoderLayer (and Mistral/Mixtral/Qwen2): two RMSNorms, attention, MLP or MoE."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.input_layernorm = _norm(spec, spec.d_model)
+        self.self_attn = _SplitAttention(spec)
+        self.post_attention_layernorm = _norm(spec, spec.d_model)
+        if spec.is_moe:
+            self.mlp: nn.Module = _MixtralSparseMoe(spec)
+        else:  # LlamaMLP; mlp_bias puts a bias on all three
+            self.mlp = _SwiGLU(spec.d_model, spec.d_ff, bias=spec.linear_bias)
+
+
+class _LlamaForCausalLM(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.d_model)
+        self.layers = nn.ModuleList(_LlamaLayer(spec) for _ in range(spec.n_layers))
+        self.norm = _norm(spec, spec.d_model)
+        self.lm_head = _lm_head(spec, self.embed_tokens)
+
+
+class _GPT2Block(nn.Module):
+    """GPT-2 Block (GPT-3 keeps it, Brown et al. 2020 §2.1): ln_1, fused c_attn, ln_2, MLP."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        D = spec.d_model
+        self.ln_1 = _norm(spec, D)
+        self.c_attn = nn.Linear(D, 3 * D, bias=spec.linear_bias)  # [D, q|k|v]
+        self.attn_c_proj = nn.Linear(D, D, bias=spec.linear_bias)
+        self.ln_2 = _norm(spec, D)
+        self.mlp = _TwoLayerMLP(D, spec.d_ff, bias=spec.linear_bias)
+
+
+class _GPT2LMHeadModel(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.wte = nn.Embedding(spec.vocab_size, spec.d_model)
+        self.wpe = nn.Embedding(spec.max_position_embeddings, spec.d_model)
+        self.h = nn.ModuleList(_GPT2Block(spec) for _ in range(spec.n_layers))
+        self.ln_f = _norm(spec, spec.d_model)
+        self.lm_head = _lm_head(spec, self.wte)
+
+
+class _OPTDecoderLayer(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.self_attn = _SplitAttention(spec)
+        self.self_attn_layer_norm = _norm(spec, spec.d_model)
+        self.mlp = _TwoLayerMLP(spec.d_model, spec.d_ff, bias=spec.linear_bias)
+        self.final_layer_norm = _norm(spec, spec.d_model)
+
+
+class _OPTForCausalLM(nn.Module):
+    """OPTDecoder: embed_tokens, embed_positions (its rows include OPT's offset of 2)."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.d_model)
+        self.embed_positions = nn.Embedding(spec.max_position_embeddings, spec.d_model)
+        self.layers = nn.ModuleList(_OPTDecoderLayer(spec) for _ in range(spec.n_layers))
+        self.final_layer_norm = _norm(spec, spec.d_model)
+        self.lm_head = _lm_head(spec, self.embed_tokens)
+
+
+class _GPTNeoXLayer(nn.Module):
+    """GPTNeoXLayer: two LayerNorms even with use_parallel_residual; fused query_key_value."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        D = spec.d_model
+        self.input_layernorm = _norm(spec, D)
+        self.post_attention_layernorm = _norm(spec, D)
+        self.query_key_value = nn.Linear(D, 3 * D, bias=spec.linear_bias)
+        self.dense = nn.Linear(D, D, bias=spec.linear_bias)
+        self.mlp = _TwoLayerMLP(D, spec.d_ff, bias=spec.linear_bias)
+
+
+class _GPTNeoXForCausalLM(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.embed_in = nn.Embedding(spec.vocab_size, spec.d_model)
+        self.layers = nn.ModuleList(_GPTNeoXLayer(spec) for _ in range(spec.n_layers))
+        self.final_layer_norm = _norm(spec, spec.d_model)
+        self.embed_out = _lm_head(spec, self.embed_in)
+
+
+class _PhiDecoderLayer(nn.Module):
+    """PhiDecoderLayer: one input_layernorm shared by the parallel attention and MLP."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.input_layernorm = _norm(spec, spec.d_model)
+        self.self_attn = _SplitAttention(spec)  # q_proj, k_proj, v_proj, dense
+        self.mlp = _TwoLayerMLP(spec.d_model, spec.d_ff, bias=spec.linear_bias)
+
+
+class _PhiForCausalLM(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.d_model)
+        self.layers = nn.ModuleList(_PhiDecoderLayer(spec) for _ in range(spec.n_layers))
+        self.final_layernorm = _norm(spec, spec.d_model)
+        self.lm_head = _lm_head(spec, self.embed_tokens, bias=True)  # Phi's lm_head has a bias
+
+
+class _MLAttention(nn.Module):
+    """DeepseekV3Attention (MLA, DeepSeek-V2 report §2.1): low-rank q and latent kv paths."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        D, H, rope = spec.d_model, spec.n_heads, spec.qk_rope_head_dim
+        nope, v = spec.head_dim - rope, spec.value_head_dim
+        if spec.q_lora_rank:
+            self.q_a_proj = nn.Linear(D, spec.q_lora_rank, bias=False)
+            self.q_a_layernorm = nn.RMSNorm(spec.q_lora_rank)
+            self.q_b_proj = nn.Linear(spec.q_lora_rank, H * spec.head_dim, bias=False)
+        else:
+            self.q_proj = nn.Linear(D, H * spec.head_dim, bias=False)
+        # [D -> latent c_kv | shared rope key]
+        self.kv_a_proj_with_mqa = nn.Linear(D, spec.kv_lora_rank + rope, bias=False)
+        self.kv_a_layernorm = nn.RMSNorm(spec.kv_lora_rank)
+        self.kv_b_proj = nn.Linear(spec.kv_lora_rank, H * (nope + v), bias=False)
+        self.o_proj = nn.Linear(H * v, D, bias=False)
+
+
+class _DeepseekMoE(nn.Module):
+    """DeepseekV3MoE: MoEGate (weight [E, D] + e_score_correction_bias [E]), E routed SwiGLU
+    experts stored stacked as in transformers' fused MoE (gate_up_proj [E, 2F, D], down_proj
+    [E, D, F]), and the shared experts fused into one SwiGLU of width n_shared * F."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        E, D, F = spec.n_experts, spec.d_model, spec.d_ff_expert
+        self.gate_weight = nn.Parameter(torch.empty(E, D))
+        self.e_score_correction_bias = nn.Parameter(torch.empty(E))
+        self.gate_up_proj = nn.Parameter(torch.empty(E, 2 * F, D))
+        self.down_proj = nn.Parameter(torch.empty(E, D, F))
+        if spec.n_shared_experts:
+            self.shared_experts = _SwiGLU(D, F * spec.n_shared_experts)
+
+
+class _DeepseekV3Layer(nn.Module):
+    def __init__(self, spec: ModelSpec, layer: int) -> None:
+        super().__init__()
+        self.input_layernorm = _norm(spec, spec.d_model)
+        self.self_attn = _MLAttention(spec)
+        self.post_attention_layernorm = _norm(spec, spec.d_model)
+        dense = not spec.is_moe or layer < spec.first_dense_layers
+        self.mlp = _SwiGLU(spec.d_model, spec.d_ff) if dense else _DeepseekMoE(spec)
+
+
+class _DeepseekV3ForCausalLM(nn.Module):
+    """The main model only: the MTP module (num_nextn_predict_layers) is not built."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.d_model)
+        self.layers = nn.ModuleList(_DeepseekV3Layer(spec, i) for i in range(spec.n_layers))
+        self.norm = _norm(spec, spec.d_model)
+        self.lm_head = _lm_head(spec, self.embed_tokens)
+
+
+_BUILDERS: dict[str, Callable[[ModelSpec], nn.Module]] = {
+    "llama": _LlamaForCausalLM,
+    "mistral": _LlamaForCausalLM,
+    "mixtral": _LlamaForCausalLM,
+    "qwen2": _LlamaForCausalLM,
+    "gpt": _GPT2LMHeadModel,
+    "opt": _OPTForCausalLM,
+    "gpt-neox": _GPTNeoXForCausalLM,
+    "phi": _PhiForCausalLM,
+    "deepseek-v3": _DeepseekV3ForCausalLM,
+}
+FAMILIES = tuple(_BUILDERS)

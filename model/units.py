@@ -12,7 +12,9 @@ def fmt_time(seconds: float) -> str:
         return f"{seconds:.3g} s"
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.3g} ms"
-    return f"{seconds * 1e6:.3g} µs"
+    if seconds >= 1e-6 or seconds == 0:
+        return f"{seconds * 1e6:.3g} µs"
+    return f"{seconds * 1e9:.3g} ns"
 
 
 def fmt_bytes(n: float) -> str:
@@ -24,7 +26,8 @@ def fmt_bytes(n: float) -> str:
 
 
 def fmt_flops(n: float) -> str:
-    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
+    units = (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3))
+    for unit, scale in units:
         if abs(n) >= scale:
             return f"{n / scale:.3g} {unit}"
     return f"{n:.0f} FLOP"

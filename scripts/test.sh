@@ -3,7 +3,7 @@
 # GPU tests skip with a reason without CUDA; browser tests skip with a reason without Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --all
 bash scripts/install-browser.sh || echo "note: Chromium not installed; browser tests will skip"
 . .venv/bin/activate
 ruff check .

@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from rich.console import Console
+from rich.console import Console, Group
 from rich.table import Table
+from rich.text import Text
 
 from hardware.errors import RooflensError
 from hardware.presets import get_gpu, gpu_ids
@@ -103,13 +104,14 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
-def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
-    t = Table(title=title, title_justify="left", header_style="bold")
+def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Group:
+    """A titled, aligned table; the title sits on its own line so it never wraps to the table."""
+    t = Table(header_style="bold")
     for i, column in enumerate(columns):
         t.add_column(column, justify="left" if i == 0 else "right")
     for row in rows:
         t.add_row(*row)
-    return t
+    return Group(Text(title, style="bold"), t)
 
 
 # ---------------------------------------------------------------- list
@@ -156,7 +158,8 @@ def cmd_list(args: argparse.Namespace) -> int:
                 "GPUs (dense peaks; links one direction per GPU)",
                 ["id", "name", "memory", "HBM", "bf16", "fp8", "int8", "ridge bf16", "GPU link"],
                 [
-                    [g.id, g.name, fmt_bytes(g.memory_bytes), f"{g.hbm_bytes_per_s / 1e12:.2f} TB/s",
+                    [g.id, g.name, fmt_bytes(g.memory_bytes),
+                     f"{g.hbm_bytes_per_s / 1e12:.2f} TB/s",
                      _tflops(g, "bf16"), _tflops(g, "fp8"), _tflops(g, "int8"),
                      f"{g.ridge_point('bf16'):.0f} FLOP/B",
                      f"{g.nvlink_bytes_per_s / 1e9:.0f} GB/s" if g.nvlink_bytes_per_s else "—"]
@@ -266,7 +269,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     headline = [
         ["TTFT (prefill)", fmt_time(pred.ttft_s), pred.prefill.bound + "-bound"],
         ["TPOT (mean decode step)", fmt_time(pred.tpot_s), pred.decode.bound + "-bound"],
-        ["end-to-end", fmt_time(pred.e2e_s), f"{fmt_time(pred.e2e_per_output_token_s)}/token incl."],
+        ["end-to-end", fmt_time(pred.e2e_s),
+         f"{fmt_time(pred.e2e_per_output_token_s)}/token incl."],
         ["output throughput", f"{pred.output_tokens_per_s:,.0f} tokens/s", f"batch {w.batch}"],
         ["memory per GPU", f"{fmt_bytes(m.total_bytes)} of {fmt_bytes(m.capacity_bytes)}",
          f"max batch {m.max_batch:,}"],
@@ -282,7 +286,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ops_table(frame: pd.DataFrame, phase: str, phase_time: float) -> Table:
+def _ops_table(frame: pd.DataFrame, phase: str, phase_time: float) -> Group:
     label = "one prefill step" if phase == "prefill" else "mean decode step"
     rows = []
     for r in frame.itertuples():

@@ -13,17 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from kernels.decode_attention import decode_attention, decode_attention_cost, decode_attention_ref
-from kernels.flash_attention import flash_attention, flash_attention_cost, flash_attention_ref
-from kernels.gemm import gemm, gemm_cost, gemm_ref
-from kernels.paged_decode_attention import (
+from kernels import (
+    decode_attention,
+    flash_attention,
+    gemm,
     paged_decode_attention,
-    paged_decode_attention_cost,
-    paged_decode_attention_ref,
+    rmsnorm,
+    w4a16_gemm,
+    w8a16_gemm,
 )
-from kernels.rmsnorm import rmsnorm, rmsnorm_cost, rmsnorm_ref
-from kernels.w4a16_gemm import quantize_w4, w4a16_gemm, w4a16_gemm_cost, w4a16_gemm_ref
-from kernels.w8a16_gemm import quantize_w8, w8a16_gemm, w8a16_gemm_cost, w8a16_gemm_ref
 
 
 class KernelEntry(NamedTuple):
@@ -34,16 +32,31 @@ class KernelEntry(NamedTuple):
     cost: Callable
 
 
+# Launchers are not re-exported, so `kernels.gemm` stays the module: import them from it.
 KERNELS: dict[str, KernelEntry] = {
-    "gemm": KernelEntry(gemm, gemm_ref, gemm_cost),
-    "w8a16_gemm": KernelEntry(w8a16_gemm, w8a16_gemm_ref, w8a16_gemm_cost),
-    "w4a16_gemm": KernelEntry(w4a16_gemm, w4a16_gemm_ref, w4a16_gemm_cost),
-    "flash_attention": KernelEntry(flash_attention, flash_attention_ref, flash_attention_cost),
-    "decode_attention": KernelEntry(decode_attention, decode_attention_ref, decode_attention_cost),
-    "paged_decode_attention": KernelEntry(
-        paged_decode_attention, paged_decode_attention_ref, paged_decode_attention_cost
+    "gemm": KernelEntry(gemm.gemm, gemm.gemm_ref, gemm.gemm_cost),
+    "w8a16_gemm": KernelEntry(
+        w8a16_gemm.w8a16_gemm, w8a16_gemm.w8a16_gemm_ref, w8a16_gemm.w8a16_gemm_cost
     ),
-    "rmsnorm": KernelEntry(rmsnorm, rmsnorm_ref, rmsnorm_cost),
+    "w4a16_gemm": KernelEntry(
+        w4a16_gemm.w4a16_gemm, w4a16_gemm.w4a16_gemm_ref, w4a16_gemm.w4a16_gemm_cost
+    ),
+    "flash_attention": KernelEntry(
+        flash_attention.flash_attention,
+        flash_attention.flash_attention_ref,
+        flash_attention.flash_attention_cost,
+    ),
+    "decode_attention": KernelEntry(
+        decode_attention.decode_attention,
+        decode_attention.decode_attention_ref,
+        decode_attention.decode_attention_cost,
+    ),
+    "paged_decode_attention": KernelEntry(
+        paged_decode_attention.paged_decode_attention,
+        paged_decode_attention.paged_decode_attention_ref,
+        paged_decode_attention.paged_decode_attention_cost,
+    ),
+    "rmsnorm": KernelEntry(rmsnorm.rmsnorm, rmsnorm.rmsnorm_ref, rmsnorm.rmsnorm_cost),
 }
 
 # The `op` of the `rooflens kernels predict` input rows (DESIGN.md, "Interfaces") that each
@@ -58,17 +71,4 @@ PREDICT_OP: dict[str, str | None] = {
     "rmsnorm": None,
 }
 
-__all__ = [
-    "KERNELS",
-    "PREDICT_OP",
-    "KernelEntry",
-    "decode_attention",
-    "flash_attention",
-    "gemm",
-    "paged_decode_attention",
-    "quantize_w4",
-    "quantize_w8",
-    "rmsnorm",
-    "w4a16_gemm",
-    "w8a16_gemm",
-]
+__all__ = ["KERNELS", "PREDICT_OP", "KernelEntry"]

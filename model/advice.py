@@ -37,8 +37,8 @@ def fit_advice(
                 break
     if mem.max_batch >= 1 and mem.max_batch < sc.workload.batch:
         tries.append(f"--batch {mem.max_batch} or less")
-    elif mem.max_batch == 0:
-        tries.append("a shorter context or fp8/int8 KV cache (--kv-dtype)")
+    elif mem.weights_bytes + mem.overhead_bytes < mem.capacity_bytes:
+        tries.append("a shorter context or an fp8/int8 KV cache (--kv-dtype)")
     return head + ("; try " + ", or ".join(tries) if tries else "; no single change fits")
 
 

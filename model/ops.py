@@ -44,6 +44,11 @@ class Op:
     comm_bytes: Num = 0.0
     live_bytes: Num = 0.0  # activation bytes alive while it runs (inputs, outputs, workspace)
     shape: dict[str, Any] = field(default_factory=dict)  # e.g. m, n, k for a GEMM
+    # CUDA-core work overlapping the tensor-core work of the same kernel (weight dequantization,
+    # fused epilogues), priced at the fp32 non-tensor peak; not part of `flops`.
+    vector_flops: Num = 0.0
+    # Share of HBM bandwidth the kernel can reach (< 1 when it launches fewer blocks than SMs).
+    bandwidth_fraction: Num = 1.0
 
     @property
     def bytes(self) -> Num:
@@ -58,6 +63,41 @@ def weight_storage_bytes(n_params: Num, weight_dtype: str, group_size: int) -> N
     """Bytes to store n weights: packed elements plus one fp16 scale per group if quantized."""
     scales = n_params / group_size * SCALE_BYTES if weight_dtype in ("int8", "int4", "nf4") else 0.0
     return n_params * dtype_bytes(weight_dtype) + scales
+
+
+# Weight-only dequantization (W4A16, W8A16): an int→float convert and a scale multiply-add per
+# weight element, on CUDA cores (Frantar et al. 2024, "MARLIN", §3), redone for every
+# activation row tile; Marlin's largest tile is 64 rows (4 × 16-row m-blocks).
+DEQUANT_VECTOR_FLOPS_PER_WEIGHT = 2.0
+DEQUANT_ROW_TILE = 64.0
+
+
+def dequant_vector_flops(M: Num, N: Num, K: Num, weight_dtype: str, act_dtype: str) -> Num:
+    """CUDA-core work to widen stored weights to the compute unit's dtype (0 if no widening)."""
+    if dtype_bytes(weight_dtype) >= dtype_bytes(compute_dtype(weight_dtype, act_dtype)):
+        return 0.0 * M
+    tiles = np.ceil(np.asarray(M, dtype=np.float64) / DEQUANT_ROW_TILE)
+    out = DEQUANT_VECTOR_FLOPS_PER_WEIGHT * N * K * tiles
+    return float(out) if np.ndim(out) == 0 else out
+
+
+# FlashAttention-2 launches one thread block per (sequence, KV head, 128-row query tile) in
+# decode-shaped calls (query heads of a GQA group packed into the tile); with fewer blocks than
+# SMs the idle SMs issue no loads, so HBM bandwidth scales with occupancy (Dao, Haziza, Massa,
+# Sizov 2023, "Flash-Decoding for long-context inference"). Flash-decoding lifts this.
+ATTENTION_QUERY_TILE = 128
+
+
+def attention_thread_blocks(B: Num, T: Num, n_heads: int, n_kv_heads: int) -> Num:
+    """Thread blocks of an unsplit FlashAttention call: B · K · ⌈T · (H/K) / 128⌉."""
+    group = n_heads // n_kv_heads
+    return B * n_kv_heads * np.ceil(np.asarray(T, dtype=np.float64) * group / ATTENTION_QUERY_TILE)
+
+
+def attention_bandwidth_fraction(blocks: Num, sm_count: int) -> Num:
+    """Reachable share of HBM bandwidth with `blocks` thread blocks on `sm_count` SMs."""
+    out = np.minimum(1.0, np.asarray(blocks, dtype=np.float64) / sm_count)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def attended_keys(T: Num, L: Num, window: int) -> Num:
@@ -109,6 +149,7 @@ def gemm_op(
         compute_dtype=compute_dtype(weight_dtype, act_dtype),
         live_bytes=act,
         shape={"m": M, "n": N, "k": K},
+        vector_flops=dequant_vector_flops(M, N, K, weight_dtype, act_dtype),
     )
 
 
@@ -124,8 +165,12 @@ def attention_op(
     act_dtype: str,
     kv_dtype: str,
     window: int = 0,
+    sm_count: int = 0,
 ) -> Op:
     """Fused (Flash) causal attention of T new queries over L positions, per-GPU head counts.
+
+    With `sm_count` the kernel is unsplit FlashAttention and reaches HBM bandwidth in proportion
+    to its thread blocks (attention_bandwidth_fraction); 0 assumes a kernel that fills the GPU.
 
     FLOPs: QKᵀ and PV, 2·Dh each per (query head, attended key), causal keys only.
     Bytes: Q read and O written once; the KV cache read once per KV head (GQA groups share it)
@@ -157,6 +202,13 @@ def attention_op(
             "n_kv_heads": n_kv_heads,
             "head_dim": head_dim,
         },
+        bandwidth_fraction=(
+            attention_bandwidth_fraction(
+                attention_thread_blocks(B, T, n_heads, n_kv_heads), sm_count
+            )
+            if sm_count
+            else 1.0
+        ),
     )
 
 
@@ -263,6 +315,7 @@ class _Builder:
                 p.act_dtype,
                 p.kv_dtype,
                 m.sliding_window,
+                sm_count=self.sc.gpu.sm_count,
             )
         )
         self.gemm("attn.o_proj", m.n_layers, n, m.d_model, Hg * Dh)

@@ -116,7 +116,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     return ParamCount(
         embedding=V * D,
         positional=spec.max_position_embeddings * D if spec.positional == "learned" else 0,
-        lm_head=0 if spec.tied_embeddings else V * D + lm_bias,
+        lm_head=(0 if spec.tied_embeddings else V * D) + lm_bias,  # a tied head keeps its bias
         final_norm=norm_params(spec, D),
         attention_per_layer=attention_params(spec),
         norms_per_layer=norm_params(spec, D) * norms_per_block(spec),

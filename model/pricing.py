@@ -14,7 +14,7 @@ import pandas as pd
 
 from hardware.profiles import Profile
 from hardware.spec import SystemSpec
-from model.comm import ring_all_reduce_s
+from model.comm import collective_time_s
 from model.ops import Num, Op
 
 
@@ -52,14 +52,11 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     gpu = system.gpu
     eff = profile.kind(op.kind)
     compute_s = op.flops / (gpu.peak(op.compute_dtype) * eff.compute_fraction)
-    memory_s = op.bytes / (gpu.hbm_bytes_per_s * eff.memory_fraction)
+    compute_s = compute_s + op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
+    memory_s = op.bytes / (gpu.hbm_bytes_per_s * eff.memory_fraction * op.bandwidth_fraction)
     comm_s: Num = 0.0
     if op.kind == "comm":
-        n = int(op.shape.get("n_gpus", 1))
-        latency_scale = 1.0 if profile.name == "ideal" else profile.comm_latency_scale
-        comm_s = ring_all_reduce_s(
-            op.comm_bytes, n, system.link_for(n), profile.comm_bandwidth_fraction, latency_scale
-        )
+        comm_s = collective_time_s(op, system, profile)
     busy = np.maximum(compute_s, memory_s) + comm_s
     overhead = eff.overhead_s if _does_work(op) else 0.0
     return PricedOp(op, compute_s, memory_s, comm_s, busy + overhead)

@@ -8,5 +8,5 @@ bash scripts/setup.sh
 if [ "${1:-}" = "dashboard" ]; then
   exec streamlit run app.py
 fi
-rooflens memory --model llama-3-70b --gpu h100-sxm --tp 2 --batch 32 --context 4096
-rooflens predict --model llama-3-70b --gpu h100-sxm --tp 2 --batch 32 --prompt-len 2000 --output-len 300
+rooflens memory --model llama-3-70b --gpu h100-sxm --tp 4 --batch 32 --context 4096
+rooflens predict --model llama-3-70b --gpu h100-sxm --tp 4 --batch 32 --prompt-len 2000 --output-len 300

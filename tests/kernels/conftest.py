@@ -22,7 +22,7 @@ if not torch.cuda.is_available():
 # Lets the test modules `import kernel_tolerances` under any pytest import mode.
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kernels.common import interpreting  # noqa: E402
+from kernels.common import interpreting
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -86,7 +86,9 @@ def test_decode_attention_cost_closed_form() -> None:
     batch, kv_len, n_heads, n_kv_heads, head_dim = 3, 71, 8, 2, 64
     flops, bytes_ = decode_attention_cost(batch, kv_len, n_heads, n_kv_heads, head_dim, "fp16")
     assert flops == 4 * batch * n_heads * head_dim * kv_len
-    assert bytes_ == 2 * (2 * batch * n_heads * head_dim + 2 * batch * n_kv_heads * kv_len * head_dim)
+    assert bytes_ == 2 * (
+        2 * batch * n_heads * head_dim + 2 * batch * n_kv_heads * kv_len * head_dim
+    )
 
 
 def test_decode_attention_cost_ragged_and_kv_dtype() -> None:

@@ -1,4 +1,4 @@
-"""Tests for kernels/w4a16_gemm.py: int4 packing and quantisation, the W4A16 GEMM, contract, cost."""
+"""Tests for kernels/w4a16_gemm.py: int4 packing, quantisation, the GEMM, contract, cost."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,12 @@ from model.hf_import import SUPPORTED_ARCHITECTURES, from_hf_config
 from model.params import count_params
 from model.presets import get_model
 
-FIXTURES = Path(__file__).parent / "fixtures"
+HERE = Path(__file__).parent
+# Lets `import torch_reference` (this folder's helper) work under any pytest import mode.
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+FIXTURES = HERE / "fixtures"
 
 # Fixture folder (named as the HF repo) -> the preset it must reproduce.
 FIXTURE_PRESETS = {
@@ -139,7 +145,7 @@ def test_explicit_head_dim_is_kept(tmp_path: Path) -> None:
     spec = from_hf_config(_write(tmp_path, config))
     assert spec.head_dim == 128 and spec.q_dim == 4096
     pytest.importorskip("torch", reason="torch is needed for the meta-device second route")
-    from tests.model.torch_reference import reference_param_count
+    from torch_reference import reference_param_count
 
     assert reference_param_count(spec) == count_params(spec).total
 

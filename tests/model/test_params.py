@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,11 +15,16 @@ from model.params import count_params
 from model.presets import get_model, model_ids
 from model.spec import ModelSpec
 
+HERE = Path(__file__).parent
+# Lets `import torch_reference` (this folder's helper) work under any pytest import mode.
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
 
 @pytest.fixture(scope="module")
 def reference_count() -> Callable[[ModelSpec], int]:
     pytest.importorskip("torch", reason="torch is needed for the meta-device second route")
-    from tests.model.torch_reference import reference_param_count
+    from torch_reference import reference_param_count
 
     return reference_param_count
 
@@ -153,7 +160,7 @@ def _random_specs(draw: st.DrawFn) -> ModelSpec:
 @given(spec=_random_specs())
 def test_random_spec_count_matches_torch_module(spec: ModelSpec) -> None:
     pytest.importorskip("torch", reason="torch is needed for the meta-device second route")
-    from tests.model.torch_reference import reference_param_count
+    from torch_reference import reference_param_count
 
     assert reference_param_count(spec) == count_params(spec).total
 

@@ -1,0 +1,125 @@
+"""Cached calls into `model/` for the pages, and the home of uploaded spec files.
+
+Caching (Streamlit reruns the whole script on every widget change):
+- a `Prediction` is cached as a resource (never mutated, so no copy per rerun; a 70B run costs
+  milliseconds, but a page may ask for it several times);
+- sweeps are cached as data, keyed by the settings *minus the field they sweep* (and minus the
+  price, which no sweep reads), so moving the batch slider does not recompute the batch sweep.
+Errors are not cached: a bad setting raises `RooflensError` again on every rerun, cheaply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import sweeps
+from dashboard.settings import DEFAULTS, UPLOAD_PREFIX, Settings
+from model.advice import fit_advice as _fit_advice
+from model.api import make_pipeline
+from model.pipeline import Prediction
+from model.presets import get_model
+from model.scenario import Scenario
+from model.spec import ModelSpec
+
+UPLOAD_DIR = Path(tempfile.gettempdir()) / "rooflens-uploads"
+
+
+def save_upload(file_name: str, data: bytes) -> str:
+    """Store an uploaded spec under its content hash; returns the `upload:` reference.
+
+    The file keeps its (sanitised) name: `model.presets.get_model` recognises a Hugging Face
+    config by the name `config.json` or by its keys.
+    """
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", Path(file_name).name) or "spec.json"
+    path = UPLOAD_DIR / digest / safe
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return UPLOAD_PREFIX + str(path)
+
+
+def model_spec(s: Settings) -> ModelSpec:
+    return get_model(s.model_ref)
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _prediction(s: Settings) -> Prediction:
+    return sweeps.predict(s)
+
+
+def prediction(s: Settings) -> Prediction:
+    return _prediction(s.with_(price_per_gpu_hour=0.0))
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def _ops_frame(s: Settings) -> pd.DataFrame:
+    return prediction(s).ops_frame()
+
+
+def ops_frame(s: Settings) -> pd.DataFrame:
+    return _ops_frame(s.with_(price_per_gpu_hour=0.0))
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def _fit_advice_text(s: Settings) -> str:
+    """The one-line 'needs X, Y over: try …' advice, each suggestion checked to fit."""
+    pred = prediction(s)
+
+    def fits(candidate: Scenario) -> bool:
+        return bool(make_pipeline(candidate, s.opts).memory().fits)
+
+    return _fit_advice(pred.scenario, pred.memory, fits)
+
+
+def fit_advice(s: Settings) -> str:
+    return _fit_advice_text(s.with_(price_per_gpu_hour=0.0))
+
+
+def _neutral(s: Settings, *swept: str) -> Settings:
+    return s.with_(price_per_gpu_hour=0.0, **{name: getattr(DEFAULTS, name) for name in swept})
+
+
+@st.cache_data(max_entries=64, show_spinner="Sweeping batch…")
+def _batch_sweep(s: Settings) -> pd.DataFrame:
+    return sweeps.batch_sweep(s)
+
+
+def batch_sweep(s: Settings) -> pd.DataFrame:
+    return _batch_sweep(_neutral(s, "batch"))
+
+
+@st.cache_data(max_entries=64, show_spinner="Sweeping context…")
+def _context_sweep(s: Settings) -> pd.DataFrame:
+    return sweeps.context_sweep(s)
+
+
+def context_sweep(s: Settings) -> pd.DataFrame:
+    return _context_sweep(_neutral(s, "prompt_len"))
+
+
+@st.cache_data(max_entries=64, show_spinner="Sweeping TP…")
+def _tp_sweep(s: Settings) -> pd.DataFrame:
+    return sweeps.tp_sweep(s)
+
+
+def tp_sweep(s: Settings) -> pd.DataFrame:
+    return _tp_sweep(_neutral(s, "tp"))
+
+
+@st.cache_data(max_entries=64, show_spinner="Computing max batch grid…")
+def _max_batch_grid(s: Settings) -> pd.DataFrame:
+    return sweeps.max_batch_grid(s)
+
+
+def max_batch_grid(s: Settings) -> pd.DataFrame:
+    # The grid sets batch, prompt and output per cell; the current KV dtype only adds a row.
+    return _max_batch_grid(_neutral(s, "batch", "prompt_len", "output_len"))

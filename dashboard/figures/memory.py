@@ -1,0 +1,95 @@
+"""Memory charts: stacked per-GPU memory against capacity, and max batch over context × KV dtype."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from dashboard.figures import LAYOUT
+from model.memory import MemoryBreakdown
+
+GB = 1e9
+COMPONENTS = (
+    ("weights_bytes", "weights", "#4c78a8"),
+    ("kv_cache_bytes", "KV cache", "#f58518"),
+    ("activation_bytes", "activations (peak)", "#54a24b"),
+    ("overhead_bytes", "runtime overhead", "#b279a2"),
+    ("extra_bytes", "optimizations' extra", "#9d755d"),
+)
+
+
+def memory_bars(bars: list[tuple[str, MemoryBreakdown]]) -> go.Figure:
+    """One stacked bar per scenario (GB per GPU), with each one's capacity marked."""
+    labels = [label for label, _ in bars]
+    fig = go.Figure()
+    for attr, name, color in COMPONENTS:
+        values = [getattr(mem, attr) / GB for _, mem in bars]
+        if not any(values):
+            continue
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=values,
+                name=name,
+                marker_color=color,
+                hovertemplate=f"{name}: %{{y:,.2f}} GB<extra>%{{x}}</extra>",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=labels,
+            y=[mem.capacity_bytes / GB for _, mem in bars],
+            mode="markers+text",
+            marker={"symbol": "line-ew-open", "size": 90, "line": {"width": 3, "color": "black"}},
+            text=[f"capacity {mem.capacity_bytes / GB:,.1f} GB" for _, mem in bars],
+            textposition="top center",
+            name="capacity",
+            hovertemplate="capacity: %{y:,.2f} GB<extra>%{x}</extra>",
+        )
+    )
+    fig.update_layout(
+        **LAYOUT,
+        barmode="stack",
+        height=420,
+        yaxis={"title": "memory per GPU (GB)"},
+        title="Memory per GPU against capacity",
+    )
+    return fig
+
+
+def max_batch_heatmap(grid: pd.DataFrame, current_context: int, current_kv: str) -> go.Figure:
+    """Max batch (sequences) per context length × KV-cache dtype; the current cell outlined."""
+    table = grid.pivot(index="kv_dtype", columns="context_tokens", values="max_batch")
+    table = table.reindex(list(dict.fromkeys(grid["kv_dtype"])))
+    x = [f"{c:,}" for c in table.columns]
+    fig = go.Figure(
+        go.Heatmap(
+            z=table.to_numpy(),
+            x=x,
+            y=list(table.index),
+            colorscale="Viridis",
+            texttemplate="%{z:,}",
+            colorbar={"title": "max batch (sequences)"},
+            hovertemplate="context %{x} tokens, KV %{y}: max batch %{z:,} sequences<extra></extra>",
+        )
+    )
+    contexts = list(table.columns)
+    if current_kv in table.index:
+        nearest = min(range(len(contexts)), key=lambda i: abs(contexts[i] - current_context))
+        row = list(table.index).index(current_kv)
+        fig.add_shape(
+            type="rect",
+            x0=nearest - 0.5,
+            x1=nearest + 0.5,
+            y0=row - 0.5,
+            y1=row + 0.5,
+            line={"color": "red", "width": 3},
+        )
+    fig.update_layout(
+        **LAYOUT,
+        height=360,
+        title="Max batch that fits: context length × KV-cache dtype",
+        xaxis={"title": "context per sequence (tokens)", "type": "category"},
+        yaxis={"title": "KV-cache dtype", "type": "category"},
+    )
+    return fig

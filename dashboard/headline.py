@@ -1,0 +1,95 @@
+"""The Explore page's headline numbers, each with its unit, and their deltas against a baseline.
+
+Values stay in SI (seconds, bytes, tokens/s, $) until `text`/`delta_text` format them at the
+edge (DESIGN.md). The only arithmetic here is the unit conversion to dollars per million output
+tokens: price per GPU-hour × GPUs ÷ 3600 s/h ÷ output tokens per second × 10⁶.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from model.pipeline import Prediction
+from model.units import fmt_bytes, fmt_time
+
+SECONDS_PER_HOUR = 3600.0
+TOKENS_PER_MILLION = 1e6
+
+
+def usd_per_million_tokens(price_per_gpu_hour: float, n_gpus: int, tokens_per_s: float) -> float:
+    """$ per 10⁶ output tokens at full utilisation; nan when no price is set."""
+    if price_per_gpu_hour <= 0 or tokens_per_s <= 0:
+        return math.nan
+    usd_per_s = price_per_gpu_hour * n_gpus / SECONDS_PER_HOUR
+    return usd_per_s / tokens_per_s * TOKENS_PER_MILLION
+
+
+def fmt_tokens_per_s(value: float) -> str:
+    return f"{value:,.0f} tokens/s" if value >= 100 else f"{value:,.3g} tokens/s"
+
+
+def fmt_usd_per_m(value: float) -> str:
+    return "set a $/GPU-hour price" if not math.isfinite(value) else f"${value:,.3g} per M tokens"
+
+
+def fmt_sequences(value: float) -> str:
+    return f"{value:,.0f} sequences"
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    value: float  # SI
+    fmt: Callable[[float], str]
+    lower_is_better: bool
+    help: str
+    suffix: str = ""  # extra text after the value (also with a unit)
+
+    @property
+    def text(self) -> str:
+        return self.fmt(self.value) + self.suffix
+
+    def delta_text(self, baseline: Metric | None) -> str | None:
+        """'+1.2 ms (+5.0 %)' against the baseline; None when there is none or no change."""
+        if baseline is None or not (math.isfinite(self.value) and math.isfinite(baseline.value)):
+            return None
+        diff = self.value - baseline.value
+        if diff == 0:
+            return None
+        sign = "+" if diff > 0 else "−"
+        rel = f" ({sign}{abs(diff) / abs(baseline.value) * 100:.1f} %)" if baseline.value else ""
+        return f"{sign}{self.fmt(abs(diff))}{rel}"
+
+
+def headline(pred: Prediction, price_per_gpu_hour: float) -> list[Metric]:
+    sc, mem = pred.scenario, pred.memory
+    w = sc.workload
+    cost = usd_per_million_tokens(price_per_gpu_hour, sc.parallel.n_gpus, pred.output_tokens_per_s)
+    return [
+        Metric("ttft_s", "TTFT", pred.ttft_s, fmt_time, True,
+               f"time to first token: one prefill of {w.batch} × {w.prompt_len} tokens "
+               f"({pred.prefill.bound}-bound)"),
+        Metric("tpot_s", "TPOT", pred.tpot_s, fmt_time, True,
+               f"mean decode step over output tokens 2..{w.output_len} "
+               f"({pred.decode.bound}-bound)"),
+        Metric("output_tokens_per_s", "Throughput", pred.output_tokens_per_s,
+               fmt_tokens_per_s, False,
+               f"output tokens per second, whole batch of {w.batch}: B·O / end-to-end time"),
+        Metric("memory_total_bytes", "Memory per GPU", mem.total_bytes, fmt_bytes, True,
+               "weights + KV cache + peak activations + runtime overhead",
+               suffix=f" of {fmt_bytes(mem.capacity_bytes)}"),
+        Metric("max_batch", "Max batch", float(mem.max_batch), fmt_sequences, False,
+               f"largest batch that fits at a context of {sc.context_tokens:,} tokens"),
+        Metric("usd_per_million_tokens", "Cost", cost, fmt_usd_per_m, True,
+               f"{sc.parallel.n_gpus} GPU(s) at the sidebar's $/GPU-hour, fully used"),
+    ]  # fmt: skip
+
+
+def e2e_text(pred: Prediction) -> str:
+    return (
+        f"end-to-end {fmt_time(pred.e2e_s)} per request; "
+        f"{fmt_time(pred.e2e_per_output_token_s)} per output token including TTFT"
+    )

@@ -1,0 +1,60 @@
+"""Pieces every page shares: the scenario line, the baseline's prediction, the does-not-fit
+warning, and "not available yet" notices for parts whose backend has not landed."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import streamlit as st
+
+from dashboard import compute
+from dashboard.controls import Context, describe
+from hardware.errors import RooflensError
+from model.pipeline import Prediction
+from model.units import fmt_bytes
+
+
+def scenario_line(ctx: Context, pred: Prediction) -> None:
+    sc = pred.scenario
+    st.caption(
+        f"**{sc.model.name}** on **{sc.parallel.n_gpus} × {sc.gpu.name}** "
+        f"({sc.profile} profile): {describe(ctx.settings)}"
+    )
+
+
+def baseline_prediction(ctx: Context) -> Prediction | None:
+    """The pinned baseline's prediction; None when none is pinned or it equals the current one."""
+    if ctx.baseline is None or ctx.baseline.with_(price_per_gpu_hour=0.0) == (
+        ctx.settings.with_(price_per_gpu_hour=0.0)
+    ):
+        return None
+    try:
+        return compute.prediction(ctx.baseline)
+    except RooflensError as exc:
+        st.warning(f"the pinned baseline cannot be computed: {exc}")
+        return None
+
+
+def fit_warning(ctx: Context, pred: Prediction) -> None:
+    if pred.memory.fits:
+        return
+    over = pred.memory.total_bytes - pred.memory.capacity_bytes
+    st.error(
+        f"Does not fit: {fmt_bytes(over)} over capacity. {compute.fit_advice(ctx.settings)}. "
+        "The times below are what it would take if it did."
+    )
+
+
+def module_available(name: str) -> bool:
+    """A backend module (e.g. `model.waterfall`) is present in the tree."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def not_available(what: str, module: str, issue: str) -> None:
+    st.info(
+        f"**{what} is not available yet**: it reads `{module}`, which {issue} is adding. "
+        "This part appears here once that module lands; nothing is shown in its place."
+    )

@@ -1,0 +1,108 @@
+"""Explore: the headline numbers of one scenario, with deltas against the pinned baseline, the
+two phases, the model and GPU facts, and every operator's cost."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import compute
+from dashboard.controls import Context
+from dashboard.export import download_row
+from dashboard.headline import e2e_text, headline
+from dashboard.views.common import baseline_prediction, fit_warning, scenario_line
+from model.params import count_params
+from model.pipeline import Prediction
+from model.units import fmt_bytes, fmt_flops, fmt_time
+
+METRICS_PER_ROW = 3
+
+
+def render(ctx: Context) -> None:
+    s = ctx.settings
+    pred = compute.prediction(s)
+    base = baseline_prediction(ctx)
+    st.header("Explore")
+    scenario_line(ctx, pred)
+    fit_warning(ctx, pred)
+    metrics = headline(pred, s.price_per_gpu_hour)
+    base_metrics = (
+        {m.key: m for m in headline(base, ctx.baseline.price_per_gpu_hour)}
+        if base is not None and ctx.baseline is not None
+        else {}
+    )
+    for start in range(0, len(metrics), METRICS_PER_ROW):
+        row = metrics[start : start + METRICS_PER_ROW]
+        for column, m in zip(st.columns(METRICS_PER_ROW), row):
+            column.metric(
+                m.label,
+                m.text,
+                delta=m.delta_text(base_metrics.get(m.key)),
+                delta_color="inverse" if m.lower_is_better else "normal",
+                help=m.help,
+                border=True,
+            )
+    st.caption(e2e_text(pred) + (" · deltas against the pinned baseline" if base else ""))
+    for note in pred.notes:
+        st.info(note)
+    st.subheader("Phases")
+    st.table(_phases(pred))
+    with st.expander("Model and GPU"):
+        st.table(_facts(pred))
+    st.subheader("Operators")
+    frame = compute.ops_frame(s)
+    st.dataframe(_ops_display(frame), hide_index=True, width="stretch")
+    download_row("rooflens-prediction", frame=frame, data={"settings": s.to_dict(), **pred.to_dict()})
+
+
+def _phases(pred: Prediction) -> pd.DataFrame:
+    rows = []
+    for phase, label in ((pred.prefill, "prefill (one step = TTFT)"), (pred.decode, "decode")):
+        intensity = phase.flops / phase.bytes if phase.bytes else float("nan")
+        rows.append(
+            {
+                "phase": label,
+                "time per step": fmt_time(phase.time_s),
+                "FLOPs per step": fmt_flops(phase.flops),
+                "bytes per step": fmt_bytes(phase.bytes),
+                "intensity": f"{intensity:,.1f} FLOP/byte",
+                "bound": phase.bound,
+            }
+        )
+    return pd.DataFrame(rows).set_index("phase")
+
+
+def _facts(pred: Prediction) -> pd.DataFrame:
+    sc = pred.scenario
+    m, g = sc.model, sc.gpu
+    pc = count_params(m)
+    rows = [
+        ("parameters (total / active)", f"{pc.total / 1e9:,.2f} B / {pc.active / 1e9:,.2f} B"),
+        ("layers, d_model, heads (q / kv)",
+         f"{m.n_layers} layers, {m.d_model:,} wide, {m.n_heads} / {m.n_kv_heads} heads"),
+        ("attention, max context", f"{m.attention}, {m.max_context:,} tokens"),
+        ("GPU memory, HBM bandwidth",
+         f"{fmt_bytes(g.memory_bytes)}, {g.hbm_bytes_per_s / 1e12:.2f} TB/s"),
+        ("bf16 peak, ridge point",
+         f"{g.peak('bf16') / 1e12:,.0f} TFLOP/s, {g.ridge_point('bf16'):,.0f} FLOP/byte"),
+        ("GPUs (TP × PP)", f"{sc.parallel.tp} × {sc.parallel.pp} = {sc.parallel.n_gpus} GPUs"),
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=["", "value"]).set_index("")
+
+
+def _ops_display(frame: pd.DataFrame) -> pd.DataFrame:
+    """The operator table with each column's unit in its header."""
+    phase_total = frame.groupby("phase")["time_s"].transform("sum")
+    return pd.DataFrame(
+        {
+            "operator": frame["name"],
+            "phase": frame["phase"],
+            "count (layers)": frame["count"],
+            "GFLOP": frame["flops"] / 1e9,
+            "MB moved": frame["bytes"] / 1e6,
+            "FLOP/byte": frame["intensity"],
+            "time (µs)": frame["time_s"] * 1e6,
+            "share of step (%)": frame["time_s"] / phase_total * 100,
+            "bound": frame["bound"],
+        }
+    ).round(3)

@@ -1,0 +1,72 @@
+"""Roofline: the GPU's roof with every prefill and decode operator placed on it; the pinned
+baseline's operators drawn hollow, so toggling an optimization shows where each one moves."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import compute
+from dashboard.controls import Context
+from dashboard.export import download_row
+from dashboard.figures.roofline import roofline_figure, roofline_points
+from dashboard.views.common import baseline_prediction, fit_warning, scenario_line
+from model.units import fmt_time
+
+PHASES = {"both": ("prefill", "decode"), "prefill": ("prefill",), "decode": ("decode",)}
+
+
+def render(ctx: Context) -> None:
+    s = ctx.settings
+    pred = compute.prediction(s)
+    st.header("Roofline")
+    scenario_line(ctx, pred)
+    fit_warning(ctx, pred)
+    phases = PHASES[st.radio("Phases", list(PHASES), horizontal=True, key="roofline_phases")]
+    placed, skipped = roofline_points(compute.ops_frame(s))
+    placed = placed[placed["phase"].isin(phases)]
+    base_placed = None
+    if baseline_prediction(ctx) is not None and ctx.baseline is not None:
+        base_placed, _ = roofline_points(compute.ops_frame(ctx.baseline))
+        base_placed = base_placed[base_placed["phase"].isin(phases)]
+    gpu = pred.scenario.gpu
+    fig = roofline_figure(
+        gpu,
+        placed,
+        base_placed,
+        title=f"{gpu.name}: {pred.scenario.model.name}, batch {s.batch}, "
+        f"prompt {s.prompt_len} tokens (marker area ∝ share of step time)",
+    )
+    st.plotly_chart(fig, key="roofline_chart")
+    st.caption(
+        "Ceilings are dense datasheet peaks per compute dtype; each operator computes on the "
+        "unit its dtypes select. Under the ideal profile an operator sits on the roof unless "
+        "per-call overhead or communication adds time; the calibrated profile puts it below."
+    )
+    skipped = skipped[skipped["phase"].isin(phases)]
+    if len(skipped):
+        st.caption(
+            "Not on the chart: "
+            + "; ".join(
+                f"{r.name} ({r.phase}, {fmt_time(r.time_s)}): {r.reason}"
+                for r in skipped.itertuples()
+            )
+        )
+    table = _table(placed)
+    st.dataframe(table, hide_index=True, width="stretch")
+    download_row("rooflens-roofline", frame=table, fig=fig)
+
+
+def _table(placed: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "operator": placed["name"],
+            "phase": placed["phase"],
+            "intensity (FLOP/byte)": placed["intensity"],
+            "attained (TFLOP/s)": placed["attained_flops_per_s"] / 1e12,
+            "time (µs)": placed["time_s"] * 1e6,
+            "share of step (%)": placed["share"] * 100,
+            "bound": placed["bound"],
+            "compute dtype": placed["compute_dtype"],
+        }
+    ).round(3)

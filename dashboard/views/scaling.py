@@ -1,0 +1,84 @@
+"""Scaling: latency and throughput against batch (decode's memory→compute crossover and the
+memory limit marked), against context length, and against TP degree."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import compute
+from dashboard.controls import Context
+from dashboard.export import download_row
+from dashboard.settings import Settings
+from dashboard.figures.scaling import batch_figure, context_figure, tp_figure
+from dashboard.sweeps import decode_crossover
+from dashboard.views.common import fit_warning, scenario_line
+
+SECTIONS = ("batch", "context length", "TP degree")
+
+
+def render(ctx: Context) -> None:
+    s = ctx.settings
+    pred = compute.prediction(s)
+    st.header("Scaling")
+    scenario_line(ctx, pred)
+    fit_warning(ctx, pred)
+    shown = st.multiselect(
+        "Sweep against", SECTIONS, default=list(SECTIONS), key="scaling_sections"
+    )
+    if "batch" in shown:
+        _batch(s, pred.memory.max_batch)
+    if "context length" in shown:
+        frame = compute.context_sweep(s)
+        st.subheader("Context length")
+        st.plotly_chart(context_figure(frame, s.prompt_len), key="scaling_context")
+        st.caption(
+            f"Prompt from {frame['prompt_len'].min():,} to {frame['prompt_len'].max():,} tokens "
+            f"(the longest this model holds with {s.output_len:,} output tokens), "
+            f"batch {s.batch:,} sequences."
+        )
+        download_row("rooflens-context-sweep", frame=frame)
+    if "TP degree" in shown:
+        frame = compute.tp_sweep(s)
+        st.subheader("TP degree")
+        if frame.empty:
+            st.warning("no TP degree in 1–16 divides this model's heads")
+        else:
+            st.plotly_chart(tp_figure(frame, s.tp), key="scaling_tp")
+            st.caption(_tp_caption(frame))
+            download_row("rooflens-tp-sweep", frame=frame)
+
+
+def _batch(s: Settings, max_batch: int) -> None:
+    frame = compute.batch_sweep(s)
+    crossover = decode_crossover(frame)
+    st.subheader("Batch")
+    st.plotly_chart(batch_figure(frame, crossover, max_batch, s.batch), key="scaling_batch")
+    if crossover is None:
+        bound = frame["decode_bound"].iloc[-1]
+        text = f"Decode stays {bound}-bound from 1 to {frame['batch'].max():,} sequences."
+    else:
+        text = (
+            f"Decode turns compute-bound between batch {crossover[0]:,} and {crossover[1]:,} "
+            "sequences (the step time's largest share moves from memory- to compute-bound "
+            "operators)."
+        )
+    fits = frame[frame["fits"]]
+    limit = (
+        f" Memory allows up to {max_batch:,} sequences at this context (hollow points do not fit)."
+        if len(fits)
+        else " No batch fits in memory at this context (hollow points)."
+    )
+    st.caption(text + limit)
+    download_row("rooflens-batch-sweep", frame=frame)
+
+
+def _tp_caption(frame: pd.DataFrame) -> str:
+    best = frame.loc[frame["output_tokens_per_s_per_gpu"].idxmax()]
+    fastest = frame.loc[frame["tpot_s"].idxmin()]
+    return (
+        f"TP degrees the heads allow: {', '.join(str(t) for t in frame['tp'])}. "
+        f"Lowest TPOT at TP {int(fastest['tp'])} ({fastest['tpot_s'] * 1e3:,.3g} ms); "
+        f"most tokens/s per GPU at TP {int(best['tp'])} "
+        f"({best['output_tokens_per_s_per_gpu']:,.4g} tokens/s per GPU)."
+    )

@@ -1,0 +1,47 @@
+"""Shared arithmetic for optimizations that act on the linear-layer weights (quantization,
+2:4 sparsity, activation sparsity, offload): which operators hold quantizable weights, how many
+weight elements an operator reads, and the linear weights each GPU stores.
+
+The split follows model/memory.py: linear layers are stored at the weight dtype (plus one fp16
+scale per group when integer-quantized, model/ops.py weight_storage_bytes); embeddings, lm_head
+and norms stay 16-bit, as quantizers leave them (GPTQ, AWQ and bitsandbytes skip them).
+"""
+
+from __future__ import annotations
+
+from model.dtypes import dtype_bytes
+from model.ops import SCALE_BYTES, Num, Op
+from model.params import count_params
+from model.scenario import Scenario
+
+QUANTIZED_STORAGE = ("int8", "int4", "nf4")
+
+
+def is_linear(op: Op) -> bool:
+    """A GEMM whose weights are a linear layer stored at the weight dtype (not lm_head)."""
+    return op.kind == "gemm" and op.name != "lm_head"
+
+
+def bytes_per_weight(weight_dtype: str, group_size: int) -> float:
+    """Stored bytes per weight element, the group's fp16 scale included (ops.py convention)."""
+    scale = SCALE_BYTES / group_size if weight_dtype in QUANTIZED_STORAGE else 0.0
+    return dtype_bytes(weight_dtype) + scale
+
+
+def weight_elements(op: Op, sc: Scenario) -> Num:
+    """Weight elements a linear op reads, recovered from its stored bytes."""
+    p = sc.precision
+    return op.weight_bytes / bytes_per_weight(p.weight_dtype, p.weight_group_size)
+
+
+def linear_weight_elements_per_gpu(sc: Scenario) -> float:
+    """Linear-layer weight elements one GPU stores (TP split, worst PP stage)."""
+    pc = count_params(sc.model)
+    linear = pc.layers - pc.n_layers * pc.norms_per_layer
+    return linear / sc.parallel.tp / sc.parallel.pp
+
+
+def linear_weight_bytes_per_gpu(sc: Scenario) -> float:
+    """Bytes of those elements at the scenario's weight dtype (scales included)."""
+    p = sc.precision
+    return linear_weight_elements_per_gpu(sc) * bytes_per_weight(p.weight_dtype, p.weight_group_size)

@@ -218,3 +218,10 @@ def test_deepseek_router_carries_the_balancing_bias() -> None:
     # DeepSeek-V3 report §2.1.2: a bias per routed expert (HF e_score_correction_bias).
     assert count_params(get_model("deepseek-v3")).moe_router_per_layer == 256 * 7168 + 256
     assert count_params(get_model("mixtral-8x7b")).moe_router_per_layer == 8 * 4096
+
+
+def test_tied_phi_head_keeps_its_bias(reference_count: Callable[[ModelSpec], int]) -> None:
+    # HF PhiForCausalLM: lm_head = Linear(D, V, bias=True); tying shares only the weight.
+    tied = get_model("phi-2").model_copy(update={"tied_embeddings": True})
+    assert count_params(tied).lm_head == 51200
+    assert reference_count(tied) == count_params(tied).total

@@ -20,6 +20,7 @@ import streamlit as st
 
 from dashboard import sweeps
 from dashboard.settings import DEFAULTS, UPLOAD_PREFIX, Settings
+from hardware.errors import RooflensError
 from model.advice import fit_advice as _fit_advice
 from model.api import make_pipeline
 from model.pipeline import Prediction
@@ -49,6 +50,21 @@ def save_upload(file_name: str, data: bytes) -> str:
 
 def model_spec(s: Settings) -> ModelSpec:
     return get_model(s.model_ref)
+
+
+def gpu_price(s: Settings, gpu_id: str) -> tuple[float, str]:
+    """($ per GPU-hour, its source): the sidebar's price, else the documented rental price of
+    the GPU preset (model/planner/prices.yaml), else (0, reason) and cost stays unset."""
+    if s.price_per_gpu_hour > 0:
+        return s.price_per_gpu_hour, "your price"
+    try:
+        from model.planner.prices import price_per_gpu_hour
+    except ImportError:
+        return 0.0, "no price list installed"
+    try:
+        return price_per_gpu_hour(gpu_id, {})
+    except RooflensError:
+        return 0.0, f"no listed price for {gpu_id}"
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)

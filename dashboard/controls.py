@@ -46,7 +46,7 @@ class Context:
 
 
 def _seed_from_url(pages: list[str]) -> list[str]:
-    params = {k: st.query_params.get_all(k) for k in st.query_params.keys()}  # noqa: SIM118
+    params = {k: st.query_params.get_all(k) for k in st.query_params.keys()}
     s, problems = from_query(params)
     for f in fields(Settings):
         if f.name != "opts":
@@ -190,10 +190,10 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
         left.number_input("Prompt (tokens)", min_value=1, step=128, key="prompt_len")
         right.number_input("Output (tokens)", min_value=1, step=64, key="output_len")
         st.button("Longest context the model holds", on_click=_longest_context)
-        left, right, third = st.columns(3)
+        left, right = st.columns(2)
         left.selectbox("Weights", STORAGE_DTYPES, key="weight_dtype")
         right.selectbox("Activations", ACTIVATION_DTYPES, key="act_dtype")
-        third.selectbox("KV cache", [SAME_AS_ACT, *STORAGE_DTYPES], key="kv_dtype")
+        st.selectbox("KV cache", [SAME_AS_ACT, *STORAGE_DTYPES], key="kv_dtype")
         st.number_input("Tensor-parallel GPUs (TP)", min_value=1, step=1, key="tp")
         st.radio("Profile", ("ideal", "calibrated"), key="profile", horizontal=True)
         opts = _optimizations()
@@ -204,11 +204,12 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
             st.number_input("Runtime overhead (GB)", min_value=0.0, key="overhead_gb")
             st.number_input("Prefill chunk (tokens, 0 = none)", min_value=0, key="prefill_chunk")
         st.number_input(
-            "Price ($ per GPU-hour)",
+            "Price ($ per GPU-hour, 0 = listed)",
             min_value=0.0,
             step=0.1,
             key="price_per_gpu_hour",
-            help="your rental or amortised price; 0 leaves cost unset",
+            help="your rental or amortised price; 0 uses the GPU's listed on-demand price "
+            "(model/planner/prices.yaml, with its source) where there is one",
         )
         kv = st.session_state.kv_dtype
         s = Settings(
@@ -258,7 +259,7 @@ def _write_url(page: str, s: Settings, baseline: Settings | None) -> None:
     wanted.update(to_query(s))
     if baseline is not None and not _uploaded(baseline):
         wanted[BASELINE_PARAM] = baseline_to_param(baseline)
-    current = {k: st.query_params.get_all(k) for k in st.query_params.keys()}  # noqa: SIM118
+    current = {k: st.query_params.get_all(k) for k in st.query_params.keys()}
     normal = {k: v if isinstance(v, list) else [v] for k, v in wanted.items()}
     if current != normal:
         st.query_params.from_dict(wanted)

@@ -67,7 +67,9 @@ def download_row(
         buttons.append(("Figure (HTML)", lambda: figure_html(fig), f"{stem}.html", "text/html"))
         if png_export_available():
             buttons.append(("Figure (PNG)", lambda: figure_png(fig), f"{stem}.png", "image/png"))
-    for column, (label, make, name, mime) in zip(st.columns(len(buttons) or 1), buttons):
+    if not buttons:
+        return
+    for column, (label, make, name, mime) in zip(st.columns(len(buttons)), buttons, strict=True):
         column.download_button(
             f"⬇ {label}", make, file_name=name, mime=mime, key=f"dl-{name}", on_click="ignore"
         )

@@ -64,7 +64,8 @@ class Metric:
         return f"{sign}{self.fmt(abs(diff))}{rel}"
 
 
-def headline(pred: Prediction, price_per_gpu_hour: float) -> list[Metric]:
+def headline(pred: Prediction, price_per_gpu_hour: float, price_source: str = "") -> list[Metric]:
+    """The six headline metrics; price 0 leaves cost unset."""
     sc, mem = pred.scenario, pred.memory
     w = sc.workload
     cost = usd_per_million_tokens(price_per_gpu_hour, sc.parallel.n_gpus, pred.output_tokens_per_s)
@@ -84,7 +85,8 @@ def headline(pred: Prediction, price_per_gpu_hour: float) -> list[Metric]:
         Metric("max_batch", "Max batch", float(mem.max_batch), fmt_sequences, False,
                f"largest batch that fits at a context of {sc.context_tokens:,} tokens"),
         Metric("usd_per_million_tokens", "Cost", cost, fmt_usd_per_m, True,
-               f"{sc.parallel.n_gpus} GPU(s) at the sidebar's $/GPU-hour, fully used"),
+               f"{sc.parallel.n_gpus} GPU(s) at ${price_per_gpu_hour:,.2f} per GPU-hour "
+               f"({price_source or 'no price set'}), fully used"),
     ]  # fmt: skip
 
 

@@ -176,8 +176,9 @@ def from_query(params: Mapping[str, Sequence[str]]) -> tuple[Settings, list[str]
             problems.append(f"{key}={text!r} is not a valid {kind}; using {default}")
             continue
         if not (math.isfinite(value) and value >= MINIMUMS[f.name]):
-            problems.append(f"{key}={text!r} is not a finite number ≥ {MINIMUMS[f.name]:g}; "
-                            f"using {default}")
+            problems.append(
+                f"{key}={text!r} is not a finite number ≥ {MINIMUMS[f.name]:g}; using {default}"
+            )
             continue
         values[f.name] = value
     return Settings(**values), problems

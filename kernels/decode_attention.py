@@ -288,6 +288,7 @@ def decode_attention(
         BLOCK_N=block_n,
         INPUT_PRECISION="ieee",
         num_warps=4,
+        num_stages=2 if q.dtype == torch.float32 else 3,
     )  # fmt: skip
     return combine_splits(o_part, lse_part, out)
 

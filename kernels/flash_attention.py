@@ -136,13 +136,16 @@ def _flash_attention_kernel(
     tl.store(o_ptrs, out.to(o_ptr.dtype.element_ty), mask=offs_m[:, None] < seq_len)
 
 
-def _launch_config(head_dim: int) -> dict:
-    """Tile sizes and warps: fixed per head_dim (BLOCK_M must be a multiple of BLOCK_N)."""
+def _launch_config(head_dim: int, dtype: torch.dtype) -> dict:
+    """Tile sizes and warps, fixed per head_dim and dtype (BLOCK_M a multiple of BLOCK_N).
+
+    fp32 tiles are halved: 128x64 fp32 tiles at D=128 need ~225 KB of shared memory.
+    """
     if interpreting():
         return {"BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 4, "num_stages": 1}
-    if head_dim <= 64:
-        return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3}
-    return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3}
+    if dtype == torch.float32:
+        return {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2}
+    return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4 if head_dim <= 64 else 8, "num_stages": 3}
 
 
 def flash_attention(
@@ -178,7 +181,7 @@ def flash_attention(
     assert out.shape == q.shape and out.dtype == q.dtype and out.stride(-1) == 1, "out must match q"
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(head_dim)
-    cfg = _launch_config(head_dim)
+    cfg = _launch_config(head_dim, q.dtype)
     grid = (triton.cdiv(seq_len, cfg["BLOCK_M"]), batch * n_heads)
     _flash_attention_kernel[grid](
         q, k, v, out,

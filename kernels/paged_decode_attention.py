@@ -177,6 +177,7 @@ def paged_decode_attention(
         PAGE_SIZE=block_size,
         INPUT_PRECISION="ieee",
         num_warps=4,
+        num_stages=2 if q.dtype == torch.float32 else 3,
     )  # fmt: skip
     return combine_splits(o_part, lse_part, out)
 

@@ -34,6 +34,7 @@ from model.comm import (
     all_to_all_s,
 )
 from model.io import atomic_write_text
+from model.units import fmt_bytes
 
 NCCL_TABLE = Path("aiconfigurator-a100/comm/nccl/2.27.3/nccl_perf.parquet")
 VIDUR_NETWORK = Path("vidur/network")
@@ -198,6 +199,8 @@ def summary(errors: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 def calibration_yaml(protocols: tuple[Protocol, ...], rows: pd.DataFrame) -> str:
     errs = error_table(rows, protocols)
     median = float(errs["calibrated_err"].abs().median())
+    sizes = "/".join(str(n) for n in sorted(rows["n_gpus"].unique()))
+    lo, hi = float(rows["bytes"].min()), float(rows["bytes"].max())
     lines = [
         "# Communication calibration: NCCL protocols fitted to measured all-reduce on A100.",
         "# Written by `python -m model.comm_fit --write` (model/comm_fit.py); do not edit by hand.",
@@ -206,8 +209,9 @@ def calibration_yaml(protocols: tuple[Protocol, ...], rows: pd.DataFrame) -> str
         "# carries over to other links. Applies to every GPU under the `calibrated` profile.",
         "gpu_id: a100-sxm-80gb",
         "source: >-",
-        f"  aiconfigurator NCCL 2.27.3 nccl_perf.parquet, all_reduce on DGX A100 (NVLink3, {len(rows)}",
-        f"  rows, 2/4/8 GPUs, 512 B-1 GB), fitted {datetime.date.today().isoformat()};",
+        "  aiconfigurator NCCL 2.27.3 nccl_perf.parquet, all_reduce on one DGX A100 (NVLink3),",
+        f"  {len(rows)} rows, {sizes} GPUs, {fmt_bytes(lo)} to {fmt_bytes(hi)},",
+        f"  fitted {datetime.date.today().isoformat()};",
         f"  median |error| {median:.3f}",
         "protocols:",
     ]

@@ -42,8 +42,8 @@ class _Config:
     def _fail(self, key: str, problem: str) -> RooflensError:
         return RooflensError(f"{self.path}: key '{key}' {problem} ({self.architecture})")
 
-    def get_int(self, key: str, default: int | None = None) -> int:
-        """An integer; required when `default` is None, else `default` when absent or null."""
+    def get_int(self, key: str, default: int | None = None, minimum: int = 0) -> int:
+        """An integer >= minimum; required when `default` is None, else `default` if absent."""
         value = self.data.get(key)
         if value is None:
             if default is None:
@@ -51,6 +51,8 @@ class _Config:
             return default
         if isinstance(value, bool) or not isinstance(value, int):
             raise self._fail(key, f"must be an integer, got {value!r}")
+        if value < minimum:
+            raise self._fail(key, f"must be at least {minimum}, got {value}")
         return value
 
     def get_bool(self, key: str, default: bool) -> bool:
@@ -63,7 +65,7 @@ class _Config:
 
     def activation(self, key: str, default: str) -> str:
         raw = self.data.get(key) or default
-        if raw not in _ACTIVATIONS:
+        if not isinstance(raw, str) or raw not in _ACTIVATIONS:
             known = ", ".join(sorted(_ACTIVATIONS))
             raise self._fail(key, f"has unsupported activation {raw!r} (known: {known})")
         return _ACTIVATIONS[raw]
@@ -79,13 +81,12 @@ def _attention_kind(n_heads: int, n_kv_heads: int) -> str:
     return "mqa" if n_kv_heads == 1 else "gqa"
 
 
-def _common(cfg: _Config, n_heads_key: str = "num_attention_heads") -> dict[str, Any]:
-    """Fields every family names the same way (Llama-style keys)."""
-    n_heads = cfg.get_int(n_heads_key)
+def _common(cfg: _Config) -> dict[str, Any]:
+    """Fields every supported family names the same way."""
     return {
         "n_layers": cfg.get_int("num_hidden_layers"),
         "d_model": cfg.get_int("hidden_size"),
-        "n_heads": n_heads,
+        "n_heads": cfg.get_int("num_attention_heads", minimum=1),  # divides hidden_size below
         "vocab_size": cfg.get_int("vocab_size"),
         "max_context": cfg.get_int("max_position_embeddings"),
     }

@@ -69,7 +69,10 @@ def weights_bytes_per_gpu(sc: Scenario) -> float:
     linear = pc.layers - pc.n_layers * pc.norms_per_layer
     norms = pc.n_layers * pc.norms_per_layer + pc.final_norm
     plain = 4.0 if p.weight_dtype == "fp32" else 2.0
-    layer_bytes = weight_storage_bytes(linear / tp, p.weight_dtype, p.weight_group_size) / pp
+    # Routed experts: TP slices them /tp; EP (ep a multiple of tp) spreads whole experts /ep.
+    experts = pc.n_moe_layers * pc.n_experts * pc.expert_per_expert
+    per_gpu = (linear - experts) / tp + experts / max(tp, sc.parallel.ep)
+    layer_bytes = weight_storage_bytes(per_gpu, p.weight_dtype, p.weight_group_size) / pp
     ends = (
         pc.embedding + pc.positional + pc.lm_head
         if pp == 1

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hardware.errors import RooflensError
 from model.dtypes import compute_dtype, dtype_bytes
 from model.scenario import Scenario
 from model.spec import ModelSpec
@@ -219,7 +220,7 @@ class _Builder:
         self.sc, self.m, self.phase = sc, sc.model, phase
         self.B, self.T, self.L, self.lm_tokens = B, T, L, lm_tokens
         p = sc.precision
-        self.tp = sc.parallel.tp
+        self.tp, self.ep, self.pp = sc.parallel.tp, sc.parallel.ep, sc.parallel.pp
         self.wdt, self.group = p.weight_dtype, p.weight_group_size
         self.ab, self.kvb = dtype_bytes(p.act_dtype), dtype_bytes(p.kv_dtype)
         self.mm_dtype = compute_dtype(p.weight_dtype, p.act_dtype)
@@ -266,14 +267,16 @@ class _Builder:
         w = (2 if self.m.norm == "layernorm" else 1) * D * 2.0  # norm weights stay 16-bit
         self.elementwise(name, "norm", count, 5.0 * n * D, streams * n * D, streams * n * D, w)
 
-    def tp_all_reduce(self, count: int) -> None:
-        """Megatron TP: one all-reduce of the [B·T, D] activations after o_proj and after down."""
-        if self.tp == 1:
+    def tp_all_reduce(self, count: int, collective: str = "all_reduce") -> None:
+        """Megatron TP: one all-reduce of the [B·T, D] activations after o_proj and after down
+        (an all-gather after expert-parallel MoE layers, whose combine leaves each TP rank a
+        1/tp share of the tokens)."""
+        if self.tp == 1 or count == 0:
             return
         payload = self.tokens * self.m.d_model * self.ab
         self.ops.append(
             Op(
-                name="tp.all_reduce",
+                name=f"tp.{collective}",
                 phase=self.phase,
                 kind="comm",
                 count=count,
@@ -284,9 +287,44 @@ class _Builder:
                 compute_dtype="fp32",
                 comm_bytes=payload,
                 live_bytes=payload,
-                shape={"collective": "all_reduce", "n_gpus": self.tp},
+                shape={"collective": collective, "n_gpus": self.tp},
             )
         )
+
+    def comm(self, name: str, collective: str, count: int, payload: Num, **shape: Any) -> None:
+        """A collective of `payload` bytes per GPU (model/comm.py prices it by `collective`)."""
+        self.ops.append(
+            Op(
+                name=name,
+                phase=self.phase,
+                kind="comm",
+                count=count,
+                flops=0.0,
+                weight_bytes=0.0,
+                act_bytes=0.0,
+                kv_bytes=0.0,
+                compute_dtype="fp32",
+                comm_bytes=payload,
+                live_bytes=payload,
+                shape={"collective": collective, **shape},
+            )
+        )
+
+    def check_parallel(self) -> None:
+        """Expert parallelism spreads whole experts over ep GPUs: ep/tp data-parallel replicas
+        of the tensor-parallel attention group (DeepSeek-V3 §3.4; vLLM/SGLang DP attention)."""
+        m, ep, tp = self.m, self.ep, self.tp
+        if ep == 1:
+            return
+        if not m.is_moe:
+            raise RooflensError(f"--ep {ep} needs a mixture-of-experts model; {m.id} is dense")
+        if m.n_experts % ep:
+            raise RooflensError(f"--ep {ep} must divide {m.id}'s {m.n_experts} experts")
+        if ep % tp:
+            raise RooflensError(
+                f"--ep {ep} must be a multiple of --tp {tp}: each EP GPU holds whole experts and "
+                "attention runs on ep/tp replicas of the TP group"
+            )
 
     def attention(self) -> None:
         m, B, T, L, tp = self.m, self.B, self.T, self.L, self.tp
@@ -377,16 +415,28 @@ class _Builder:
         Distinct experts whose weights a step reads: each of the B·T tokens picks k of E
         experts; under uniform routing an expert is untouched with probability (1 − k/E)^(B·T),
         so E·(1 − (1 − k/E)^(B·T)) experts are read, not k (balls into bins).
+
+        TP (ep = 1): every GPU holds a 1/tp slice of every expert and sees all tokens. EP: each
+        of ep GPUs holds E/ep whole experts and serves the tokens of all r = ep/tp replicas, so
+        it reads (E/ep)·(1 − (1 − k/E)^(r·B·T)) experts and computes B·T·k/tp assignments on
+        average; tokens travel by an all-to-all dispatch and combine of the (B·T/tp)·k rows each
+        GPU owns (GShard, Lepikhin et al. 2020; DeepSpeed-MoE, Rajbhandari et al. 2022).
         """
-        m, n, D, tp = self.m, self.tokens, self.m.d_model, self.tp
+        m, n, D, tp, ep = self.m, self.tokens, self.m.d_model, self.tp, self.ep
         count = m.n_moe_layers
         if not count:
             return
-        E, k, Fe = m.n_experts, m.experts_per_token, m.d_ff_expert / tp
+        E, k = m.n_experts, m.experts_per_token
+        Fe = m.d_ff_expert / tp if ep == 1 else float(m.d_ff_expert)
         self.gemm("moe.router", count, n, E, D)
         matrices = 3 if m.gated_mlp else 2
-        distinct = E * (1.0 - (1.0 - k / E) ** n)
-        assignments = n * k
+        routed_tokens = n * (ep // tp if ep > 1 else 1)
+        distinct = E / ep * (1.0 - (1.0 - k / E) ** routed_tokens)
+        assignments = n * k / tp if ep > 1 else n * k
+        if ep > 1:
+            rows = n / tp * k * D * self.ab
+            self.comm("ep.dispatch", "all_to_all", count, rows, n_gpus=ep)
+            self.comm("ep.combine", "all_to_all", count, rows, n_gpus=ep)
         act = assignments * (2 * D + (matrices - 1) * Fe + Fe * 2) * self.ab
         self.ops.append(
             Op(
@@ -414,6 +464,7 @@ class _Builder:
 
     def build(self) -> list[Op]:
         m, n, D = self.m, self.tokens, self.m.d_model
+        self.check_parallel()
         self.elementwise("embed", "embedding", 1, 0.0, 0.0, n * D, n * D * 2.0)
         self.norm("norm.attn", m.n_layers)
         self.attention()
@@ -422,7 +473,13 @@ class _Builder:
             self.norm("norm.mlp", m.n_layers)
         self.mlp("mlp", m.n_dense_layers, m.d_ff / self.tp)
         self.moe()
-        self.tp_all_reduce(m.n_layers)
+        gather = m.n_moe_layers if self.ep > 1 and not m.n_shared_experts else 0
+        self.tp_all_reduce(m.n_layers - gather)
+        self.tp_all_reduce(gather, "all_gather")
+        if self.pp > 1:  # activations to the next stage (Megatron-LM PP; Narayanan et al. 2021)
+            span = max(self.tp, self.ep) * self.pp
+            payload = self.tokens * D * self.ab
+            self.comm("pp.send_recv", "send_recv", self.pp - 1, payload, n_gpus=2, span_gpus=span)
         self.norm("norm.final", 1, fused_residual=False)
         self.gemm("lm_head", 1, self.B * self.lm_tokens, m.vocab_size / self.tp, D, plain=True)
         return self.ops

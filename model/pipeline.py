@@ -179,6 +179,10 @@ class Pipeline:
             e2e_s=prefill_s + decode_s * (w.output_len - 1),
             memory=self.memory(),
         )
+        if sc.parallel.pp > 1:
+            from model.pipeline_parallel import apply_pipeline_parallel
+
+            pred = apply_pipeline_parallel(pred, self)
         for opt in self.opts:
             pred = opt.result(pred, sc, self)
         return pred

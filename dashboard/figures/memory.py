@@ -40,7 +40,12 @@ def memory_bars(bars: list[tuple[str, MemoryBreakdown]]) -> go.Figure:
             x=labels,
             y=[mem.capacity_bytes / GB for _, mem in bars],
             mode="markers+text",
-            marker={"symbol": "line-ew-open", "size": 90, "line": {"width": 3, "color": "black"}},
+            marker={
+                "symbol": "line-ew-open",
+                "size": 120,
+                "color": "black",
+                "line": {"width": 3, "color": "black"},
+            },
             text=[f"capacity {mem.capacity_bytes / GB:,.1f} GB" for _, mem in bars],
             textposition="top center",
             name="capacity",

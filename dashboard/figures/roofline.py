@@ -52,23 +52,30 @@ def _hover(df: pd.DataFrame) -> list[str]:
     ]
 
 
+def _ceilings(gpu: GPUSpec) -> list[tuple[str, float]]:
+    """(dtypes, peak FLOP/s) from lowest to highest, dtypes sharing a peak named together."""
+    by_peak: dict[float, list[str]] = {}
+    for dtype, peak in gpu.peak_flops_per_s.items():
+        by_peak.setdefault(peak, []).append(dtype)
+    return [("/".join(names), peak) for peak, names in sorted(by_peak.items())]
+
+
 def _roof(fig: go.Figure, gpu: GPUSpec, x_lo: float, x_hi: float) -> None:
     bw = gpu.hbm_bytes_per_s
-    peaks = sorted(gpu.peak_flops_per_s.items(), key=lambda kv: kv[1])
-    top_ridge = peaks[-1][1] / bw
+    ceilings = _ceilings(gpu)
+    top = ceilings[-1][1]
     fig.add_trace(
         go.Scatter(
-            x=[x_lo, top_ridge],
-            y=[x_lo * bw / TERA, peaks[-1][1] / TERA],
+            x=[x_lo, top / bw],
+            y=[x_lo * bw / TERA, top / TERA],
             mode="lines",
             line={"color": "black", "width": 2},
-            name=f"HBM {bw / 1e12:.2f} TB/s",
-            hovertemplate="memory roof: intensity × %{customdata}<extra></extra>",
-            customdata=[f"{bw / 1e12:.2f} TB/s"] * 2,
+            name=f"HBM roof {bw / 1e12:.2f} TB/s",
+            hoverinfo="skip",
         )
     )
     ridge_x, ridge_y, ridge_text = [], [], []
-    for dtype, peak in peaks:
+    for dtypes, peak in ceilings:
         ridge = peak / bw
         fig.add_trace(
             go.Scatter(
@@ -76,15 +83,18 @@ def _roof(fig: go.Figure, gpu: GPUSpec, x_lo: float, x_hi: float) -> None:
                 y=[peak / TERA, peak / TERA],
                 mode="lines+text",
                 line={"color": "black", "width": 1, "dash": "dot"},
-                text=["", f"{dtype} {peak / TERA:,.0f} TFLOP/s"],
+                text=["", f"{dtypes} {peak / TERA:,.0f} TFLOP/s"],
                 textposition="top left",
+                textfont={"color": "black"},
                 showlegend=False,
                 hoverinfo="skip",
             )
         )
         ridge_x.append(ridge)
         ridge_y.append(peak / TERA)
-        ridge_text.append(f"{dtype}: ridge {ridge:,.0f} FLOP/byte, peak {peak / TERA:,.0f} TFLOP/s")
+        ridge_text.append(
+            f"{dtypes}: ridge {ridge:,.0f} FLOP/byte, peak {peak / TERA:,.0f} TFLOP/s"
+        )
     fig.add_trace(
         go.Scatter(
             x=ridge_x,
@@ -149,8 +159,12 @@ def roofline_figure(
         **LAYOUT,
         title=title,
         height=560,
-        xaxis={"type": "log", "title": "arithmetic intensity (FLOP/byte of HBM traffic)"},
-        yaxis={"type": "log", "title": "attained performance (TFLOP/s)"},
+        xaxis={
+            "type": "log",
+            "dtick": 1,
+            "title": "arithmetic intensity (FLOP/byte of HBM traffic)",
+        },
+        yaxis={"type": "log", "dtick": 1, "title": "attained performance (TFLOP/s)"},
         legend={"orientation": "h", "y": -0.15},
     )
     return fig

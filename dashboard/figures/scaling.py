@@ -6,6 +6,8 @@ cost model still prices them, but no server could run them.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -73,6 +75,21 @@ def _two_panel(
     return fig
 
 
+def _log_x(value: float) -> float:
+    """Shapes and annotations on a log axis take log10 of the data coordinate (plotly)."""
+    return math.log10(value)
+
+
+def _vline(fig: go.Figure, x: float, style: dict[str, str], text: str = "") -> None:
+    for col in (1, 2):
+        fig.add_vline(x=_log_x(x), line=style, row=1, col=col)
+    if text:
+        fig.add_annotation(
+            x=_log_x(x), y=1.0, yref="y2 domain", xref="x2", text=text, showarrow=False,
+            xanchor="left", yanchor="bottom",
+        )  # fmt: skip
+
+
 def batch_figure(
     frame: pd.DataFrame, crossover: tuple[int, int] | None, max_batch: int, batch: int
 ) -> go.Figure:
@@ -85,28 +102,19 @@ def batch_figure(
         True,
         [("output_tokens_per_s", "throughput (tokens/s)")],
     )
-    for col in (1, 2):
-        if crossover is not None:
+    if crossover is not None:
+        for col in (1, 2):
             fig.add_vrect(
-                x0=crossover[0],
-                x1=crossover[1],
-                fillcolor="red",
-                opacity=0.12,
-                line_width=0,
-                row=1,
-                col=col,
-                annotation_text="decode → compute-bound" if col == 1 else None,
-                annotation_position="top left",
-            )
-        if max_batch >= 1:
-            fig.add_vline(
-                x=max_batch,
-                line={"dash": "dash", "color": "black"},
-                row=1,
-                col=col,
-                annotation_text=f"max batch {max_batch:,}" if col == 2 else None,
-            )
-        fig.add_vline(x=batch, line={"dash": "dot", "color": "grey"}, row=1, col=col)
+                x0=_log_x(crossover[0]), x1=_log_x(crossover[1]), fillcolor="red", opacity=0.12,
+                line_width=0, row=1, col=col,
+            )  # fmt: skip
+        fig.add_annotation(
+            x=_log_x(crossover[0]), y=1.0, xref="x", yref="y domain", showarrow=False,
+            text="decode → compute-bound", xanchor="right", yanchor="bottom",
+        )  # fmt: skip
+    if max_batch >= 1:
+        _vline(fig, max_batch, {"dash": "dash", "color": "black"}, f"max batch {max_batch:,}")
+    _vline(fig, batch, {"dash": "dot", "color": "grey"})
     fig.update_layout(title="Against batch (prompt and output fixed)")
     return fig
 
@@ -119,8 +127,7 @@ def context_figure(frame: pd.DataFrame, prompt_len: int) -> go.Figure:
         True,
         [("output_tokens_per_s", "throughput (tokens/s)")],
     )
-    for col in (1, 2):
-        fig.add_vline(x=prompt_len, line={"dash": "dot", "color": "grey"}, row=1, col=col)
+    _vline(fig, prompt_len, {"dash": "dot", "color": "grey"})
     fig.update_layout(title="Against context length (batch and output fixed)")
     return fig
 
@@ -136,8 +143,7 @@ def tp_figure(frame: pd.DataFrame, tp: int) -> go.Figure:
             ("output_tokens_per_s_per_gpu", "per GPU (tokens/s)"),
         ],
     )
-    for col in (1, 2):
-        fig.add_vline(x=tp, line={"dash": "dot", "color": "grey"}, row=1, col=col)
+    _vline(fig, tp, {"dash": "dot", "color": "grey"})
     fig.update_xaxes(tickvals=list(frame["tp"]), ticktext=[str(t) for t in frame["tp"]])
     fig.update_layout(title="Against TP degree (batch, prompt and output fixed)")
     return fig

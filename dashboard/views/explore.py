@@ -25,15 +25,14 @@ def render(ctx: Context) -> None:
     st.header("Explore")
     scenario_line(ctx, pred)
     fit_warning(ctx, pred)
-    metrics = headline(pred, s.price_per_gpu_hour)
-    base_metrics = (
-        {m.key: m for m in headline(base, ctx.baseline.price_per_gpu_hour)}
-        if base is not None and ctx.baseline is not None
-        else {}
-    )
+    metrics = headline(pred, *compute.gpu_price(s, pred.scenario.gpu.id))
+    base_metrics = {}
+    if base is not None and ctx.baseline is not None:
+        base_price = compute.gpu_price(ctx.baseline, base.scenario.gpu.id)
+        base_metrics = {m.key: m for m in headline(base, *base_price)}
     for start in range(0, len(metrics), METRICS_PER_ROW):
         row = metrics[start : start + METRICS_PER_ROW]
-        for column, m in zip(st.columns(METRICS_PER_ROW), row):
+        for column, m in zip(st.columns(METRICS_PER_ROW), row, strict=False):
             column.metric(
                 m.label,
                 m.text,
@@ -52,7 +51,9 @@ def render(ctx: Context) -> None:
     st.subheader("Operators")
     frame = compute.ops_frame(s)
     st.dataframe(_ops_display(frame), hide_index=True, width="stretch")
-    download_row("rooflens-prediction", frame=frame, data={"settings": s.to_dict(), **pred.to_dict()})
+    download_row(
+        "rooflens-prediction", frame=frame, data={"settings": s.to_dict(), **pred.to_dict()}
+    )
 
 
 def _phases(pred: Prediction) -> pd.DataFrame:

@@ -25,13 +25,26 @@ def render(ctx: Context) -> None:
     fit_warning(ctx, pred)
     kv = s.kv_dtype or s.act_dtype
     a, b, c, d = st.columns(4)
-    a.metric("KV cache per token", f"{fmt_bytes(mem.kv_bytes_per_token)}/token",
-             help=f"per GPU, all layers, K and V, in {kv}", border=True)
-    b.metric("Used per GPU", fmt_bytes(mem.total_bytes), border=True,
-             help=f"of {fmt_bytes(mem.capacity_bytes)} capacity")
-    c.metric("Free per GPU", fmt_bytes(mem.capacity_bytes - mem.total_bytes), border=True)
-    d.metric("Max batch", f"{mem.max_batch:,} sequences", border=True,
-             help=f"at {pred.scenario.context_tokens:,} tokens per sequence")  # fmt: skip
+    a.metric(
+        "KV cache per token",
+        f"{fmt_bytes(mem.kv_bytes_per_token)}/token",
+        help=f"per GPU, all layers, K and V, in {kv}",
+        border=True,
+    )
+    b.metric(
+        "Used per GPU",
+        fmt_bytes(mem.total_bytes),
+        border=True,
+        help=f"of {fmt_bytes(mem.capacity_bytes)} capacity",
+    )
+    free = mem.capacity_bytes - mem.total_bytes
+    c.metric("Free per GPU" if free >= 0 else "Over capacity", fmt_bytes(abs(free)), border=True)
+    d.metric(
+        "Max batch (sequences)",
+        f"{mem.max_batch:,}",
+        border=True,
+        help=f"at {pred.scenario.context_tokens:,} tokens per sequence",
+    )
     bars = [("this scenario", mem)] + ([("baseline", base.memory)] if base is not None else [])
     fig = memory_bars(bars)
     st.plotly_chart(fig, key="memory_bars")
@@ -50,7 +63,9 @@ def render(ctx: Context) -> None:
     per_token = grid.drop_duplicates("kv_dtype")[["kv_dtype", "kv_bytes_per_token"]]
     st.caption(
         "KV bytes per token per GPU: "
-        + ", ".join(f"{r.kv_dtype} {fmt_bytes(r.kv_bytes_per_token)}" for r in per_token.itertuples())
+        + ", ".join(
+            f"{r.kv_dtype} {fmt_bytes(r.kv_bytes_per_token)}" for r in per_token.itertuples()
+        )
     )
     download_row("rooflens-max-batch", frame=grid, fig=heat)
 

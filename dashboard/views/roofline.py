@@ -40,18 +40,18 @@ def render(ctx: Context) -> None:
     st.plotly_chart(fig, key="roofline_chart")
     st.caption(
         "Ceilings are dense datasheet peaks per compute dtype; each operator computes on the "
-        "unit its dtypes select. Under the ideal profile an operator sits on the roof unless "
-        "per-call overhead or communication adds time; the calibrated profile puts it below."
+        "unit its dtypes select. An operator below the roof takes longer than its roofline "
+        "time: the calibrated profile's efficiencies and per-call overheads, or partial "
+        "occupancy (e.g. decode attention with fewer thread blocks than SMs)."
     )
     skipped = skipped[skipped["phase"].isin(phases)]
     if len(skipped):
-        st.caption(
-            "Not on the chart: "
-            + "; ".join(
-                f"{r.name} ({r.phase}, {fmt_time(r.time_s)}): {r.reason}"
-                for r in skipped.itertuples()
-            )
+        merged = skipped.groupby(["name", "phase", "reason"], sort=False, as_index=False)
+        listed = (
+            f"{r.name} ({r.phase}, {fmt_time(r.time_s)} per step): {r.reason}"
+            for r in merged["time_s"].sum().itertuples()
         )
+        st.caption("Not on the chart: " + "; ".join(listed))
     table = _table(placed)
     st.dataframe(table, hide_index=True, width="stretch")
     download_row("rooflens-roofline", frame=table, fig=fig)

@@ -9,8 +9,8 @@ import streamlit as st
 from dashboard import compute
 from dashboard.controls import Context
 from dashboard.export import download_row
-from dashboard.settings import Settings
 from dashboard.figures.scaling import batch_figure, context_figure, tp_figure
+from dashboard.settings import Settings
 from dashboard.sweeps import decode_crossover
 from dashboard.views.common import fit_warning, scenario_line
 

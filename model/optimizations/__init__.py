@@ -28,9 +28,12 @@ def registry() -> dict[str, type[Optimization]]:
 
 def parse_opt(text: str) -> Optimization:
     """`name` or `name:key=value,key=value` -> an Optimization instance."""
-    name, _, args = text.partition(":")
-    name = name.strip()
     table = registry()
+    text = text.strip()
+    # a registered name may itself contain ':' (sparsity-2:4): match the longest one first
+    known = [n for n in table if text == n or text.startswith(n + ":")]
+    name, args = (max(known, key=len), "") if known else (text.partition(":")[0].strip(), "")
+    args = text[len(name) + 1 :] if known else text.partition(":")[2]
     if name not in table:
         raise unknown_name_error("optimization", name, list(table))
     values = {}

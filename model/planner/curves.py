@@ -77,6 +77,9 @@ class Curves:
     prefill_p99_s: float  # at the p99 prompt
     prompt_p99_tokens: float
     prefill_attn_p99_s: float
+    prefill_grid_tokens: np.ndarray  # prompt lengths 1..max context, for the simulation
+    prefill_grid_s: np.ndarray
+    prefill_attn_grid_s: np.ndarray
     weights_bytes: float
     kv_bytes_per_token: float  # per GPU
     kv_tokens_per_sequence: float  # held at the end of a mean request (P + O − 1)
@@ -132,7 +135,8 @@ def build_curves(
     M = TOKEN_GRID
 
     # Decode / mixed step: B = M/PP sequences (one micro-batch), L at the mean and twice it.
-    priced = pipe.price_step(Step("decode", (M / pp)[:, None], 1.0, np.array([[kv_len, 2 * kv_len]])))
+    kv_lens = np.array([[kv_len, 2 * kv_len]])
+    priced = pipe.price_step(Step("decode", (M / pp)[:, None], 1.0, kv_lens))
     body, lm, attn = np.zeros(M.size), np.zeros(M.size), np.zeros((M.size, 2))
     for p in priced:
         t = np.broadcast_to(np.asarray(p.total_s, dtype=np.float64), (M.size, 2))
@@ -155,7 +159,8 @@ def build_curves(
     slope = float((attn[0, 1] - attn[0, 0]) / (kv_len * M[0] / pp))
 
     points = workload.prompt.points(N_POINTS)
-    lengths = np.unique(np.append(points, prompt_p99))
+    grid_top = max(sc.model.max_context, prompt_p99)
+    lengths = np.unique(np.concatenate([points, [prompt_p99], np.geomspace(1, grid_top, 40)]))
     pre = pipe.price_step(Step("prefill", 1.0, lengths, lengths))
     pre_total = np.zeros(lengths.size)
     pre_attn = np.zeros(lengths.size)
@@ -186,6 +191,9 @@ def build_curves(
         prefill_p99_s=float(np.interp(prompt_p99, lengths, pre_total)),
         prompt_p99_tokens=prompt_p99,
         prefill_attn_p99_s=float(np.interp(prompt_p99, lengths, pre_attn)),
+        prefill_grid_tokens=lengths,
+        prefill_grid_s=pre_total,
+        prefill_attn_grid_s=pre_attn,
         weights_bytes=mem.weights_bytes,
         kv_bytes_per_token=mem.kv_bytes_per_token,
         kv_tokens_per_sequence=per_sequence / max(mem.kv_bytes_per_token, 1e-30),

@@ -209,9 +209,13 @@ def test_missing_required_key_names_file_and_key(tmp_path: Path) -> None:
     assert str(path) in message and "'intermediate_size'" in message and "missing" in message
 
 
-def test_wrongly_typed_key_is_named(tmp_path: Path) -> None:
-    config = _fixture("phi-2") | {"num_hidden_layers": "32"}
-    assert "'num_hidden_layers'" in _error(_write(tmp_path, config))
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("num_hidden_layers", "32"), ("num_attention_heads", 0), ("hidden_act", ["gelu"])],
+)
+def test_bad_value_is_named(tmp_path: Path, key: str, value: Any) -> None:
+    config = _fixture("phi-2") | {key: value}
+    assert f"'{key}'" in _error(_write(tmp_path, config))
 
 
 def test_missing_file_and_non_mapping(tmp_path: Path) -> None:

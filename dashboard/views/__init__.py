@@ -1,0 +1,20 @@
+"""One module per dashboard page, each with `render(ctx)`; `PAGES` is the sidebar's order.
+
+Page ids are the `page=` query parameter of a shared link."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dashboard.controls import Context
+from dashboard.views import explore, memory, optimizations, planner, roofline, scaling, validation
+
+PAGES: dict[str, tuple[str, Callable[[Context], None]]] = {
+    "explore": ("Explore", explore.render),
+    "roofline": ("Roofline", roofline.render),
+    "memory": ("Memory", memory.render),
+    "optimizations": ("Optimizations", optimizations.render),
+    "scaling": ("Scaling", scaling.render),
+    "planner": ("Capacity planner", planner.render),
+    "validation": ("Validation", validation.render),
+}

@@ -1,0 +1,57 @@
+"""`sliding-window:window=W[,sinks=S]`: attention over the last W positions (plus S attention
+sinks), so KV memory and attention cost stop growing with the sequence.
+
+Mechanism. Each query attends the W most recent positions (Beltagy et al. 2020, Longformer;
+Mistral 7B uses W = 4096) and, with StreamingLLM (Xiao et al. 2024, "Efficient Streaming
+Language Models with Attention Sinks"), also the first S tokens, which absorb attention mass and
+keep quality once the window slides. The cache keeps only those W + S positions (a ring buffer).
+
+Formulas: a query at position p attends min(p, W + S) keys (the S sinks and the last W overlap
+while p ≤ W + S), so the table's windowed causal sum applies with window W + S
+(model/ops.py attended_keys: Σ min(p, W+S)); a decode step reads min(L, W + S) cached positions;
+a sequence holds min(P + O − 1, W + S) positions (model/memory.py).
+
+Limits: a what-if on cost; a model not trained with a window loses quality unless sinks are kept
+(StreamingLLM) and even then long-range recall is lost. Prefill of a prompt longer than W still
+computes the full projections; only attention is capped.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from hardware.errors import RooflensError
+from model.optimizations.base import Optimization, Param
+
+if TYPE_CHECKING:
+    from model.scenario import Scenario
+
+
+class SlidingWindow(Optimization):
+    name = "sliding-window"
+    summary = "attend the last W positions (+ S sink tokens): KV and attention stop growing"
+    citation = "Beltagy et al. 2020 Longformer; Xiao et al. 2024 StreamingLLM (sinks)"
+    order = 14  # spec transform
+    params: ClassVar[dict[str, Param]] = {
+        "window": Param(int, 4096, "recent positions attended, W (0 = off)"),
+        "sinks": Param(int, 0, "first tokens always attended, S (StreamingLLM uses 4)"),
+    }
+
+    def check(self) -> None:
+        if self["window"] < 0 or self["sinks"] < 0:
+            raise RooflensError("--opt sliding-window: window and sinks must be ≥ 0")
+        if self["sinks"] and not self["window"]:
+            raise RooflensError("--opt sliding-window: sinks need a window > 0")
+
+    def scenario(self, sc: Scenario) -> Scenario:
+        span = self["window"] + self["sinks"]
+        if not span:
+            return sc
+        if span > sc.model.max_context:
+            raise RooflensError(
+                f"--opt sliding-window: window + sinks = {span} exceeds {sc.model.id}'s "
+                f"max context {sc.model.max_context}"
+            )
+        model = sc.model.model_copy(update={"sliding_window": span})
+        settings = {**sc.settings, "kv_window_tokens": span}
+        return sc.model_copy(update={"model": model, "settings": settings})

@@ -1,0 +1,231 @@
+"""A seeded discrete-event simulation of one continuously batched replica, to check the
+analytical steady state (serving.py) where its approximations (Poisson batch, exponential
+wait tail, fluid chunking) may be optimistic.
+
+Poisson arrivals; lengths drawn from the workload's distributions; iteration-level scheduling
+(Orca): every step emits one token per running sequence. Schedulers as in serving.py:
+`colocated` runs a waiting prompt alone before the next decode step (prefill first, FCFS);
+`chunked` fills each step's token budget with decode tokens, then prompt chunks FCFS;
+`disaggregated` runs prefill as an FCFS queue (Lindley's recursion) and decode as a replica
+without prefill. Decode-only stretches between events (an arrival that can be admitted, a
+completion) are priced in one vectorised call, so a run of thousands of requests takes well
+under a second. Routing across replicas is random (each replica sees rate / replicas).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+from typing import Protocol
+
+import numpy as np
+
+from model.planner.curves import Curves
+
+
+class StepCosts(Protocol):
+    pp: int
+
+    def decode_s(self, batch: int, kv_tokens: np.ndarray) -> np.ndarray: ...
+
+    def mixed_s(
+        self, batch: int, kv_tokens: float, prompt_tokens: float, attn_s: float
+    ) -> float: ...
+
+    def prefill_s(self, prompt_tokens: np.ndarray) -> np.ndarray: ...
+
+    def prefill_attn_s(self, prompt_tokens: np.ndarray) -> np.ndarray: ...
+
+
+class CurveCosts:
+    """StepCosts of a priced group: the same curves the analytical model reads."""
+
+    def __init__(self, c: Curves):
+        self.c, self.pp = c, c.group.pp
+
+    def _fixed(self, batch: float, prompt_tokens: float = 0.0) -> float:
+        c = self.c
+        return float(
+            np.interp(batch + prompt_tokens, c.tokens, c.body_s)
+            + np.interp(batch, c.tokens, c.lm_s + c.attn_s)
+            - c.attn_s_per_kv_token * batch * c.kv_len_mean
+        )
+
+    def decode_s(self, batch: int, kv_tokens: np.ndarray) -> np.ndarray:
+        return self._fixed(batch) + self.c.attn_s_per_kv_token * kv_tokens
+
+    def mixed_s(self, batch: int, kv_tokens: float, prompt_tokens: float, attn_s: float) -> float:
+        return self._fixed(batch, prompt_tokens) + self.c.attn_s_per_kv_token * kv_tokens + attn_s
+
+    def prefill_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
+        return np.interp(prompt_tokens, self.c.prefill_grid_tokens, self.c.prefill_grid_s)
+
+    def prefill_attn_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
+        return np.interp(prompt_tokens, self.c.prefill_grid_tokens, self.c.prefill_attn_grid_s)
+
+
+@dataclass(frozen=True)
+class SimResult:
+    mode: str
+    n_requests: int
+    ttft_mean_s: float
+    ttft_p50_s: float
+    ttft_p99_s: float
+    tpot_mean_s: float
+    tpot_p50_s: float
+    tpot_p99_s: float
+    mean_batch: float
+    wall_s: float
+
+    def to_dict(self) -> dict[str, float | int | str]:
+        return asdict(self)
+
+
+def simulate(
+    costs: StepCosts,
+    mode: str,
+    arrival_s: np.ndarray,
+    prompts: np.ndarray,
+    outputs: np.ndarray,
+    cap: int,
+    chunk_tokens: int = 2048,
+    decode_arrival_s: np.ndarray | None = None,
+    kv_transfer_s: np.ndarray | None = None,
+    warmup: float = 0.1,
+) -> SimResult:
+    """One replica over sorted arrivals (s) with these lengths (tokens). Disaggregated: the
+    prefill replica takes `arrival_s`, the decode replica `decode_arrival_s`."""
+    start = time.perf_counter()
+    if mode != "disaggregated":
+        first, finish, area, span = _replica(
+            costs, mode, arrival_s, prompts, outputs, costs.prefill_s(prompts), cap, chunk_tokens
+        )
+        return _summary(mode, arrival_s, first, first, finish, outputs, area, span, warmup, start)
+    lat = costs.prefill_s(prompts)
+    xfer = np.zeros_like(lat) if kv_transfer_s is None else kv_transfer_s
+    ready = np.empty_like(lat)
+    free_at = 0.0
+    for i in range(arrival_s.size):  # Lindley: FCFS prefill, the stage held lat / PP
+        begin = max(float(arrival_s[i]), free_at)
+        free_at = begin + lat[i] / costs.pp
+        ready[i] = begin + lat[i] + xfer[i]
+    dec = arrival_s if decode_arrival_s is None else decode_arrival_s
+    d_first, finish, area, span = _replica(
+        costs, "colocated", dec, prompts, outputs, np.zeros_like(lat), cap, chunk_tokens
+    )
+    return _summary(mode, arrival_s, ready, d_first, finish, outputs, area, span, warmup, start)
+
+
+def _summary(
+    mode: str,
+    arrival: np.ndarray,
+    first: np.ndarray,
+    decode_start: np.ndarray,
+    finish: np.ndarray,
+    outputs: np.ndarray,
+    area: float,
+    span: float,
+    warmup: float,
+    start: float,
+) -> SimResult:
+    keep = np.arange(arrival.size) >= int(warmup * arrival.size)
+    ttft = (first - arrival)[keep]
+    multi = keep & (outputs > 1)
+    tpot = ((finish - decode_start) / np.maximum(outputs - 1, 1))[multi]
+    tpot = tpot if tpot.size else np.zeros(1)
+    return SimResult(
+        mode=mode,
+        n_requests=int(keep.sum()),
+        ttft_mean_s=float(ttft.mean()),
+        ttft_p50_s=float(np.percentile(ttft, 50)),
+        ttft_p99_s=float(np.percentile(ttft, 99)),
+        tpot_mean_s=float(tpot.mean()),
+        tpot_p50_s=float(np.percentile(tpot, 50)),
+        tpot_p99_s=float(np.percentile(tpot, 99)),
+        mean_batch=area / span if span > 0 else 0.0,
+        wall_s=time.perf_counter() - start,
+    )
+
+
+def _replica(
+    costs: StepCosts,
+    mode: str,
+    arrival_s: np.ndarray,
+    prompts: np.ndarray,
+    outputs: np.ndarray,
+    prefill_lat_s: np.ndarray,
+    cap: int,
+    chunk_tokens: int,
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """(first-token times, finish times, ∫ batch dt, time span) of one replica."""
+    n = arrival_s.size
+    first, finish = np.full(n, np.nan), np.full(n, np.nan)
+    pre_attn = costs.prefill_attn_s(prompts) / costs.pp
+    t, a, done, area = 0.0, 0, 0, 0.0
+    waiting: deque[int] = deque()
+    prefilling: list[list[float]] = []  # [request, prompt tokens done] (chunked)
+    idx, left, kv = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+
+    def join(i: int, at: float) -> None:
+        nonlocal idx, left, kv, done
+        first[i] = at
+        if outputs[i] <= 1:
+            finish[i] = at
+            done += 1
+        else:
+            idx = np.append(idx, i)
+            left = np.append(left, outputs[i] - 1)
+            kv = np.append(kv, prompts[i] + 1)
+
+    def retire(at: float) -> None:
+        nonlocal idx, left, kv, done
+        out = left <= 0
+        if out.any():
+            finish[idx[out]] = at
+            done += int(out.sum())
+            idx, left, kv = idx[~out], left[~out], kv[~out]
+
+    while done < n:
+        while a < n and arrival_s[a] <= t:
+            waiting.append(a)
+            a += 1
+        b = idx.size
+        if mode == "colocated" and waiting and b < cap:
+            i = waiting.popleft()
+            join(i, t + prefill_lat_s[i])
+            t += prefill_lat_s[i] / costs.pp
+            continue
+        if mode == "chunked" and (prefilling or (waiting and b < cap)) and b < chunk_tokens:
+            while waiting and b + len(prefilling) < cap:
+                prefilling.append([waiting.popleft(), 0.0])
+            tokens, attn = 0.0, 0.0
+            for entry in prefilling:
+                i = int(entry[0])
+                take = min(prompts[i] - entry[1], chunk_tokens - b - tokens)
+                if take <= 0:
+                    break
+                entry[1] += take
+                tokens += take
+                attn += pre_attn[i] * take / prompts[i]
+            dt = costs.mixed_s(b, float(kv.sum()), tokens, attn)
+            area, t = area + b * dt, t + dt
+            left, kv = left - 1, kv + 1
+            retire(t)
+            for entry in [e for e in prefilling if e[1] >= prompts[int(e[0])]]:
+                prefilling.remove(entry)
+                join(int(entry[0]), t)
+            continue
+        if b == 0:
+            t = max(t, float(arrival_s[a]))
+            continue
+        steps = int(left.min())
+        ends = t + np.cumsum(costs.decode_s(b, float(kv.sum()) + b * np.arange(steps)))
+        k = steps
+        if b < cap and a < n:  # stop after the step in which the next request arrives
+            k = min(k, int(np.searchsorted(ends, arrival_s[a])) + 1)
+        area += b * (ends[k - 1] - t)
+        t = float(ends[k - 1])
+        left, kv = left - k, kv + k
+        retire(t)
+    return first, finish, area, t

@@ -35,7 +35,7 @@ console = Console(width=140)
 # ---------------------------------------------------------------- shared arguments
 def add_scenario_args(p: argparse.ArgumentParser, memory_only: bool = False) -> None:
     p.add_argument("--model", required=True, help="preset id, spec file or HF config.json")
-    p.add_argument("--gpu", required=True, help="preset id or a JSON/YAML GPU spec file")
+    p.add_argument("--gpu", required=True, help="GPU or system preset id, or a JSON/YAML spec")
     p.add_argument("--batch", type=int, default=1, help="concurrent sequences (default 1)")
     if memory_only:
         p.add_argument("--context", type=int, default=2048, help="tokens held per sequence")
@@ -164,6 +164,26 @@ def cmd_list(args: argparse.Namespace) -> int:
                      f"{g.ridge_point('bf16'):.0f} FLOP/B",
                      f"{g.nvlink_bytes_per_s / 1e9:.0f} GB/s" if g.nvlink_bytes_per_s else "—"]
                     for g in gpus
+                ],
+            )
+        )  # fmt: skip
+    elif args.what == "systems":
+        from hardware.systems import get_system, system_ids
+
+        systems = [get_system(s) for s in system_ids()]
+        if args.json:
+            print_json([s.model_dump() for s in systems])
+            return 0
+        console.print(
+            table(
+                "Systems (use as --gpu; links one direction per GPU)",
+                ["id", "GPU", "GPUs/node", "intra-node link", "inter-node link"],
+                [
+                    [s.id, s.gpu.id, str(s.gpus_per_node),
+                     f"{s.intra_node.name} {s.intra_node.bytes_per_s / 1e9:.0f} GB/s",
+                     f"{s.inter_node.name} {s.inter_node.bytes_per_s / 1e9:.0f} GB/s"
+                     if s.inter_node else "—"]
+                    for s in systems
                 ],
             )
         )  # fmt: skip
@@ -332,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("list", help="list presets and optimizations")
-    p.add_argument("what", choices=("models", "gpus", "optimizations"))
+    p.add_argument("what", choices=("models", "gpus", "systems", "optimizations"))
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_list)
 

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from hardware.errors import RooflensError, validation_message
 from hardware.presets import default_system, get_gpu
+from hardware.systems import get_system, system_ids
 from model.optimizations import Optimization, parse_opt
 from model.pipeline import Pipeline, Prediction
 from model.presets import get_model
@@ -47,7 +48,10 @@ def make_scenario(
 ) -> Scenario:
     """A validated scenario. kv_dtype defaults to the activation dtype (what engines do)."""
     spec = model if isinstance(model, ModelSpec) else get_model(model)
-    system = default_system(get_gpu(gpu), gpus_per_node)
+    if gpu in system_ids():  # a named box (dgx-h100, …) brings its own links and node size
+        system = get_system(gpu)
+    else:
+        system = default_system(get_gpu(gpu), gpus_per_node)
     try:
         return Scenario(
             model=spec,

@@ -32,8 +32,12 @@ def parse_opt(text: str) -> Optimization:
     text = text.strip()
     # a registered name may itself contain ':' (sparsity-2:4): match the longest one first
     known = [n for n in table if text == n or text.startswith(n + ":")]
-    name, args = (max(known, key=len), "") if known else (text.partition(":")[0].strip(), "")
-    args = text[len(name) + 1 :] if known else text.partition(":")[2]
+    if known:
+        name = max(known, key=len)
+        args = text[len(name) + 1 :]
+    else:
+        name, _, args = text.partition(":")
+        name = name.strip()
     if name not in table:
         raise unknown_name_error("optimization", name, list(table))
     values = {}

@@ -117,57 +117,73 @@ def colocated(c: Curves, L: LengthStats, rate: np.ndarray, cap: np.ndarray) -> M
 
 
 def chunked(c: Curves, L: LengthStats, rate: np.ndarray, cap: np.ndarray, chunk: int) -> Metrics:
-    """Steps of C tokens at most: the decode tokens first, prompt chunks in the rest."""
-    pp, P, O = c.group.pp, L.prompt_mean, L.output_mean
-    attn_per_prompt_token = float(np.mean(c.prefill_attn_s)) / P / pp
-    r = O / (O + P)  # share of a step's tokens that decode
+    """Steps of C tokens at most: the decode tokens first, prompt chunks in the rest.
+
+    A prompt of P tokens rides in P/(C − B) steps and lengthens each by the extra body time
+    of its chunk (the step is convex in its tokens, so chunks are priced whole, not spread
+    thin): ΔS(B) per prompt. Over a long time T with n steps, T = n·t(B) + λT·ΔS, so the
+    mean step is t(B)/(1 − λΔS), and Little gives B = λ·O·t(B)/(1 − λΔS(B)), solved by a
+    monotone fixed-point iteration from the decode-only batch.
+    """
+    O = L.output_mean
     grid = c.tokens
-
-    def step_s(decode: np.ndarray, prompt_tokens: np.ndarray, attn: bool = True) -> np.ndarray:
-        """A step of `decode` sequences and `prompt_tokens` prompt tokens (their attention at
-        the token-weighted mean unless attn=False)."""
-        return (
-            interp(decode + prompt_tokens, grid, c.body_s)
-            + interp(decode, grid, c.lm_s + c.attn_s)
-            + (prompt_tokens * attn_per_prompt_token if attn else 0.0)
-        )
-
-    mixed = step_s(r * grid, (1 - r) * grid)  # the steady-state step holding M tokens
-    demand = rate * (P + O)
-    tokens = solve_concurrency(grid, mixed, demand)
-    limit = np.minimum(float(chunk), cap / r)
-    batch = r * tokens
-    t = interp(tokens, grid, mixed)
+    step = c.decode_s
+    extra_grid = chunk_extra_s(c, grid, chunk).mean(axis=1)  # mean ΔS at each batch
+    batch = solve_concurrency(grid, step, rate * O)
+    for _ in range(40):
+        free = 1.0 - rate * interp(batch, grid, extra_grid)
+        nxt = solve_concurrency(grid, step, rate * O / np.clip(free, 1e-9, None))
+        nxt = np.where(free > 0, nxt, np.inf)
+        if np.allclose(nxt, batch, rtol=1e-4, equal_nan=True):
+            break
+        batch = np.minimum(nxt, grid[-1])
+    converged = np.abs(nxt - batch) <= 1e-3 * np.maximum(batch, 1.0)
+    extra = interp(batch, grid, extra_grid)
+    free = np.clip(1.0 - rate * extra, 1e-12, None)
+    t = interp(batch, grid, step)
+    tpot = t / free
     batch_p99 = poisson_p99(batch)
-    # Prompt service: a share of C − B tokens per step, each step T_full long. A prompt holds
-    # the prefill budget for P/(C − B) steps (fluid; short prompts share a step) and waits at
-    # least one whole step for its first token.
+    # Prompt queue: the C − B token budget of a step of length T_full serves prompts FCFS.
     room = np.maximum(float(chunk) - batch, 1.0)
-    t_full = step_s(batch, room)
+    t_full = interp(batch + room, grid, c.body_s) + interp(batch, grid, c.lm_s + c.attn_s)
     pts = c.prompt_points[None, :]
     busy = pts / room[:, None] * t_full[:, None]
     rho, wait, w99 = _queue(rate, busy.mean(axis=1), (busy**2).mean(axis=1))
-    own_attn = c.prefill_attn_s[None, :] / pp  # a prompt's own attention, exact in its length
-    latency = np.maximum(pts / room[:, None], 1.0) * step_s(
-        batch[:, None], np.minimum(pts, room[:, None]), attn=False
-    )
-    S = (latency + own_attn).mean(axis=1)
+    own = np.maximum(pts / room[:, None], 1.0) * t[:, None] + chunk_extra_s(c, batch, chunk)
     P99 = c.prompt_p99_tokens
-    S99 = np.maximum(P99 / room, 1.0) * step_s(batch, np.minimum(P99, room), attn=False)
-    S99 = S99 + c.prefill_attn_p99_s / pp
-    stable = (demand <= interp(limit, grid, grid / mixed)) & (batch_p99 <= cap) & (rho < 1.0)
-    per_prompt_token = (t_full - step_s(batch, np.zeros_like(batch))) / room
-    arrivals = poisson_p99(rate * O * t)
-    extra = arrivals * P * per_prompt_token / max(O - 1.0, 1.0)
+    own_p99 = np.maximum(P99 / room, 1.0) * t + _extra(c, batch, P99, c.prefill_attn_p99_s, chunk)
+    stable = converged & (free > 0) & (rho < 1.0) & (batch_p99 <= cap) & (batch <= grid[-1])
+    stable &= rate * O <= interp(cap, grid, grid / step)
+    arrivals = poisson_p99(rate * O * tpot)
+    at_cap = interp(cap, grid, extra_grid)
     return Metrics(
         stable=stable,
         mean_batch=batch,
-        ttft_mean_s=wait + S + t / 2,
-        ttft_p99_s=w99 + S99 + t,
-        tpot_mean_s=t,
-        tpot_p99_s=interp(cap, grid, c.decode_s) + extra,
-        load=np.maximum(batch_p99 / cap, rho),
+        ttft_mean_s=wait + own.mean(axis=1) + t / 2,
+        ttft_p99_s=w99 + own_p99 + t,
+        tpot_mean_s=tpot,
+        tpot_p99_s=interp(cap, grid, step) + arrivals * at_cap / max(O - 1.0, 1.0),
+        load=np.maximum(batch_p99 / cap, np.maximum(rho, rate * extra)),
     )
+
+
+def _extra(c: Curves, batch: np.ndarray, prompt: np.ndarray | float, attn_s: np.ndarray | float,
+           chunk: int) -> np.ndarray:  # fmt: skip
+    """Extra step time one prompt adds when cut into chunks of C − B tokens beside B decodes."""
+    room = np.maximum(float(chunk) - batch, 1.0)
+    full = np.floor(prompt / room)
+    rest = prompt - full * room
+    base = interp(batch, c.tokens, c.body_s)
+    return (
+        full * (interp(batch + room, c.tokens, c.body_s) - base)
+        + (interp(batch + rest, c.tokens, c.body_s) - base)
+        + attn_s / c.group.pp
+    )
+
+
+def chunk_extra_s(c: Curves, batch: np.ndarray, chunk: int) -> np.ndarray:
+    """ΔS of each prompt quantile point at each batch: shape [batch, points]."""
+    return _extra(c, batch[:, None], c.prompt_points[None, :], c.prefill_attn_s[None, :], chunk)
 
 
 def disaggregated(

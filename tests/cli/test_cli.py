@@ -28,12 +28,12 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     return code, out, err
 
 
-@pytest.mark.parametrize("what", ["models", "gpus", "optimizations"])
+@pytest.mark.parametrize("what", ["models", "gpus", "systems", "optimizations"])
 def test_list_json(capsys: pytest.CaptureFixture[str], what: str) -> None:
     code, out, _ = run_cli(capsys, "list", what, "--json")
     assert code == 0
     rows = json.loads(out)
-    if what != "optimizations":
+    if what in ("models", "gpus"):
         assert len(rows) >= 14
     if what == "models":
         assert {"llama-3-70b", "mixtral-8x7b", "deepseek-v3"} <= {r["id"] for r in rows}

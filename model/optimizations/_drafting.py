@@ -1,0 +1,72 @@
+"""Shared arithmetic of draft-then-verify decoding (speculative, Medusa, lookahead): expected
+tokens per target step, the wall-clock speedup closed form, and pricing one verification step
+of `width` tokens with the roofline itself.
+
+Verification feeds the target model `width` new tokens per sequence at once, T = width over
+L + width − 1 positions with logits for every one of them (Leviathan et al. 2023 §2.3): when the
+step is memory-bound the weights are read once for all `width` tokens, so it costs about one
+decode step; as the batch grows it turns compute-bound and costs up to `width` steps. Pricing
+the step, not assuming a cost ratio, is what makes the speedup fall with batch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from model.ops import Num
+from model.pricing import PricedOp
+
+if TYPE_CHECKING:
+    from model.pipeline import Pipeline, Prediction
+
+
+def expected_tokens(alpha: Num, gamma: Num) -> Num:
+    """Tokens per target step with γ drafted tokens each accepted with probability α, the first
+    rejection stopping the run, plus the target's own token: Σ_{i=0..γ} α^i
+    = (1 − α^(γ+1)) / (1 − α) (Leviathan et al. 2023, eq. 1; anchors E10); γ + 1 at α = 1."""
+    a = np.asarray(alpha, dtype=np.float64)
+    g = np.asarray(gamma, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(a >= 1.0, g + 1.0, (1.0 - a ** (g + 1.0)) / (1.0 - a))
+    return float(out) if out.ndim == 0 else out
+
+
+def leviathan_speedup(alpha: Num, gamma: Num, cost_ratio: Num) -> Num:
+    """Wall-clock speedup (1 − α^(γ+1)) / ((1 − α)(γ·c + 1)), c = draft step / target step,
+    verification assumed to cost one target step (Leviathan et al. 2023 Thm 3.8; anchors E10)."""
+    return expected_tokens(alpha, gamma) / (np.asarray(gamma) * cost_ratio + 1.0)
+
+
+def price_verify(pipeline: Pipeline, width: int, kv_lens: np.ndarray) -> list[PricedOp]:
+    """One target step verifying `width` tokens per sequence after positions kv_lens − 1."""
+    from model.pipeline import Step
+
+    B = float(pipeline.scenario.workload.batch)
+    w = float(width)
+    return pipeline.price_step(Step("verify", B, w, kv_lens + w - 1.0, lm_tokens=w))
+
+
+def retime_decode(
+    pred: Prediction,
+    priced: list[PricedOp],
+    step_s: Num,
+    tokens_per_step: float,
+    note: str,
+    extra_ttft_s: float = 0.0,
+) -> Prediction:
+    """A prediction whose decode emits `tokens_per_step` tokens per sequence every `step_s`."""
+    from model.pipeline import _phase, with_updates
+
+    O = pred.scenario.workload.output_len
+    tpot_s = float(np.mean(step_s)) / tokens_per_step if O > 1 else 0.0
+    ttft_s = pred.ttft_s + extra_ttft_s
+    return with_updates(
+        pred,
+        decode=_phase("decode", priced, tpot_s),
+        ttft_s=ttft_s,
+        tpot_s=tpot_s,
+        e2e_s=ttft_s + tpot_s * (O - 1),
+        notes=[*pred.notes, note],
+    )

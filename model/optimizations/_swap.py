@@ -1,0 +1,30 @@
+"""Shared plumbing for optimizations that swap or add a model (pruning, distillation, a draft
+model, a prompt compressor): rebuild the scenario around another spec and re-check the rules
+Scenario enforces (TP divides heads, PP divides layers, context fits), as one-line errors."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from hardware.errors import RooflensError, validation_message
+from model.scenario import Parallelism, Scenario
+from model.spec import ModelSpec
+
+
+def with_model(sc: Scenario, spec: ModelSpec, what: str) -> Scenario:
+    """The scenario with its model replaced, validated again."""
+    try:
+        return Scenario.model_validate({**dict(sc), "model": spec})
+    except ValidationError as exc:
+        raise RooflensError(validation_message(exc, what)) from None
+
+
+def side_scenario(sc: Scenario, spec: ModelSpec, tp: int, what: str) -> Scenario:
+    """A second model on the same GPUs, precision and workload (a draft, a compressor), with
+    its own tensor parallelism, no pipeline or expert parallelism, and no optimizations."""
+    try:
+        return Scenario.model_validate(
+            {**dict(sc), "model": spec, "parallel": Parallelism(tp=tp), "settings": {}}
+        )
+    except ValidationError as exc:
+        raise RooflensError(validation_message(exc, what)) from None

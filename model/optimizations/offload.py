@@ -1,0 +1,97 @@
+"""`offload:fraction=F[,overlap=true]`: a fraction of the weights lives in host memory and
+streams to the GPU over PCIe every forward step.
+
+Mechanism (Sheng et al. 2023, "FlexGen", §4; Hugging Face Accelerate/DeepSpeed-Inference
+offload). The GPU holds (1 − F) of the weights plus a staging buffer; each step copies the
+offloaded part of every layer host → device before the layer runs. With overlap (prefetching
+layer i+1 while layer i computes, double-buffered staging) a step takes the longer of the GPU
+work and the copy; without it, their sum.
+
+Formulas, per step with W the weight bytes the step reads and G the GPU time of the step:
+    host_s = F · W / PCIe bytes/s (one direction, GPUSpec.pcie_bytes_per_s)
+    step_s = max(G, host_s) with overlap, G + host_s without (FlexGen's cost model, §4.2)
+    weights on GPU = (1 − F) · W_total + staging, staging = F · W_total / layers (× 2 overlapped)
+Decode reads all weights every step, so at PCIe's ~32–64 GB/s against HBM's 2–5 TB/s even a few
+per cent offloaded dominates TPOT; prefill amortises the copy over B·P tokens.
+
+Limits: the copy is charged on the step, not on operators (the operator table shows GPU work
+only); pinned host memory at full PCIe rate is assumed; optimizations that price extra steps
+after this one (speculative decoding) do not see the copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from hardware.errors import RooflensError
+from model.memory import MemoryBreakdown
+from model.optimizations.base import Optimization, Param
+from model.pricing import PricedOp, step_time_s
+from model.units import fmt_time
+
+if TYPE_CHECKING:
+    from model.ops import Num
+    from model.pipeline import Pipeline, Prediction
+    from model.scenario import Scenario
+
+
+def weight_bytes_read(priced: list[PricedOp]) -> Num:
+    """Weight bytes a step reads (per step; arrays over the decode grid)."""
+    total: Num = 0.0
+    for p in priced:
+        total = total + p.op.weight_bytes * p.op.count
+    return total
+
+
+class Offload(Optimization):
+    name = "offload"
+    summary = "keep a fraction of the weights in host memory, streamed over PCIe every step"
+    citation = "Sheng et al. 2023, FlexGen (arXiv:2303.06865) §4"
+    order = 60  # after every table transform: the copy is of the final weight bytes
+    params: ClassVar[dict[str, Param]] = {
+        "fraction": Param(float, 0.5, "share of the weights held in host memory, F"),
+        "overlap": Param(bool, True, "prefetch the next layer while this one computes"),
+    }
+
+    def check(self) -> None:
+        if not 0.0 <= self["fraction"] <= 1.0:
+            raise RooflensError("--opt offload: fraction must be in [0, 1]")
+
+    def combine(self, gpu_s: Num, host_s: Num) -> Num:
+        return np.maximum(gpu_s, host_s) if self["overlap"] else gpu_s + host_s
+
+    def memory(self, mem: MemoryBreakdown, sc: Scenario) -> MemoryBreakdown:
+        F = self["fraction"]
+        staging = F * mem.weights_bytes / sc.model.n_layers * (2 if self["overlap"] else 1)
+        return replace(mem, weights_bytes=(1 - F) * mem.weights_bytes + staging)
+
+    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+        F = self["fraction"]
+        if F == 0.0:
+            return pred
+        link = sc.gpu.pcie_bytes_per_s
+        prefill_host_s = F * float(weight_bytes_read(pred.prefill.priced)) / link
+        ttft = float(self.combine(pred.ttft_s, prefill_host_s))
+        O = sc.workload.output_len
+        tpot = pred.tpot_s
+        if O > 1:
+            decode_gpu_s = step_time_s(pred.decode.priced)
+            decode_host_s = F * weight_bytes_read(pred.decode.priced) / link
+            tpot = float(np.mean(self.combine(decode_gpu_s, decode_host_s)))
+        note = (
+            f"offload: {F:.0%} of the weights cross PCIe each step "
+            f"({fmt_time(prefill_host_s)} per step at {link / 1e9:.0f} GB/s, "
+            f"{'overlapped with' if self['overlap'] else 'added to'} GPU work)"
+        )
+        return replace(
+            pred,
+            prefill=replace(pred.prefill, time_s=ttft),
+            decode=replace(pred.decode, time_s=tpot),
+            ttft_s=ttft,
+            tpot_s=tpot,
+            e2e_s=ttft + tpot * (O - 1),
+            notes=[*pred.notes, note],
+        )

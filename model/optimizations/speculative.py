@@ -1,0 +1,121 @@
+"""`speculative:draft=MODEL,gamma=G,alpha=A`: speculative decoding with a small draft model.
+
+Mechanism (Leviathan et al. 2023; Chen et al. 2023): per iteration the draft model proposes γ
+tokens autoregressively (γ draft decode steps), then the target scores all γ + 1 positions in one
+forward step and keeps the longest accepted prefix plus one token of its own, so the output
+distribution is exactly the target's.
+
+Formula. With each draft token accepted with probability α, an iteration yields
+τ = (1 − α^(γ+1)) / (1 − α) tokens (anchors E10). Unlike the closed-form speedup
+τ / (γ·c + 1), which fixes the draft/target cost ratio c and assumes verification costs one
+target step, both costs are priced here with the roofline:
+
+    iteration(L) = γ · draft_step(B, L + (γ − 1)/2) + target_step(B, T = γ + 1, L + γ)
+    TPOT = mean over decode positions of iteration(L) / τ
+
+(the draft's steps are priced at their mean position: each op's time is linear in L). At small
+batch the target step is memory-bound and verifying γ + 1 tokens costs about one step; as the
+batch grows it turns compute-bound, costs up to γ + 1 steps, and the speedup falls below 1.
+
+Memory: the draft's weights (extra_bytes) and its KV cache, which holds the same positions as
+the target's; both caches also hold the γ speculative positions. The draft's cache is counted in
+target-token equivalents in kv_cache_bytes, so `max_batch` accounts for it.
+TTFT: the draft also prefills the prompt.
+
+Limits: α is an input (it depends on the pair of models and the text); the draft runs with
+`draft_tp` (default: the target's TP) and no other optimization; pipeline parallelism is not
+re-timed under speculation; tree drafts are not modelled (see `medusa`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from hardware.errors import RooflensError
+from model.memory import MemoryBreakdown, kv_bytes_per_token, weights_bytes_per_gpu
+from model.ops import Num
+from model.optimizations._drafting import expected_tokens, price_verify, retime_decode
+from model.optimizations._swap import side_scenario
+from model.optimizations.base import Optimization, Param
+from model.presets import get_model
+from model.pricing import price_ops, step_time_s
+
+if TYPE_CHECKING:
+    from model.pipeline import Pipeline, Prediction
+    from model.scenario import Scenario
+
+
+class Speculative(Optimization):
+    name = "speculative"
+    summary = "speculative decoding: a draft model proposes γ tokens, the target verifies them"
+    citation = "Leviathan et al. 2023 (ICML), Fast Inference from Transformers via Speculative Decoding"
+    order = 80  # changes the step structure: after every table transform
+    params: ClassVar[dict[str, Param]] = {
+        "draft": Param(str, "", "draft model: preset id or spec file (required when gamma > 0)"),
+        "gamma": Param(int, 4, "tokens the draft proposes per iteration (γ); 0 = off"),
+        "alpha": Param(float, 0.8, "probability each draft token is accepted (α), 0..1"),
+        "draft_tp": Param(int, 0, "tensor parallelism of the draft (0 = the target's)"),
+    }
+
+    def check(self) -> None:
+        if self["gamma"] < 0:
+            raise RooflensError("--opt speculative: gamma must be ≥ 0")
+        if not 0.0 <= self["alpha"] <= 1.0:
+            raise RooflensError("--opt speculative: alpha must be in [0, 1]")
+        if self["gamma"] > 0 and not self["draft"]:
+            raise RooflensError("--opt speculative: give the draft model, e.g. draft=llama-2-7b")
+        if self["draft_tp"] < 0:
+            raise RooflensError("--opt speculative: draft_tp must be ≥ 0")
+
+    @property
+    def active(self) -> bool:
+        return self["gamma"] > 0
+
+    def draft_scenario(self, sc: Scenario) -> Scenario:
+        tp = self["draft_tp"] or sc.parallel.tp
+        return side_scenario(sc, get_model(self["draft"]), tp, "speculative draft")
+
+    def kv_tokens_per_sequence(self, tokens: Num, sc: Scenario) -> Num:
+        if not self.active:
+            return tokens
+        held = tokens + self["gamma"]
+        draft_per_token = kv_bytes_per_token(self.draft_scenario(sc))
+        return held * (1.0 + draft_per_token / kv_bytes_per_token(sc))
+
+    def memory(self, mem: MemoryBreakdown, sc: Scenario) -> MemoryBreakdown:
+        if not self.active:
+            return mem
+        draft_weights = weights_bytes_per_gpu(self.draft_scenario(sc))
+        return replace(mem, extra_bytes=mem.extra_bytes + draft_weights)
+
+    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+        if not self.active:
+            return pred
+        from model.pipeline import Pipeline as DraftPipeline
+        from model.pipeline import Step
+
+        gamma, alpha = self["gamma"], self["alpha"]
+        w = sc.workload
+        B, P = float(w.batch), float(w.prompt_len)
+        kv_lens = pipeline.decode_kv_lens()
+        if not kv_lens.size:
+            kv_lens = np.array([P + 1.0])
+        draft = DraftPipeline(self.draft_scenario(sc))
+        draft_ops = draft.step_ops(Step("draft", B, 1.0, kv_lens + (gamma - 1) / 2.0))
+        draft_ops = [replace(op, count=op.count * gamma) for op in draft_ops]
+        drafted = price_ops(draft_ops, draft.scenario.system, draft.profile)
+        verify = price_verify(pipeline, gamma + 1, kv_lens)
+        iteration_s = step_time_s(drafted) + step_time_s(verify)
+        tau = float(expected_tokens(alpha, gamma))
+        draft_prefill_s = float(step_time_s(draft.price_step(Step("prefill", B, P, P))))
+        cost_ratio = float(np.mean(step_time_s(drafted))) / gamma / pred.decode.time_s
+        speedup = pred.tpot_s / (float(np.mean(iteration_s)) / tau)
+        note = (
+            f"speculative: draft {draft.scenario.model.id}, γ={gamma}, α={alpha:g}: "
+            f"{tau:.2f} tokens per target step, draft/target step cost c={cost_ratio:.3f}, "
+            f"decode speedup {speedup:.2f}x over plain decoding at batch {w.batch}"
+        )
+        return retime_decode(pred, verify + drafted, iteration_s, tau, note, draft_prefill_s)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.controls import sidebar
+from dashboard.controls import sidebar, write_url
 from dashboard.views import PAGES
 from hardware.errors import RooflensError
 
@@ -21,3 +21,4 @@ try:
     PAGES[page][1](ctx)
 except RooflensError as exc:
     st.error(f"error: {exc}")
+write_url(page, ctx)

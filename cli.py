@@ -277,8 +277,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if not pred.memory.fits and not args.ignore_memory:
         _complain_does_not_fit(pipeline.scenario, pred.memory, args.opt)
         return EXIT_DOES_NOT_FIT
+    from model.contributions import contributions
+
+    effects = contributions(sc, args.opt, pred)
     if args.json:
-        print_json(pred.to_dict())
+        print_json({**pred.to_dict(), "contributions": effects})
         return 0
     w, m = sc.workload, pred.memory
     title = (
@@ -296,6 +299,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
          f"max batch {m.max_batch:,}"],
     ]  # fmt: skip
     console.print(table(title, ["metric", "value", "note"], headline))
+    if effects:
+        console.print(_contributions_table(effects))
     if not args.no_ops:
         frame = pred.ops_frame()
         for phase, phase_time in (("prefill", pred.ttft_s), ("decode", pred.tpot_s)):
@@ -321,6 +326,62 @@ def _ops_table(frame: pd.DataFrame, phase: str, phase_time: float) -> Group:
     )
 
 
+def _times(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}×"
+
+
+def _contributions_table(effects: list[dict[str, Any]]) -> Group:
+    rows = []
+    for e in effects:
+        if "error" in e:
+            rows.append([e["label"], "—", "—", "—", "—", e["error"]])
+            continue
+        mb = e["max_batch"]
+        rows.append([e["label"], _times(e["ttft_s"]["speedup"]), _times(e["tpot_s"]["speedup"]),
+                     fmt_bytes(e["memory_bytes"]["saved_bytes"]),
+                     f"{mb['without']:,} → {mb['with']:,}",
+                     _times(e["max_batch_output_tokens_per_s"]["gain"])])  # fmt: skip
+    return table(
+        "What each optimization buys (against the same stack without it)",
+        ["optimization", "TTFT speedup", "TPOT speedup", "memory saved", "max batch",
+         "tokens/s at max batch"],
+        rows,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- compare
+def cmd_compare(args: argparse.Namespace) -> int:
+    from model.waterfall import DEFAULT_STACK, split_stack, waterfall
+
+    sc = scenario_from_args(args)
+    stack = split_stack(args.stack) if args.stack else list(DEFAULT_STACK)
+    stages = waterfall(sc, stack, args.opt)
+    if args.json:
+        print_json(stages)
+        return 0
+    w = sc.workload
+    rows = [
+        [s["stage"], fmt_time(s["ttft_s"]), fmt_time(s["tpot_s"]),
+         f"{s['output_tokens_per_s']:,.0f} tokens/s", fmt_bytes(s["memory_bytes"])
+         + ("" if s["fits"] else " (over)"), f"{s['max_batch']:,}",
+         "—" if s["max_batch_output_tokens_per_s"] is None
+         else f"{s['max_batch_output_tokens_per_s']:,.0f} tokens/s",
+         _times(s["tpot_speedup_vs_previous"]), _times(s["max_batch_throughput_gain_vs_baseline"])]
+        for s in stages
+    ]  # fmt: skip
+    title = (
+        f"From naive to full stack: {sc.model.id} on {sc.gpu.id} ({args.profile}), batch "
+        f"{w.batch}, prompt {w.prompt_len}, output {w.output_len}"
+        + (f", common opts {', '.join(args.opt)}" if args.opt else "")
+    )
+    console.print(table(title, ["stage", "TTFT", "TPOT", f"throughput @{w.batch}", "memory",
+                                "max batch", "throughput @max", "TPOT vs prev",
+                                "@max vs baseline"], rows))  # fmt: skip
+    for s in stages[1:]:
+        console.print(f"{s['stage']}: {s['detail']}")
+    return 0
+
+
 # ---------------------------------------------------------------- kernels predict
 def cmd_kernels_predict(args: argparse.Namespace) -> int:
     from model.io import atomic_write_csv
@@ -340,6 +401,80 @@ def cmd_kernels_predict(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(result.to_csv(index=False))
     return 0
+
+
+# ---------------------------------------------------------------- plan
+def add_plan_parser(sub: Any) -> None:
+    p = sub.add_parser("plan", help="capacity plan: cheapest GPUs meeting a load and its SLOs")
+    p.add_argument("--model", required=True, help="preset id or spec file")
+    p.add_argument("--gpus", default="all", help="GPU ids, comma-separated, or 'all' (default)")
+    p.add_argument("--rate", type=float, required=True, help="request arrival rate, requests/s")
+    p.add_argument("--prompt-len", default="512", help="N, lognormal:mean=N,p99=M or file:PATH")
+    p.add_argument("--prompt-len-p99", type=float, help="with --prompt-len N: lognormal p99")
+    p.add_argument("--output-len", default="128", help="N, lognormal:mean=N,p99=M or file:PATH")
+    p.add_argument("--output-len-p99", type=float, help="with --output-len N: lognormal p99")
+    p.add_argument("--ttft-slo", type=float, help="p99 time to first token target, s")
+    p.add_argument("--tpot-slo", type=float, help="p99 time per output token target, s")
+    p.add_argument("--ttft-slo-mean", type=float, help="mean TTFT target, s")
+    p.add_argument("--tpot-slo-mean", type=float, help="mean TPOT target, s")
+    p.add_argument("--tp", default="1,2,4,8", help="tensor-parallel degrees (default 1,2,4,8)")
+    p.add_argument("--pp", default="1", help="pipeline-parallel degrees (default 1)")
+    p.add_argument("--ep", default="1", help="expert-parallel degrees (default 1)")
+    p.add_argument("--weight-dtypes", default="bf16,fp8", help="default bf16,fp8")
+    p.add_argument("--kv-dtypes", default="bf16,fp8", help="default bf16,fp8")
+    p.add_argument("--max-batch", help="batch caps to try (default 1..1024)")
+    p.add_argument("--modes", default="colocated,chunked,disaggregated", help="schedulers")
+    p.add_argument("--max-gpus", type=int, default=64, help="GPUs at most (default 64)")
+    p.add_argument("--chunk", type=int, default=2048, help="chunked-prefill token budget")
+    p.add_argument("--profile", default="calibrated", choices=("ideal", "calibrated"))
+    p.add_argument("--opt", action="append", default=[], metavar="NAME[:k=v,...]")
+    p.add_argument("--sweep-opt", action="append", default=[], help="tried on and off")
+    p.add_argument("--price", action="append", default=[], metavar="GPU=USD", help="per GPU-hour")
+    p.add_argument("--prices", help="YAML/JSON file of GPU: USD per GPU-hour")
+    p.add_argument("--sim-requests", type=int, default=2000, help="0 = no simulation")
+    p.add_argument("--seed", type=int, default=0)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="machine-readable output")
+    out.add_argument("--md", action="store_true", help="markdown report on stdout")
+    p.add_argument("--csv", metavar="FILE", help="write the kept configurations as CSV")
+    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    p.set_defaults(handler=cmd_plan)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from model.io import atomic_write_csv, atomic_write_text
+    from model.planner import report
+    from model.planner.plan import plan
+    from model.planner.request import build_request
+
+    space, workload = build_request(
+        model=args.model, gpus=args.gpus, rate=args.rate, prompt_len=args.prompt_len,
+        output_len=args.output_len, prompt_len_p99=args.prompt_len_p99,
+        output_len_p99=args.output_len_p99, ttft_slo=args.ttft_slo, tpot_slo=args.tpot_slo,
+        ttft_slo_mean=args.ttft_slo_mean, tpot_slo_mean=args.tpot_slo_mean, tp=args.tp,
+        pp=args.pp, ep=args.ep, weight_dtypes=args.weight_dtypes, kv_dtypes=args.kv_dtypes,
+        max_batch=args.max_batch, modes=args.modes, max_gpus=args.max_gpus, chunk=args.chunk,
+        profile=args.profile, opts=args.opt, sweep_opts=args.sweep_opt, prices=args.price,
+        price_file=args.prices,
+    )  # fmt: skip
+    err = Console(stderr=True)
+    bar = report.LazyProgress(err, "sweeping configurations")
+    try:
+        result = plan(space, workload, simulate_requests=args.sim_requests, seed=args.seed,
+                      progress=bar)  # fmt: skip
+    finally:
+        bar.close()
+    if args.csv:
+        atomic_write_csv(args.csv, report.csv_frame(result))
+    if args.html:
+        atomic_write_text(args.html, report.html(result))
+    if args.json:
+        print_json(result.to_dict())
+    elif args.md:
+        sys.stdout.write(report.markdown(result))
+    else:
+        report.terminal(result, console)
+    return 0 if result.recommended else EXIT_DOES_NOT_FIT
 
 
 # ---------------------------------------------------------------- parser and main
@@ -366,6 +501,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ignore-memory", action="store_true", help="predict even if it does not fit")
     p.set_defaults(handler=cmd_predict)
 
+    p = sub.add_parser("compare", help="waterfall from a naive baseline to the full stack")
+    add_scenario_args(p)
+    p.add_argument(
+        "--stack",
+        action="append",
+        default=[],
+        metavar="NAME[:k=v,...],...",
+        help="optimizations in the order added; switch-offs (no-kv-cache, eager-attention, "
+        "contiguous-kv) form the baseline (default: those three)",
+    )
+    p.set_defaults(handler=cmd_compare)
+
     p = sub.add_parser("kernels", help="single-kernel predictions (CSV contract of DESIGN.md)")
     ksub = p.add_subparsers(dest="kernels_command", required=True)
     kp = ksub.add_parser("predict", help="add flops, bytes, predicted_s, bound to a kernel CSV")
@@ -375,6 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
     kp.add_argument("-o", "--output", help="write CSV here (atomically) instead of stdout")
     kp.set_defaults(handler=cmd_kernels_predict)
 
+    add_plan_parser(sub)
     return parser
 
 

@@ -14,6 +14,7 @@ import hashlib
 import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -35,11 +36,13 @@ def save_upload(file_name: str, data: bytes) -> str:
     """Store an uploaded spec under its content hash; returns the `upload:` reference.
 
     The file keeps its (sanitised) name: `model.presets.get_model` recognises a Hugging Face
-    config by the name `config.json` or by its keys.
+    config by the name `config.json` or by its keys. Written atomically (temp file + rename).
     """
     digest = hashlib.sha256(data).hexdigest()[:16]
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", Path(file_name).name) or "spec.json"
-    path = UPLOAD_DIR / digest / safe
+    # An HF config.json takes its name from `_name_or_path`, else from its folder: call that
+    # folder "uploaded" rather than the hash.
+    path = UPLOAD_DIR / digest / ("uploaded" if safe == "config.json" else "") / safe
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(path.suffix + ".tmp")
@@ -139,3 +142,39 @@ def _max_batch_grid(s: Settings) -> pd.DataFrame:
 def max_batch_grid(s: Settings) -> pd.DataFrame:
     # The grid sets batch, prompt and output per cell; the current KV dtype only adds a row.
     return _max_batch_grid(_neutral(s, "batch", "prompt_len", "output_len"))
+
+
+@st.cache_data(max_entries=64, show_spinner="Computing the waterfall…")
+def _waterfall(s: Settings, stack: str) -> list[dict[str, Any]]:
+    from model.waterfall import split_stack, waterfall
+
+    return waterfall(sweeps.scenario(s), split_stack([stack]), s.opts)
+
+
+def waterfall(s: Settings, stack: str) -> list[dict[str, Any]]:
+    """`rooflens compare --stack STACK` with the sidebar's optimizations in every stage."""
+    return _waterfall(s.with_(price_per_gpu_hour=0.0), stack.strip())
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _contributions(s: Settings) -> list[dict[str, Any]]:
+    from model.contributions import contributions as leave_one_out
+
+    return leave_one_out(sweeps.scenario(s), s.opts, prediction(s))
+
+
+def contributions(s: Settings) -> list[dict[str, Any]]:
+    """What each sidebar optimization buys against the same stack without it."""
+    return _contributions(s.with_(price_per_gpu_hour=0.0))
+
+
+@st.cache_data(max_entries=16, show_spinner="Planning: sweeping configurations…")
+def capacity_plan(*, simulate_requests: int, **request: Any) -> tuple[dict[str, Any], pd.DataFrame]:
+    """`rooflens plan` for the planner form: (the plan as JSON-ready data, the feasible
+    configurations kept by the sweep)."""
+    from model.planner.plan import plan
+    from model.planner.request import build_request
+
+    space, workload = build_request(**request)
+    result = plan(space, workload, simulate_requests=simulate_requests)
+    return result.to_dict(), result.sweep.feasible

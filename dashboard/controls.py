@@ -43,6 +43,25 @@ class Context:
     settings: Settings
     baseline: Settings | None
     problems: list[str] = field(default_factory=list)
+    page_params: dict[str, Any] = field(default_factory=dict)  # widget key -> its default
+
+
+def url_state(ctx: Context, key: str, default: Any) -> str:
+    """A page's own widget kept in the link: seeded from the URL the first time it shows (a
+    value of the wrong type falls back to the default), written back by `write_url` when it
+    differs from the default. `default` is a str, int, float or list of str. Returns the key."""
+    if key not in st.session_state:
+        value = default
+        if isinstance(default, list):
+            value = [v for v in st.query_params.get_all(key) if v] or default
+        elif key in st.query_params:
+            try:
+                value = type(default)(st.query_params[key])
+            except ValueError:
+                value = default
+        st.session_state[key] = value
+    ctx.page_params[key] = default
+    return key
 
 
 def _seed_from_url(pages: list[str]) -> list[str]:
@@ -238,7 +257,6 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
         baseline = st.session_state.baseline
         if baseline is not None:
             st.caption(f"Baseline: {describe(baseline)}")
-    _write_url(page, s, baseline)
     return page, Context(s, baseline, problems)
 
 
@@ -252,13 +270,18 @@ def describe(s: Settings) -> str:
     )
 
 
-def _write_url(page: str, s: Settings, baseline: Settings | None) -> None:
+def write_url(page: str, ctx: Context) -> None:
+    """Rewrite the address bar to this page, these settings, the baseline and page widgets."""
     wanted: dict[str, str | list[str]] = {}
     if page != "explore":
         wanted[PAGE_PARAM] = page
-    wanted.update(to_query(s))
-    if baseline is not None and not _uploaded(baseline):
-        wanted[BASELINE_PARAM] = baseline_to_param(baseline)
+    wanted.update(to_query(ctx.settings))
+    if ctx.baseline is not None and not _uploaded(ctx.baseline):
+        wanted[BASELINE_PARAM] = baseline_to_param(ctx.baseline)
+    for key, default in ctx.page_params.items():
+        value = st.session_state.get(key, default)
+        if value != default:
+            wanted[key] = [str(v) for v in value] if isinstance(value, list) else str(value)
     current = {k: st.query_params.get_all(k) for k in st.query_params.keys()}
     normal = {k: v if isinstance(v, list) else [v] for k, v in wanted.items()}
     if current != normal:

@@ -184,8 +184,9 @@ def default_num_splits(
     return max(1, min(wanted, triton.cdiv(capacity, block_n), 64))
 
 
-def _block_n() -> int:
-    return 32 if interpreting() else 64
+def _block_n(head_dim: int) -> int:
+    """KV positions per loop step; smaller for D=256 so three stages fit in shared memory."""
+    return 32 if interpreting() or head_dim >= 256 else 64
 
 
 def combine_splits(o_part: torch.Tensor, lse_part: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
@@ -263,7 +264,7 @@ def decode_attention(
         f"q {tuple(q.shape)} does not match cache"
     )
     out = check_decode_inputs(q, k_cache, v_cache, kv_lens, n_kv_heads, out, workspace)
-    block_n = _block_n()
+    block_n = _block_n(head_dim)
     if workspace is None:
         workspace = decode_workspace(
             q, num_splits or default_num_splits(batch, n_kv_heads, capacity, block_n)

@@ -139,11 +139,14 @@ def _flash_attention_kernel(
 def _launch_config(head_dim: int, dtype: torch.dtype) -> dict:
     """Tile sizes and warps, fixed per head_dim and dtype (BLOCK_M a multiple of BLOCK_N).
 
-    fp32 tiles are halved: 128x64 fp32 tiles at D=128 need ~225 KB of shared memory.
+    Wide elements or heads get smaller tiles to stay inside shared memory (~227 KB on H100):
+    128x64 fp32 tiles at D=128 would need ~225 KB.
     """
     if interpreting():
         return {"BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 4, "num_stages": 1}
-    if dtype == torch.float32:
+    if dtype == torch.float32 and head_dim == 256:
+        return {"BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2}
+    if dtype == torch.float32 or head_dim == 256:
         return {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2}
     return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4 if head_dim <= 64 else 8, "num_stages": 3}
 

@@ -150,7 +150,7 @@ def paged_decode_attention(
     assert block_table.device == q.device, "block_table must be on q's device"
     out = check_decode_inputs(q, k_cache, v_cache, kv_lens, n_kv_heads, out, workspace)
     capacity = block_table.shape[1] * block_size
-    block_n = _block_n()
+    block_n = _block_n(head_dim)
     if workspace is None:
         workspace = decode_workspace(
             q, num_splits or default_num_splits(batch, n_kv_heads, capacity, block_n)

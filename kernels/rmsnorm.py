@@ -115,11 +115,11 @@ def rmsnorm(
 def rmsnorm_ref(
     x: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor | None = None, eps: float = 1e-6
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Plain torch (runs on CPU): same rounding points as the kernel, fp32 inside."""
+    """Plain torch (runs on CPU): same rounding points as the kernel, fp32 (or wider) inside."""
     h = x if residual is None else x + residual  # torch rounds the sum to x's dtype
-    h32 = h.float()
-    normed = h32 * torch.rsqrt(h32.pow(2).mean(dim=-1, keepdim=True) + eps)
-    return (normed * weight.float()).to(x.dtype), (None if residual is None else h)
+    wide = h.to(torch.promote_types(h.dtype, torch.float32))
+    normed = wide * torch.rsqrt(wide.pow(2).mean(dim=-1, keepdim=True) + eps)
+    return (normed * weight.to(wide.dtype)).to(x.dtype), (None if residual is None else h)
 
 
 def rmsnorm_cost(

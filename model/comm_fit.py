@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import datetime
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -105,9 +106,9 @@ def predict_rows(rows: pd.DataFrame, protocols: tuple[Protocol, ...]) -> np.ndar
     """Model time of each measured row under a link model (grouped: group sizes are ints)."""
     systems = a100_systems()
     out = np.zeros(len(rows))
-    for (kind, n, g, name), idx in rows.groupby(
-        ["collective", "n_gpus", "per_node", "system"]
-    ).indices.items():
+    groups = rows.groupby(["collective", "n_gpus", "per_node", "system"]).indices
+    for key, idx in groups.items():
+        kind, n, g, name = cast(tuple[str, int, int, str], key)
         size = rows["bytes"].to_numpy(dtype=np.float64)[idx]
         system = systems[name]
         if kind == "all_reduce":
@@ -143,7 +144,9 @@ def _nonneg_wls(X: np.ndarray, t: np.ndarray) -> np.ndarray:
     return coef
 
 
-def fit_protocols(rows: pd.DataFrame, n_protocols: int = 2, iters: int = 50) -> tuple[Protocol, ...]:
+def fit_protocols(
+    rows: pd.DataFrame, n_protocols: int = 2, iters: int = 50
+) -> tuple[Protocol, ...]:
     """Fit `n_protocols` α-β lines to one-node ring collectives; the time is their minimum."""
     steps, x, latency_s, _ = _ring_terms(rows)
     t = rows["measured_s"].to_numpy(dtype=np.float64)
@@ -161,9 +164,7 @@ def fit_protocols(rows: pd.DataFrame, n_protocols: int = 2, iters: int = 50) -> 
         if (new == assign).all():
             break
         assign = new
-    return tuple(
-        Protocol(float(1.0 / c[2]), float(c[0]), float(c[1])) for c in coefs if c[2] > 0
-    )
+    return tuple(Protocol(float(1.0 / c[2]), float(c[0]), float(c[1])) for c in coefs if c[2] > 0)
 
 
 def error_table(rows: pd.DataFrame, protocols: tuple[Protocol, ...]) -> pd.DataFrame:

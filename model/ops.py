@@ -74,8 +74,9 @@ DEQUANT_ROW_TILE = 64.0
 
 
 def dequant_vector_flops(M: Num, N: Num, K: Num, weight_dtype: str, act_dtype: str) -> Num:
-    """CUDA-core work to widen stored weights to the compute unit's dtype (0 if no widening)."""
-    if dtype_bytes(weight_dtype) >= dtype_bytes(compute_dtype(weight_dtype, act_dtype)):
+    """CUDA-core work to widen quantized weights to the compute unit's dtype (0 if none)."""
+    narrower = dtype_bytes(weight_dtype) < dtype_bytes(compute_dtype(weight_dtype, act_dtype))
+    if weight_dtype not in ("int8", "int4", "nf4", "fp8") or not narrower:
         return 0.0 * M
     tiles = np.ceil(np.asarray(M, dtype=np.float64) / DEQUANT_ROW_TILE)
     out = DEQUANT_VECTOR_FLOPS_PER_WEIGHT * N * K * tiles

@@ -57,7 +57,8 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     comm_s: Num = 0.0
     if op.kind == "comm":
         comm_s = collective_time_s(op, system, profile)
-    busy = np.maximum(compute_s, memory_s) + comm_s
+    # max(compute, memory) under `ideal`; calibrated terms in hardware/profiles.py
+    busy = eff.busy_s(compute_s, memory_s, op.kind, op.shape, gpu.sm_count) + comm_s
     overhead = eff.overhead_s if _does_work(op) else 0.0
     return PricedOp(op, compute_s, memory_s, comm_s, busy + overhead)
 

@@ -35,28 +35,21 @@ def memory_bars(bars: list[tuple[str, MemoryBreakdown]]) -> go.Figure:
                 hovertemplate=f"{name}: %{{y:,.2f}} GB<extra>%{{x}}</extra>",
             )
         )
-    fig.add_trace(
-        go.Scatter(
-            x=labels,
-            y=[mem.capacity_bytes / GB for _, mem in bars],
-            mode="markers+text",
-            marker={
-                "symbol": "line-ew-open",
-                "size": 120,
-                "color": "black",
-                "line": {"width": 3, "color": "black"},
-            },
-            text=[f"capacity {mem.capacity_bytes / GB:,.1f} GB" for _, mem in bars],
-            textposition="top center",
-            name="capacity",
-            hovertemplate="capacity: %{y:,.2f} GB<extra>%{x}</extra>",
-        )
-    )
+    for i, (_, mem) in enumerate(bars):
+        capacity = mem.capacity_bytes / GB
+        fig.add_shape(
+            type="line", x0=i - 0.45, x1=i + 0.45, y0=capacity, y1=capacity, xref="x", yref="y",
+            line={"color": "black", "width": 3},
+        )  # fmt: skip
+        fig.add_annotation(
+            x=i, y=capacity, text=f"capacity {capacity:,.1f} GB", showarrow=False,
+            yanchor="bottom",
+        )  # fmt: skip
     fig.update_layout(
         **LAYOUT,
         barmode="stack",
         height=420,
-        yaxis={"title": "memory per GPU (GB)"},
+        yaxis={"title": "memory per GPU (GB)", "rangemode": "tozero"},
         title="Memory per GPU against capacity",
     )
     return fig

@@ -81,11 +81,8 @@ def _roof(fig: go.Figure, gpu: GPUSpec, x_lo: float, x_hi: float) -> None:
             go.Scatter(
                 x=[ridge, x_hi],
                 y=[peak / TERA, peak / TERA],
-                mode="lines+text",
+                mode="lines",
                 line={"color": "black", "width": 1, "dash": "dot"},
-                text=["", f"{dtypes} {peak / TERA:,.0f} TFLOP/s"],
-                textposition="top left",
-                textfont={"color": "black"},
                 showlegend=False,
                 hoverinfo="skip",
             )
@@ -99,7 +96,11 @@ def _roof(fig: go.Figure, gpu: GPUSpec, x_lo: float, x_hi: float) -> None:
         go.Scatter(
             x=ridge_x,
             y=ridge_y,
-            mode="markers",
+            mode="markers+text",
+            # Labels sit left of each ridge point, above the memory roof, where no operator can be.
+            text=[f"{dtypes} {peak / TERA:,.0f} TFLOP/s  " for dtypes, peak in ceilings],
+            textposition="middle left",
+            textfont={"color": "black", "size": 11},
             marker={"symbol": "x-thin", "size": 10, "line": {"width": 2, "color": "black"}},
             name="ridge points",
             hovertext=ridge_text,

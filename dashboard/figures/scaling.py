@@ -76,17 +76,17 @@ def _two_panel(
 
 
 def _log_x(value: float) -> float:
-    """Shapes and annotations on a log axis take log10 of the data coordinate (plotly)."""
+    """Annotations on a log axis take log10 of the data coordinate (shapes take the data)."""
     return math.log10(value)
 
 
 def _vline(fig: go.Figure, x: float, style: dict[str, str], text: str = "") -> None:
     for col in (1, 2):
-        fig.add_vline(x=_log_x(x), line=style, row=1, col=col)
+        fig.add_vline(x=x, line=style, row=1, col=col)
     if text:
         fig.add_annotation(
-            x=_log_x(x), y=1.0, yref="y2 domain", xref="x2", text=text, showarrow=False,
-            xanchor="left", yanchor="bottom",
+            x=_log_x(x), y=0.02, yref="y2 domain", xref="x2", text=text, showarrow=False,
+            xanchor="left", yanchor="bottom", bgcolor="rgba(255,255,255,0.8)",
         )  # fmt: skip
 
 
@@ -105,12 +105,13 @@ def batch_figure(
     if crossover is not None:
         for col in (1, 2):
             fig.add_vrect(
-                x0=_log_x(crossover[0]), x1=_log_x(crossover[1]), fillcolor="red", opacity=0.12,
-                line_width=0, row=1, col=col,
+                x0=crossover[0], x1=crossover[1], fillcolor="red", opacity=0.15, line_width=0,
+                row=1, col=col,
             )  # fmt: skip
         fig.add_annotation(
-            x=_log_x(crossover[0]), y=1.0, xref="x", yref="y domain", showarrow=False,
-            text="decode → compute-bound", xanchor="right", yanchor="bottom",
+            x=_log_x(crossover[0]), y=0.98, xref="x", yref="y domain", showarrow=False,
+            text="decode turns compute-bound", xanchor="right", yanchor="top",
+            bgcolor="rgba(255,255,255,0.8)",
         )  # fmt: skip
     if max_batch >= 1:
         _vline(fig, max_batch, {"dash": "dash", "color": "black"}, f"max batch {max_batch:,}")

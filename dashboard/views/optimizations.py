@@ -1,11 +1,112 @@
-"""optimizations page (placeholder until its backend lands)."""
+"""Optimizations: two stacks side by side, each a waterfall from the naive baseline to the full
+stack (`model.waterfall`, what `rooflens compare --stack` prints), plus what every optimization
+in the sidebar buys on its own (`model.contributions`, leave-one-out)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pandas as pd
 import streamlit as st
 
-from dashboard.controls import Context
+from dashboard import compute
+from dashboard.controls import Context, url_state
+from dashboard.export import download_row
+from dashboard.figures.waterfall import WATERFALL_METRICS, stage_values, waterfall_figure
+from dashboard.views.common import fit_warning, scenario_line
+from hardware.errors import RooflensError
+from model.optimizations import registry
+from model.units import fmt_bytes, fmt_time
+from model.waterfall import DEFAULT_STACK
+
+STACKS = {
+    "stack_a": ("Stack A", ",".join(DEFAULT_STACK)),
+    "stack_b": ("Stack B", ",".join([*DEFAULT_STACK, "fusion", "quant:scheme=awq"])),
+}
 
 
 def render(ctx: Context) -> None:
-    st.header("optimizations")
+    s = ctx.settings
+    pred = compute.prediction(s)
+    st.header("Optimizations")
+    scenario_line(ctx, pred)
+    fit_warning(ctx, pred)
+    st.caption(
+        "Each stack lists optimizations in the order they are added (`NAME[:k=v,...]`, "
+        "comma-separated, as `rooflens compare --stack`). Switch-offs (no-kv-cache, "
+        "eager-attention, contiguous-kv) form the naive baseline and are dropped one by one; "
+        "the sidebar's optimizations are in every stage. Known: " + ", ".join(registry()) + "."
+    )
+    metric_key = st.selectbox(
+        "Metric",
+        list(WATERFALL_METRICS),
+        format_func=lambda k: WATERFALL_METRICS[k].label,
+        key="waterfall_metric",
+    )
+    metric = WATERFALL_METRICS[metric_key]
+    results: dict[str, list[dict[str, Any]] | str] = {}
+    for column, (key, (title, default)) in zip(st.columns(2), STACKS.items(), strict=True):
+        text = column.text_input(title, key=url_state(ctx, key, default))
+        try:
+            results[key] = compute.waterfall(s, text)
+        except RooflensError as exc:
+            results[key] = str(exc)
+    values = [v for r in results.values() if isinstance(r, list) for v in stage_values(r, metric)]
+    y_max = max([*values, 0.0]) * 1.2
+    for column, (key, result) in zip(st.columns(2), results.items(), strict=True):
+        with column:
+            title = STACKS[key][0]
+            if isinstance(result, str):
+                st.error(f"{title}: {result}")
+                continue
+            fig = waterfall_figure(result, metric, f"{title}: {metric.label}", y_max)
+            st.plotly_chart(fig, key=f"waterfall_{key}")
+            table = _stages_table(result)
+            st.dataframe(table, hide_index=True)
+            download_row(f"rooflens-waterfall-{key}", frame=pd.DataFrame(result), fig=fig)
+    if s.opts:
+        st.subheader("What each sidebar optimization buys (leave-one-out)")
+        st.dataframe(_effects_table(compute.contributions(s)), hide_index=True, width="stretch")
+
+
+def _stages_table(stages: list[dict[str, Any]]) -> pd.DataFrame:
+    rows = []
+    for stage in stages:
+        at_max = stage["max_batch_output_tokens_per_s"]
+        speedup = stage["tpot_speedup_vs_previous"]
+        rows.append(
+            {
+                "stage": stage["stage"],
+                "TTFT": fmt_time(stage["ttft_s"]),
+                "TPOT": fmt_time(stage["tpot_s"]),
+                "TPOT vs previous": "—" if speedup is None else f"{speedup:,.2f}×",
+                "throughput": f"{stage['output_tokens_per_s']:,.0f} tokens/s",
+                "memory per GPU": fmt_bytes(stage["memory_bytes"])
+                + ("" if stage["fits"] else " (over)"),
+                "max batch": f"{stage['max_batch']:,} sequences",
+                "throughput at max batch": "—" if at_max is None else f"{at_max:,.0f} tokens/s",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _effects_table(effects: list[dict[str, Any]]) -> pd.DataFrame:
+    rows = []
+    for e in effects:
+        if "error" in e:
+            rows.append({"optimization": e["label"], "TPOT speedup": e["error"]})
+            continue
+        tpot, ttft = e["tpot_s"]["speedup"], e["ttft_s"]["speedup"]
+        gain = e["max_batch_output_tokens_per_s"]["gain"]
+        rows.append(
+            {
+                "optimization": e["label"],
+                "TPOT speedup": "—" if tpot is None else f"{tpot:,.2f}×",
+                "TTFT speedup": "—" if ttft is None else f"{ttft:,.2f}×",
+                "memory saved per GPU": fmt_bytes(e["memory_bytes"]["saved_bytes"]),
+                "max batch (with / without)": f"{e['max_batch']['with']:,} / "
+                f"{e['max_batch']['without']:,} sequences",
+                "throughput at max batch": "—" if gain is None else f"{gain:,.2f}×",
+            }
+        )
+    return pd.DataFrame(rows)

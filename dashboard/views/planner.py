@@ -1,11 +1,151 @@
-"""planner page (placeholder until its backend lands)."""
+"""Capacity planner: the `rooflens plan` form, its recommendation and explanation, the Pareto
+chart, rejected-reason counts and the simulation check (`model.planner`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pandas as pd
 import streamlit as st
 
-from dashboard.controls import Context
+from dashboard import compute
+from dashboard.controls import Context, url_state
+from dashboard.export import download_row
+from dashboard.figures.planner import pareto_figure, rejected_figure
+from hardware.errors import RooflensError
+from hardware.presets import gpu_ids
+from model.planner.serving import MODES
+from model.units import fmt_bytes, fmt_time
+
+DTYPES = ["bf16", "fp8", "int8", "int4"]
+
+
+def _form(ctx: Context) -> dict[str, Any]:
+    s = ctx.settings
+    with st.form("plan_form"):
+        a, b, c = st.columns(3)
+        a.number_input(
+            "Arrival rate (requests/s)", min_value=0.001, key=url_state(ctx, "plan_rate", 5.0)
+        )
+        b.text_input(
+            "Prompt length (tokens)",
+            key=url_state(ctx, "plan_prompt", "512"),
+            help="N, or lognormal:mean=N,p99=M",
+        )
+        c.text_input(
+            "Output length (tokens)",
+            key=url_state(ctx, "plan_output", "128"),
+            help="N, or lognormal:mean=N,p99=M",
+        )
+        a.number_input(
+            "TTFT p99 SLO (ms, 0 = none)", min_value=0.0, key=url_state(ctx, "plan_ttft_ms", 2000.0)
+        )
+        b.number_input(
+            "TPOT p99 SLO (ms, 0 = none)", min_value=0.0, key=url_state(ctx, "plan_tpot_ms", 50.0)
+        )
+        c.text_input("TP degrees", key=url_state(ctx, "plan_tp", "1,2,4,8"))
+        default_gpu = s.gpu if s.gpu in gpu_ids() else "h100-sxm"
+        st.multiselect(
+            "GPUs (none = every GPU with a listed price)",
+            gpu_ids(),
+            key=url_state(ctx, "plan_gpus", [default_gpu]),
+        )
+        a, b, c = st.columns(3)
+        a.multiselect("Weight dtypes", DTYPES, key=url_state(ctx, "plan_wdtypes", ["bf16", "fp8"]))
+        b.multiselect("KV dtypes", DTYPES, key=url_state(ctx, "plan_kvdtypes", ["bf16", "fp8"]))
+        c.multiselect("Schedulers", list(MODES), key=url_state(ctx, "plan_modes", list(MODES)))
+        a.number_input("Max GPUs", min_value=1, step=1, key=url_state(ctx, "plan_max_gpus", 64))
+        b.radio("Profile", ["calibrated", "ideal"], key=url_state(ctx, "plan_profile",
+                "calibrated"), horizontal=True)  # fmt: skip
+        c.number_input(
+            "Simulated requests (0 = skip the check)",
+            min_value=0,
+            step=500,
+            key=url_state(ctx, "plan_sim", 2000),
+        )
+        st.form_submit_button("Plan", type="primary")
+    st.caption(
+        f"Model: {s.model_ref}, with the sidebar's optimizations in every configuration; GPU "
+        "prices from model/planner/prices.yaml (with sources)."
+    )  # fmt: skip
+    state = st.session_state
+    for key in ("plan_prompt", "plan_output"):
+        if str(state[key]).strip().startswith("file:"):
+            raise RooflensError("length files (file:PATH) are for `rooflens plan`; give N or a "
+                                "lognormal:mean=N,p99=M here")  # fmt: skip
+    return {
+        "model": s.model_ref,
+        "gpus": ",".join(state.plan_gpus) or "all",
+        "rate": float(state.plan_rate),
+        "prompt_len": str(state.plan_prompt),
+        "output_len": str(state.plan_output),
+        "ttft_slo": float(state.plan_ttft_ms) / 1e3 or None,
+        "tpot_slo": float(state.plan_tpot_ms) / 1e3 or None,
+        "tp": str(state.plan_tp),
+        "weight_dtypes": ",".join(state.plan_wdtypes),
+        "kv_dtypes": ",".join(state.plan_kvdtypes),
+        "modes": ",".join(state.plan_modes),
+        "max_gpus": int(state.plan_max_gpus),
+        "profile": str(state.plan_profile),
+        "opts": tuple(s.opts),
+        "simulate_requests": int(state.plan_sim),
+    }
 
 
 def render(ctx: Context) -> None:
-    st.header("planner")
+    st.header("Capacity planner")
+    request = _form(ctx)
+    result, feasible = compute.capacity_plan(**request)
+    rec = result["recommended"]
+    if rec is None:
+        st.error("No configuration meets this load and its SLOs.")
+    else:
+        a, b, c, d = st.columns(4)
+        a.metric("GPUs", f"{rec['n_gpus']} × {rec['gpu']}", border=True)
+        b.metric("Cost", f"${rec['cost_per_hour']:,.2f} per hour", border=True)
+        c.metric("Cost per output token", f"${rec['cost_per_million_tokens']:,.3f} per M tokens",
+                 border=True)  # fmt: skip
+        d.metric(
+            "p99 TTFT / TPOT",
+            f"{fmt_time(rec['ttft_p99_s'])} / {fmt_time(rec['tpot_p99_s'])}",
+            border=True,
+        )
+    for line in result["explanation"]:
+        st.markdown(f"- {line}")
+    pareto = pd.DataFrame(result["pareto"])
+    fig = pareto_figure(feasible, pareto, rec)
+    if len(feasible):
+        st.plotly_chart(fig, key="plan_pareto")
+    n_feasible = result["n_configs_evaluated"] - sum(result["rejected"].values())
+    st.plotly_chart(rejected_figure(result["rejected"], n_feasible), key="plan_rejected")
+    st.caption(
+        f"{result['n_configs_evaluated']:,} configurations in {result['sweep_s']:.2f} s "
+        f"(plan total {result['elapsed_s']:.2f} s). " + " ".join(result["notes"])
+    )
+    if len(pareto):
+        st.subheader("Pareto frontier")
+        st.dataframe(_table(pareto), hide_index=True, width="stretch")
+    if result["simulations"]:
+        st.subheader("Simulation check (one replica, Poisson arrivals, seeded)")
+        st.dataframe(pd.DataFrame(result["simulations"]), hide_index=True, width="stretch")
+    download_row("rooflens-plan", frame=feasible, data=result, fig=fig)
+
+
+def _table(rows: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "GPU": rows["gpu"],
+            "GPUs": rows["n_gpus"],
+            "TP": rows["tp"],
+            "weights/KV": rows["weight_dtype"] + "/" + rows["kv_dtype"],
+            "scheduler": rows["mode"],
+            "batch cap (sequences)": rows["batch"],
+            "TTFT p99 (ms)": rows["ttft_p99_s"] * 1e3,
+            "TPOT p99 (ms)": rows["tpot_p99_s"] * 1e3,
+            "tokens/s per GPU": rows["tokens_per_s_per_gpu"],
+            "tokens/s per user": rows["tokens_per_s_per_user"],
+            "$ per hour": rows["cost_per_hour"],
+            "$ per M tokens": rows["cost_per_million_tokens"],
+            "memory per GPU": [fmt_bytes(v) for v in rows["memory_per_gpu_bytes"]],
+        }
+    ).round(3)

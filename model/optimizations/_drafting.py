@@ -15,11 +15,25 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hardware.errors import RooflensError
 from model.ops import Num
 from model.pricing import PricedOp
 
 if TYPE_CHECKING:
     from model.pipeline import Pipeline, Prediction
+    from model.scenario import Scenario
+
+DECODING_SETTING = "decoding_algorithm"
+
+
+def claim_decoding(sc: Scenario, name: str) -> Scenario:
+    """Mark the scenario's decode step as replaced by `name`; two such methods do not stack."""
+    other = sc.settings.get(DECODING_SETTING)
+    if other and other != name:
+        raise RooflensError(
+            f"--opt {name} and --opt {other} both replace the decode step; use one of them"
+        )
+    return sc.model_copy(update={"settings": {**sc.settings, DECODING_SETTING: name}})
 
 
 def expected_tokens(alpha: Num, gamma: Num) -> Num:

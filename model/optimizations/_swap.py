@@ -4,6 +4,8 @@ Scenario enforces (TP divides heads, PP divides layers, context fits), as one-li
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import ValidationError
 
 from hardware.errors import RooflensError, validation_message
@@ -11,12 +13,20 @@ from model.scenario import Parallelism, Scenario
 from model.spec import ModelSpec
 
 
-def with_model(sc: Scenario, spec: ModelSpec, what: str) -> Scenario:
-    """The scenario with its model replaced, validated again."""
+def with_model(sc: Scenario, spec: ModelSpec, what: str, check_spec: bool = True) -> Scenario:
+    """The scenario with its model replaced, validated again. `check_spec=False` keeps a derived
+    spec that ModelSpec's own rules would refuse (a pruned model's H'·Dh ≠ d_model) and checks
+    only the scenario's rules (TP divides heads, PP divides layers, context fits)."""
     try:
-        return Scenario.model_validate({**dict(sc), "model": spec})
+        if check_spec:
+            return Scenario.model_validate({**dict(sc), "model": spec})
+        new: Any = sc.model_copy(update={"model": spec})
+        checked: Scenario = new._check()  # Scenario's own rules, without ModelSpec's
+        return checked
     except ValidationError as exc:
         raise RooflensError(validation_message(exc, what)) from None
+    except ValueError as exc:
+        raise RooflensError(f"invalid {what}: {exc}") from None
 
 
 def side_scenario(sc: Scenario, spec: ModelSpec, tp: int, what: str) -> Scenario:

@@ -29,7 +29,9 @@ def bytes_per_weight(weight_dtype: str, group_size: int) -> float:
 
 
 def weight_elements(op: Op, sc: Scenario) -> Num:
-    """Weight elements a linear op reads, recovered from its stored bytes."""
+    """Weight elements a linear op reads: N·K for a GEMM, else recovered from its bytes."""
+    if "n" in op.shape and "k" in op.shape:
+        return op.shape["n"] * op.shape["k"] * (op.weight_bytes > 0)
     p = sc.precision
     return op.weight_bytes / bytes_per_weight(p.weight_dtype, p.weight_group_size)
 
@@ -44,4 +46,6 @@ def linear_weight_elements_per_gpu(sc: Scenario) -> float:
 def linear_weight_bytes_per_gpu(sc: Scenario) -> float:
     """Bytes of those elements at the scenario's weight dtype (scales included)."""
     p = sc.precision
-    return linear_weight_elements_per_gpu(sc) * bytes_per_weight(p.weight_dtype, p.weight_group_size)
+    return linear_weight_elements_per_gpu(sc) * bytes_per_weight(
+        p.weight_dtype, p.weight_group_size
+    )

@@ -70,7 +70,12 @@ class ActivationSparsity(Optimization):
         for op in ops:
             if op.kind == "gemm" and op.name.endswith(".down") and "m" in op.shape:
                 keep = 1.0 - skipped_fraction(self.sparsity, op.shape["m"])
-                op = op.scaled(flops=keep, weight_bytes=keep, vector_flops=keep)
-                op = replace(op, shape={**op.shape, "skipped_columns": 1.0 - keep})
+                op = replace(
+                    op,
+                    flops=op.flops * keep,
+                    weight_bytes=op.weight_bytes * keep,
+                    vector_flops=op.vector_flops * keep,
+                    shape={**op.shape, "skipped_columns": 1.0 - keep},
+                )
             out.append(op)
         return out

@@ -13,7 +13,8 @@ Formulas:
     N (auto, splits=0) = ⌈SMs / blocks⌉, at most one split per 128 keys (one K/V block)
     combine bytes = 2 · B·T·H · N · (Dh + 1) · 4   (fp32 partials and LSE, written then read)
     combine FLOPs = B·T·H · N · (2·Dh + 4)
-Splitting changes neither attention FLOPs nor K/V bytes.
+Splitting changes neither attention FLOPs nor K/V bytes. Only decode-shaped calls split (all
+query rows of a (sequence, KV head) in one tile); prefill has query tiles to parallelise over.
 
 Limits: the linear occupancy model ignores that one SM can pull more than its 1/SMs share of
 bandwidth, so the unsplit penalty is an upper bound; a batch already filling the GPU gets N = 1
@@ -80,6 +81,8 @@ class FlashDecoding(Optimization):
         blocks = attention_thread_blocks(B, T, H, K)
         positions = kv_positions(s["kv_len"], sc.model.sliding_window)
         n = effective_splits(self["splits"], blocks, positions, sc.gpu.sm_count)
+        # only decode-shaped calls split: one query tile per (sequence, KV head)
+        n = np.where(blocks <= B * K, n, 1.0)
         if np.all(n == 1.0):
             return [op]
         split = replace(

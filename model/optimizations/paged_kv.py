@@ -12,7 +12,7 @@ sequence, waste < b tokens (vLLM: under 4 %). Parallel samples of one prompt sha
 Formulas, per sequence holding t tokens of which P are the prompt, b the block, n samples:
     contiguous:  held = M (the reservation, M = the model's max context unless given)
     paged:       held = ⌊P/b⌋·b / n + ⌈(t − ⌊P/b⌋·b) / b⌉·b       (n = 1: ⌈t/b⌉·b)
-    prefill with sharing: every per-token quantity × 1/n (weights read once either way)
+    prefill with sharing: every per-token quantity × ⌈B/n⌉/B (weights read once either way)
 The default table holds exactly t tokens (paging with no rounding); paged-kv:block=1,samples=1
 is the identity. Max batch follows from held tokens (model/memory.py), so does throughput.
 
@@ -64,16 +64,20 @@ class PagedKV(Optimization):
         if self["block"] < 1 or self["samples"] < 1:
             raise RooflensError("--opt paged-kv: block and samples must be ≥ 1")
 
+    def group(self, sc: Scenario) -> int:
+        """Sequences sharing one prompt: `samples`, at most the batch."""
+        return min(self["samples"], sc.workload.batch)
+
     def kv_tokens_per_sequence(self, tokens: Num, sc: Scenario) -> Num:
         prompt = float(sc.workload.prompt_len)
-        return paged_tokens(tokens, prompt, self["block"], self["samples"])
+        return paged_tokens(tokens, prompt, self["block"], self.group(sc))
 
     def ops(self, ops: list[Op], sc: Scenario, step: Step) -> list[Op]:
-        """The shared prompt is prefilled once per group of samples."""
-        n = self["samples"]
-        if n == 1 or step.phase != "prefill":
+        """The shared prompt is prefilled once per group: ⌈B/n⌉ of the B sequences."""
+        if self["samples"] == 1 or step.phase != "prefill":
             return ops
-        f = 1.0 / n
+        B = np.asarray(step.B, dtype=np.float64)
+        f = np.ceil(B / np.minimum(self["samples"], B)) / B
         return [
             op.scaled(flops=f, act_bytes=f, kv_bytes=f, comm_bytes=f, live_bytes=f, vector_flops=f)
             for op in ops

@@ -5,13 +5,15 @@ charges packed weight bytes, one fp16 scale per group, and CUDA-core dequantizat
 weight-only kernels: model/ops.py). A scheme fixes the storage, the compute unit and the extra
 bytes and kernels its reference implementation really has:
 
-| scheme | weights | GEMM input | unit | scale / zero point | source |
-| --- | --- | --- | --- | --- | --- |
-| `gptq` | int4 (bits=8: int8) | 16-bit | 16-bit (dequant) | fp16 scale + packed zero per group of 128 | Frantar et al. 2023 |
-| `awq` | int4 | 16-bit | 16-bit (dequant) | fp16 scale + packed zero per group of 128 | Lin et al. 2024 |
-| `smoothquant` | int8 | int8 per token | int8 | fp16 scale per output channel | Xiao et al. 2023 |
-| `fp8` | fp8 | fp8 per token | fp8 | fp32 scale per output channel | Micikevicius et al. 2022 |
-| `llm.int8` | int8 | int8 + fp16 outlier dims | int8 and fp16 | fp32 scale per row | Dettmers et al. 2022 |
+- `gptq` (Frantar et al. 2023) and `awq` (Lin et al. 2024): int4 weights (gptq bits=8: int8),
+  16-bit activations, the 16-bit unit after dequantization; an fp16 scale and a packed zero
+  point per group of 128.
+- `smoothquant` (Xiao et al. 2023): int8 weights and per-token int8 activations on the int8
+  unit; one fp16 scale per output channel.
+- `fp8` (Micikevicius et al. 2022): fp8 weights and per-token fp8 activations on the fp8 unit;
+  one fp32 scale per output channel.
+- `llm.int8` (Dettmers et al. 2022): int8 weights with an fp32 scale per row; activations int8
+  except a fraction of outlier feature dims kept in fp16: both the int8 and fp16 units.
 
 Formulas per linear layer Y[M,N] = X[M,K]·W[N,K]ᵀ with g the group (K for per-channel):
 - weight bytes = N·K·(b_w + (scale + zero)/g), zero = b_w (packed like the weights);
@@ -92,7 +94,9 @@ class Quant(Optimization):
         if self["bits"] not in (0, 4, 8) or (self["bits"] and scheme not in ("gptq", "awq")):
             raise RooflensError("--opt quant: bits=4 or 8, and only for scheme=gptq or awq")
         if self["group"] < -1:
-            raise RooflensError(f"--opt quant: group must be ≥ 0 (0 = per channel), got {self['group']}")
+            raise RooflensError(
+                f"--opt quant: group must be ≥ 0 (0 = per channel), not {self['group']}"
+            )
         if not 0.0 <= self["outlier_fraction"] < 1.0:
             raise RooflensError("--opt quant: outlier_fraction must be in [0, 1)")
 

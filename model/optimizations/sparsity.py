@@ -9,7 +9,7 @@ value (cuSPARSELt's format), 1.125 bytes per original fp16 weight instead of 2.
 Formulas per linear layer Y[M,N] = X[M,K]·W[N,K]ᵀ on a GPU with multiplier s:
     executed FLOPs = 2MNK / s   (time = 2MNK / (s · dense peak))
     weight bytes   = N·K · (b_w / 2 + 1/8) + the group scales, unchanged
-On a GPU without sparse tensor cores (s = 1, e.g. V100, MI300X in this model) nothing changes:
+On a GPU without sparse tensor cores (s = 1: V100 among the presets) nothing changes:
 dense kernels cannot skip the zeros and read a dense copy of the weights.
 
 Limits: accuracy is not modelled (one-shot 2:4 pruning of LLMs costs perplexity, SparseGPT,

@@ -37,7 +37,12 @@ import numpy as np
 from hardware.errors import RooflensError
 from model.memory import MemoryBreakdown, kv_bytes_per_token, weights_bytes_per_gpu
 from model.ops import Num
-from model.optimizations._drafting import expected_tokens, price_verify, retime_decode
+from model.optimizations._drafting import (
+    claim_decoding,
+    expected_tokens,
+    price_verify,
+    retime_decode,
+)
 from model.optimizations._swap import side_scenario
 from model.optimizations.base import Optimization, Param
 from model.presets import get_model
@@ -51,7 +56,9 @@ if TYPE_CHECKING:
 class Speculative(Optimization):
     name = "speculative"
     summary = "speculative decoding: a draft model proposes γ tokens, the target verifies them"
-    citation = "Leviathan et al. 2023 (ICML), Fast Inference from Transformers via Speculative Decoding"
+    citation = (
+        "Leviathan et al. 2023 (ICML), Fast Inference from Transformers via Speculative Decoding"
+    )
     order = 80  # changes the step structure: after every table transform
     params: ClassVar[dict[str, Param]] = {
         "draft": Param(str, "", "draft model: preset id or spec file (required when gamma > 0)"),
@@ -77,6 +84,9 @@ class Speculative(Optimization):
     def draft_scenario(self, sc: Scenario) -> Scenario:
         tp = self["draft_tp"] or sc.parallel.tp
         return side_scenario(sc, get_model(self["draft"]), tp, "speculative draft")
+
+    def scenario(self, sc: Scenario) -> Scenario:
+        return claim_decoding(sc, self.name) if self.active else sc
 
     def kv_tokens_per_sequence(self, tokens: Num, sc: Scenario) -> Num:
         if not self.active:

@@ -69,7 +69,7 @@ class Curves:
     body_s: np.ndarray
     lm_s: np.ndarray
     attn_s: np.ndarray  # decode attention of M sequences at kv_len_mean
-    attn_s_per_kv_token: float  # d attention / d (Σ KV length), for the simulation
+    attn_s_per_kv_token: np.ndarray  # d attention / d (Σ KV length) at each M, for the sim
     kv_len_mean: float
     prompt_points: np.ndarray  # equal-probability prompt lengths
     prefill_s: np.ndarray  # one prompt's prefill latency at each point
@@ -155,8 +155,9 @@ def build_curves(
         return (pp - 1.0) * per_hop
 
     body = body + pp_send_s(M / pp)
-    # Σ L over the batch grows by M/PP positions when L grows by one: slope per KV token.
-    slope = float((attn[0, 1] - attn[0, 0]) / (kv_len * M[0] / pp))
+    # Σ L over the batch grows by M/PP positions when L grows by one: slope per KV token (at
+    # each M: attention's achieved bandwidth may depend on the batch).
+    slope = (attn[:, 1] - attn[:, 0]) / (kv_len * M / pp)
 
     points = workload.prompt.points(N_POINTS)
     grid_top = max(sc.model.max_context, prompt_p99)

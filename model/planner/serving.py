@@ -50,8 +50,10 @@ def interp(x: np.ndarray, grid: np.ndarray, values: np.ndarray) -> np.ndarray:
 def solve_concurrency(grid: np.ndarray, step_s: np.ndarray, demand: np.ndarray) -> np.ndarray:
     """M with M / step(M) = demand tokens/s. Below the grid, step ≈ step(grid[0])."""
     throughput = np.maximum.accumulate(grid / step_s)
-    inside = np.interp(demand, throughput, grid)
-    return np.where(demand < throughput[0], demand * step_s[0], inside)
+    m = np.where(demand < throughput[0], demand * step_s[0], np.interp(demand, throughput, grid))
+    for _ in range(3):  # M = demand·step(M): a contraction where the curve is stable
+        m = np.minimum(demand * np.interp(m, grid, step_s), grid[-1])
+    return m
 
 
 @dataclass
@@ -129,15 +131,23 @@ def chunked(c: Curves, L: LengthStats, rate: np.ndarray, cap: np.ndarray, chunk:
     grid = c.tokens
     step = c.decode_s
     extra_grid = chunk_extra_s(c, grid, chunk).mean(axis=1)  # mean ΔS at each batch
-    batch = solve_concurrency(grid, step, rate * O)
-    for _ in range(40):
-        free = 1.0 - rate * interp(batch, grid, extra_grid)
-        nxt = solve_concurrency(grid, step, rate * O / np.clip(free, 1e-9, None))
-        nxt = np.where(free > 0, nxt, np.inf)
-        if np.allclose(nxt, batch, rtol=1e-4, equal_nan=True):
-            break
-        batch = np.minimum(nxt, grid[-1])
-    converged = np.abs(nxt - batch) <= 1e-3 * np.maximum(batch, 1.0)
+    # Capacity G(B) = B(1 − λΔS(B))/t(B) − λO on the grid, per configuration; the batch is
+    # its first zero crossing (the stable root), linear between grid points, then refined.
+    lam = rate[:, None]
+    G = grid[None, :] * (1.0 - lam * extra_grid[None, :]) / step[None, :] - lam * O
+    above = G >= 0
+    found = above.any(axis=1)
+    j = np.argmax(above, axis=1)
+    rows = np.arange(rate.size)
+    j0 = np.maximum(j - 1, 0)
+    g0, g1 = G[rows, j0], G[rows, j]
+    frac = np.where(g1 > g0, -g0 / np.where(g1 > g0, g1 - g0, 1.0), 0.0)
+    batch = np.where(j == 0, rate * O * step[0] / np.clip(1 - rate * extra_grid[0], 1e-9, None),
+                     grid[j0] + (grid[j] - grid[j0]) * frac)  # fmt: skip
+    for _ in range(3):
+        free = np.clip(1.0 - rate * interp(batch, grid, extra_grid), 1e-9, None)
+        batch = np.minimum(rate * O * interp(batch, grid, step) / free, grid[-1])
+    converged = found
     extra = interp(batch, grid, extra_grid)
     free = np.clip(1.0 - rate * extra, 1e-12, None)
     t = interp(batch, grid, step)
@@ -152,7 +162,8 @@ def chunked(c: Curves, L: LengthStats, rate: np.ndarray, cap: np.ndarray, chunk:
     own = np.maximum(pts / room[:, None], 1.0) * t[:, None] + chunk_extra_s(c, batch, chunk)
     P99 = c.prompt_p99_tokens
     own_p99 = np.maximum(P99 / room, 1.0) * t + _extra(c, batch, P99, c.prefill_attn_p99_s, chunk)
-    stable = converged & (free > 0) & (rho < 1.0) & (batch_p99 <= cap) & (batch <= grid[-1])
+    stable = converged & (rate * extra < 1.0) & (rho < 1.0) & (batch_p99 <= cap)
+    stable &= batch < grid[-1]
     stable &= rate * O <= interp(cap, grid, grid / step)
     arrivals = poisson_p99(rate * O * tpot)
     at_cap = interp(cap, grid, extra_grid)

@@ -49,14 +49,17 @@ class CurveCosts:
         return float(
             np.interp(batch + prompt_tokens, c.tokens, c.body_s)
             + np.interp(batch, c.tokens, c.lm_s + c.attn_s)
-            - c.attn_s_per_kv_token * batch * c.kv_len_mean
+            - self._slope(batch) * batch * c.kv_len_mean
         )
 
+    def _slope(self, batch: float) -> float:
+        return float(np.interp(batch, self.c.tokens, self.c.attn_s_per_kv_token))
+
     def decode_s(self, batch: int, kv_tokens: np.ndarray) -> np.ndarray:
-        return self._fixed(batch) + self.c.attn_s_per_kv_token * kv_tokens
+        return self._fixed(batch) + self._slope(batch) * kv_tokens
 
     def mixed_s(self, batch: int, kv_tokens: float, prompt_tokens: float, attn_s: float) -> float:
-        return self._fixed(batch, prompt_tokens) + self.c.attn_s_per_kv_token * kv_tokens + attn_s
+        return self._fixed(batch, prompt_tokens) + self._slope(batch) * kv_tokens + attn_s
 
     def prefill_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
         return np.interp(prompt_tokens, self.c.prefill_grid_tokens, self.c.prefill_grid_s)

@@ -94,7 +94,15 @@ class SweepResult:
 
     @property
     def feasible(self) -> pd.DataFrame:
+        if self.rows.empty:
+            return self.rows
         return self.rows[self.rows["feasible"]]
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """DataFrame rows as plain dicts with str keys and Python scalars."""
+    return [{str(k): v.item() if isinstance(v, np.generic) else v for k, v in r.items()}
+            for r in frame.to_dict("records")]  # fmt: skip
 
 
 def step_structure_notes(opts: list[Optimization]) -> list[str]:
@@ -239,6 +247,7 @@ def evaluate_group(
                 pick.append(int(stable[np.lexsort((cost[stable], worst))[0]]))
         for j in dict.fromkeys(pick):
             rows.append(record(c, mode, grid, m, cap, j, int(verdict[j]), w, L))
+            rows[-1]["slo_ratio"] = float(slo_ratio(m.take(np.array([j])), w)[0])
     return n, counts, rows
 
 

@@ -15,9 +15,9 @@ from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from hardware.errors import RooflensError
+from hardware.errors import RooflensError, validation_message
 
 Z99 = NormalDist().inv_cdf(0.99)  # 2.3263
 
@@ -111,15 +111,15 @@ class LengthDist(_Frozen):
                 return cls(kind="lognormal", mean_tokens=float(kv["mean"]),
                            p99_tokens=float(kv["p99"]))  # fmt: skip
             value = float(text)
-        except (KeyError, ValueError) as exc:
-            if isinstance(exc, ValueError) and "lognormal" in str(exc):
-                raise RooflensError(str(exc).splitlines()[-1]) from None
+            if p99 is not None and p99 > value:
+                return cls(kind="lognormal", mean_tokens=value, p99_tokens=p99)
+            return cls(kind="fixed", mean_tokens=value)
+        except ValidationError as exc:
+            raise RooflensError(validation_message(exc, f"length '{text}'")) from None
+        except (KeyError, ValueError):
             raise RooflensError(
                 f"cannot read length '{text}': use N, lognormal:mean=N,p99=M or file:PATH"
             ) from None
-        if p99 is not None and p99 > value:
-            return cls(kind="lognormal", mean_tokens=value, p99_tokens=p99)
-        return cls(kind="fixed", mean_tokens=value)
 
 
 def _read_lengths(path: Path) -> tuple[int, ...]:

@@ -28,6 +28,7 @@ from kernels.common import interpreting
 def pytest_configure(config: pytest.Config) -> None:
     # Registered here too so that `pytest tests/kernels` works without the project's ini file.
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped with a reason otherwise")
+    config.addinivalue_line("markers", "slow: takes more than a few seconds")
 
 
 def _decorated_for_interpreter() -> bool:

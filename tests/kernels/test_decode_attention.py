@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from kernel_tolerances import DTYPES, assert_matches_reference, poisoned
 
 from kernels.decode_attention import (
@@ -109,3 +111,21 @@ def test_decode_attention_cost_charges_kv_heads_not_query_heads() -> None:
     mha = decode_attention_cost(1, 4096, 32, 32, 128, "bf16")
     qo_bytes = 2 * 32 * 128 * 2
     assert mha[1] - qo_bytes == 4 * (gqa[1] - qo_bytes)
+
+
+@given(
+    batch=st.integers(1, 64),
+    kv_len=st.integers(1, 32768),
+    n_kv_heads=st.integers(1, 16),
+    group=st.integers(1, 8),
+    head_dim=st.sampled_from([64, 128, 256]),
+)
+def test_decode_attention_cost_invariants(batch, kv_len, n_kv_heads, group, head_dim) -> None:
+    n_heads = n_kv_heads * group
+    flops, bytes_ = decode_attention_cost(batch, kv_len, n_heads, n_kv_heads, head_dim, "bf16")
+    mha_flops, mha_bytes = decode_attention_cost(batch, kv_len, n_heads, n_heads, head_dim, "bf16")
+    longer = decode_attention_cost(batch, kv_len + 1, n_heads, n_kv_heads, head_dim, "bf16")
+    qo_bytes = 2 * batch * n_heads * head_dim * 2
+    assert flops == mha_flops  # GQA saves bytes, not FLOPs
+    assert (mha_bytes - qo_bytes) == group * (bytes_ - qo_bytes)  # cache bytes follow H_kv
+    assert longer[0] > flops and longer[1] > bytes_

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from kernel_tolerances import DTYPES, assert_matches_reference, poisoned
 
 from kernels.gemm import gemm, gemm_cost, gemm_ref
+from kernels.w4a16_gemm import w4a16_gemm_cost
+from kernels.w8a16_gemm import w8a16_gemm_cost
 
 # Awkward shapes: nothing a multiple of the tile, and a decode-like single row.
 SHAPES = [(37, 53, 70), (1, 45, 96)]
@@ -86,3 +90,20 @@ def test_gemm_cost_invariants() -> None:
 def test_gemm_cost_rejects_unknown_dtype() -> None:
     with pytest.raises(ValueError, match="unknown dtype"):
         gemm_cost(1, 1, 1, "fp13")
+
+
+@given(
+    m=st.integers(1, 4096),
+    n=st.integers(1, 4096),
+    k_groups=st.integers(1, 64),
+    group_size=st.sampled_from([32, 64, 128]),
+    dtype=st.sampled_from(["fp16", "bf16"]),
+)
+def test_weight_only_quantisation_orders_bytes_and_keeps_flops(m, n, k_groups, group_size, dtype):
+    k = k_groups * group_size
+    dense = gemm_cost(m, n, k, dtype)
+    int8 = w8a16_gemm_cost(m, n, k, dtype, group_size)
+    int4 = w4a16_gemm_cost(m, n, k, dtype, group_size)
+    assert dense[0] == int8[0] == int4[0] == 2 * m * n * k
+    assert int4[1] < int8[1] < dense[1]
+    assert gemm_cost(m, n, k, dtype) == gemm_cost(n, m, k, dtype)  # symmetric in m and n

@@ -1,0 +1,94 @@
+"""`lookahead:ngram=N,window=W,guesses=G,alpha=A`: lookahead decoding (Jacobi iteration with an
+n-gram pool), self-drafting with no second model and no extra weights.
+
+Mechanism (Fu et al. 2024, Break the Sequential Dependency of LLM Inference Using Lookahead
+Decoding): each step runs one target forward over two branches at once: the lookahead branch
+(W parallel Jacobi guesses over N − 1 future steps, W·(N − 1) tokens) that harvests n-grams into
+a pool, and the verification branch (up to G candidate n-grams from the pool whose first token
+matches, G·(N − 1) tokens). The step's width is T = 1 + (W + G)·(N − 1) tokens per sequence.
+
+Formula. If each of a candidate's N − 1 tokens is right with probability α given the previous
+ones were, and the G candidates are independent, the longest accepted prefix has
+P(≥ j) = 1 − (1 − α^j)^G, so a step yields
+
+    τ = 1 + Σ_{j=1..N−1} [1 − (1 − α^j)^G]
+
+tokens (the expectation of a non-negative integer as the sum of its tail probabilities). The
+step is priced with the roofline at T = 1 + (W + G)(N − 1): nearly free while memory-bound,
+(W + G)(N − 1) + 1 times a decode step once compute-bound, so the gain vanishes with batch,
+as the paper reports (its §5 targets batch 1).
+Memory: no extra weights; the step's T positions are transient KV (counted per sequence).
+Limits: candidates are not independent in practice, and α is an input (the paper measures
+1.5–2.3 tokens per step on MT-Bench with LLaMA-2-chat; tune α to such a figure).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from hardware.errors import RooflensError
+from model.ops import Num
+from model.optimizations._drafting import claim_decoding, price_verify, retime_decode
+from model.optimizations.base import Optimization, Param
+from model.pricing import step_time_s
+
+if TYPE_CHECKING:
+    from model.pipeline import Pipeline, Prediction
+    from model.scenario import Scenario
+
+
+def lookahead_tokens(alpha: Num, ngram: int, guesses: int) -> Num:
+    """τ = 1 + Σ_{j=1..N−1} [1 − (1 − α^j)^G] (see module docstring)."""
+    a = np.asarray(alpha, dtype=np.float64)
+    total = np.ones_like(a)
+    for j in range(1, ngram):
+        total = total + 1.0 - (1.0 - a**j) ** guesses
+    return float(total) if total.ndim == 0 else total
+
+
+class Lookahead(Optimization):
+    name = "lookahead"
+    summary = "lookahead decoding: Jacobi n-gram guesses verified in the same step, no draft"
+    citation = "Fu et al. 2024 (ICML), Break the Sequential Dependency of LLM Inference"
+    order = 82
+    params: ClassVar[dict[str, Param]] = {
+        "ngram": Param(int, 5, "n-gram size (N); 1 = off"),
+        "window": Param(int, 7, "lookahead window (W): parallel Jacobi guesses"),
+        "guesses": Param(int, 7, "candidate n-grams verified per step (G)"),
+        "alpha": Param(float, 0.2, "probability each guessed token is right (α), 0..1"),
+    }
+
+    def check(self) -> None:
+        if self["ngram"] < 1 or self["window"] < 0 or self["guesses"] < 0:
+            raise RooflensError("--opt lookahead: ngram ≥ 1, window ≥ 0 and guesses ≥ 0")
+        if not 0.0 <= self["alpha"] <= 1.0:
+            raise RooflensError("--opt lookahead: alpha must be in [0, 1]")
+
+    @property
+    def width(self) -> int:
+        return 1 + (self["window"] + self["guesses"]) * (self["ngram"] - 1)
+
+    def scenario(self, sc: Scenario) -> Scenario:
+        return claim_decoding(sc, self.name) if self.width > 1 else sc
+
+    def kv_tokens_per_sequence(self, tokens: Num, sc: Scenario) -> Num:
+        return tokens + self.width - 1
+
+    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+        if self.width == 1:
+            return pred
+        kv_lens = pipeline.decode_kv_lens()
+        if not kv_lens.size:
+            kv_lens = np.array([sc.workload.prompt_len + 1.0])
+        verify = price_verify(pipeline, self.width, kv_lens)
+        tau = float(lookahead_tokens(self["alpha"], self["ngram"], self["guesses"]))
+        step_s = step_time_s(verify)
+        speedup = pred.tpot_s / (float(np.mean(step_s)) / tau)
+        note = (
+            f"lookahead: N={self['ngram']}, W={self['window']}, G={self['guesses']}, "
+            f"α={self['alpha']:g}: {self.width} tokens per step, {tau:.2f} accepted, "
+            f"decode speedup {speedup:.2f}x at batch {sc.workload.batch}"
+        )
+        return retime_decode(pred, verify, step_s, tau, note)

@@ -1,0 +1,111 @@
+"""`medusa:heads=H,alpha=A,tree=W`: self-drafting with extra decoding heads (Medusa).
+
+Mechanism (Cai et al. 2024, Medusa): H extra heads on the target's last hidden state each guess
+one more future token (head i the token i + 1 ahead); the guesses, arranged as a tree of W
+candidate tokens, are verified in the next target step with tree attention. No second model:
+each head is one residual block (a D×D linear with bias and SiLU) and its own D×V vocabulary
+projection (Medusa-1 `medusa_head`), so the extra weights are H·(D² + D + V·D).
+
+Formula. Head i's guess is accepted with probability α given the previous ones were, so a step
+yields τ = (1 − α^(H+1)) / (1 − α) tokens (the chain case of Leviathan et al.'s E10 with γ = H;
+a wider tree raises the effective α, which is the input). Each step costs one target step over
+T = W tokens (W = H + 1 for a single chain; Medusa's default trees use ~64) plus the heads on
+the B last-position rows, both priced with the roofline:
+
+    TPOT = mean over positions of [target_step(B, T = W, L + W − 1) + heads(B)] / τ
+
+Memory: the heads' weights (16-bit, vocabulary projection split by TP); W transient KV
+positions per sequence.
+Limits: α is an input; tree attention's mask is priced as causal attention over the W tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from hardware.errors import RooflensError
+from model.memory import MemoryBreakdown
+from model.ops import Num, Op, gemm_op
+from model.optimizations._drafting import (
+    claim_decoding,
+    expected_tokens,
+    price_verify,
+    retime_decode,
+)
+from model.optimizations.base import Optimization, Param
+from model.pricing import price_ops, step_time_s
+
+if TYPE_CHECKING:
+    from model.pipeline import Pipeline, Prediction
+    from model.scenario import Scenario
+
+HEAD_DTYPE = "bf16"  # heads are trained and served in 16-bit (Medusa repository)
+
+
+class Medusa(Optimization):
+    name = "medusa"
+    summary = "Medusa: extra decoding heads guess H tokens, verified by one tree step"
+    citation = "Cai et al. 2024 (ICML), Medusa: Simple LLM Inference Acceleration Framework"
+    order = 81
+    params: ClassVar[dict[str, Param]] = {
+        "heads": Param(int, 4, "extra decoding heads (H); 0 = off"),
+        "alpha": Param(float, 0.6, "acceptance probability of each head's guess (α), 0..1"),
+        "tree": Param(int, 0, "candidate tokens verified per step (W); 0 = H + 1 (one chain)"),
+    }
+
+    def check(self) -> None:
+        if self["heads"] < 0 or self["tree"] < 0:
+            raise RooflensError("--opt medusa: heads and tree must be ≥ 0")
+        if not 0.0 <= self["alpha"] <= 1.0:
+            raise RooflensError("--opt medusa: alpha must be in [0, 1]")
+        if self["heads"] and self["tree"] and self["tree"] < self["heads"] + 1:
+            raise RooflensError("--opt medusa: tree must hold at least heads + 1 tokens")
+
+    @property
+    def width(self) -> int:
+        return self["tree"] or self["heads"] + 1
+
+    def head_ops(self, sc: Scenario, B: float) -> list[Op]:
+        """The H heads on B rows: residual block (replicated) and vocab projection (TP-split)."""
+        m, H, act = sc.model, self["heads"], sc.precision.act_dtype
+        return [
+            gemm_op("medusa.resblock", "decode", H, B, m.d_model, m.d_model, HEAD_DTYPE, act),
+            gemm_op(
+                "medusa.lm_head", "decode", H, B, m.vocab_size / sc.parallel.tp, m.d_model,
+                HEAD_DTYPE, act,
+            ),
+        ]  # fmt: skip
+
+    def scenario(self, sc: Scenario) -> Scenario:
+        return claim_decoding(sc, self.name) if self["heads"] else sc
+
+    def kv_tokens_per_sequence(self, tokens: Num, sc: Scenario) -> Num:
+        return tokens + self.width - 1 if self["heads"] else tokens
+
+    def memory(self, mem: MemoryBreakdown, sc: Scenario) -> MemoryBreakdown:
+        if not self["heads"]:
+            return mem
+        D, V, tp = sc.model.d_model, sc.model.vocab_size, sc.parallel.tp
+        head_bytes = self["heads"] * (D * D + D + V * D / tp) * 2.0
+        return replace(mem, extra_bytes=mem.extra_bytes + head_bytes)
+
+    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+        if not self["heads"]:
+            return pred
+        kv_lens = pipeline.decode_kv_lens()
+        if not kv_lens.size:
+            kv_lens = np.array([sc.workload.prompt_len + 1.0])
+        verify = price_verify(pipeline, self.width, kv_lens)
+        heads = price_ops(self.head_ops(sc, float(sc.workload.batch)), sc.system, pipeline.profile)
+        step_s = step_time_s(verify) + step_time_s(heads)
+        tau = float(expected_tokens(self["alpha"], self["heads"]))
+        speedup = pred.tpot_s / (float(np.mean(step_s)) / tau)
+        note = (
+            f"medusa: {self['heads']} heads, α={self['alpha']:g}, {self.width} tokens verified "
+            f"per step: {tau:.2f} tokens per step, decode speedup {speedup:.2f}x "
+            f"at batch {sc.workload.batch}"
+        )
+        return retime_decode(pred, verify + heads, step_s, tau, note)

@@ -1,0 +1,38 @@
+"""`pp-microbatches:n=M`: how many micro-batches a pipeline-parallel batch is cut into.
+
+With `--pp N` the B sequences run as M micro-batches of B/M through N stages
+(model/pipeline_parallel.py): M = 1 leaves N − 1 of N stages idle at any moment (the bubble),
+M ≥ N keeps every stage busy in decode; prefill's bubble share is (N − 1)/(M + N − 1) (GPipe,
+Huang et al. 2019). The default (n = 0) is M = min(N, B); larger M shrinks each micro-batch's
+GEMMs and so their efficiency at prefill. No effect without `--pp`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from hardware.errors import RooflensError
+from model.optimizations.base import Optimization, Param
+from model.pipeline_parallel import SETTING
+
+if TYPE_CHECKING:
+    from model.scenario import Scenario
+
+
+class PPMicrobatches(Optimization):
+    name = "pp-microbatches"
+    summary = "pipeline parallelism: micro-batches per batch (bubble (N−1)/(M+N−1))"
+    citation = "Huang et al. 2019 GPipe; Narayanan et al. 2021 Megatron-LM PP"
+    order = 3
+    params: ClassVar[dict[str, Param]] = {
+        "n": Param(int, 0, "micro-batches M (0 = min(pp, batch))"),
+    }
+
+    def check(self) -> None:
+        if self["n"] < 0:
+            raise RooflensError("--opt pp-microbatches: n must be ≥ 0 (0 = automatic)")
+
+    def scenario(self, sc: Scenario) -> Scenario:
+        if not self["n"]:
+            return sc
+        return sc.model_copy(update={"settings": {**sc.settings, SETTING: self["n"]}})

@@ -1,0 +1,81 @@
+"""`prompt-compression:ratio=R,compressor=MODEL`: LLMLingua-style prompt compression.
+
+Mechanism (Jiang et al. 2023, LLMLingua; Pan et al. 2024, LLMLingua-2): a small language model
+scores every prompt token (perplexity, or a token classifier) and drops the least informative,
+keeping about 1/R of them; the target then prefills the shorter prompt. LLMLingua reports up to
+20× compression with small quality loss on reasoning and in-context-learning prompts.
+
+Formulas: the target sees P' = ceil(P / R) prompt tokens, so prefill work, TTFT and the KV cache
+(P' + O − 1 positions per sequence) all shrink; decode attends over P' + i positions. If a
+`compressor` model is named, its prefill over the full P tokens (logits at every position, as
+perplexity scoring needs) is added to TTFT, priced with the roofline on the same GPUs.
+R = 1 is the identity. Limits: R and quality are inputs; the compressor runs with no other
+optimization and with the target's TP.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, ClassVar
+
+from hardware.errors import RooflensError
+from model.optimizations._swap import side_scenario
+from model.optimizations.base import Optimization, Param
+from model.presets import get_model
+
+if TYPE_CHECKING:
+    from model.pipeline import Pipeline, Prediction
+    from model.scenario import Scenario
+
+SETTING = "prompt_compression_original_len"
+
+
+class PromptCompression(Optimization):
+    name = "prompt-compression"
+    summary = "LLMLingua prompt compression: prefill ~P/R tokens, shorter KV cache"
+    citation = "Jiang et al. 2023 (EMNLP), LLMLingua: Compressing Prompts for Accelerated Inference"
+    order = 6  # workload transform, before spec and table transforms
+    params: ClassVar[dict[str, Param]] = {
+        "ratio": Param(float, 1.0, "compression ratio R (prompt tokens in / out), ≥ 1"),
+        "compressor": Param(str, "", "small LM that scores tokens (preset id); empty = free"),
+    }
+
+    def check(self) -> None:
+        if self["ratio"] < 1.0:
+            raise RooflensError("--opt prompt-compression: ratio is tokens in / out, ≥ 1")
+
+    def scenario(self, sc: Scenario) -> Scenario:
+        if self["ratio"] == 1.0:
+            return sc
+        P = sc.workload.prompt_len
+        workload = sc.workload.model_copy(update={"prompt_len": math.ceil(P / self["ratio"])})
+        return sc.model_copy(update={"workload": workload, "settings": {**sc.settings, SETTING: P}})
+
+    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+        if self["ratio"] == 1.0:
+            return pred
+        from model.pipeline import Pipeline as CompressorPipeline
+        from model.pipeline import Step, with_updates
+        from model.pricing import step_time_s
+
+        P, P2 = int(sc.settings[SETTING]), sc.workload.prompt_len
+        note = f"prompt-compression: {P} → {P2} prompt tokens (R={self['ratio']:g})"
+        extra_s = 0.0
+        if self["compressor"]:
+            spec = get_model(self["compressor"])
+            small = side_scenario(
+                sc.model_copy(
+                    update={"workload": sc.workload.model_copy(update={"prompt_len": P})}
+                ),
+                spec,
+                sc.parallel.tp,
+                "prompt compressor",
+            )
+            B = float(sc.workload.batch)
+            priced = CompressorPipeline(small).price_step(Step("prefill", B, P, P, lm_tokens=P))
+            extra_s = float(step_time_s(priced))
+            note += f"; compressor {spec.id} scores {P} tokens in {extra_s * 1e3:.3g} ms"
+        ttft_s = pred.ttft_s + extra_s
+        return with_updates(
+            pred, ttft_s=ttft_s, e2e_s=pred.e2e_s + extra_s, notes=[*pred.notes, note]
+        )

@@ -1,0 +1,186 @@
+"""Rendering a plan: terminal (rich), markdown, CSV (the kept configurations) and a
+self-contained HTML report with the Pareto plot (plotly, its JavaScript inlined). Also the
+progress bar the CLI shows when a sweep runs longer than a second."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+from rich.table import Table
+
+from model.planner.plan import Plan
+from model.units import fmt_time
+
+COLUMNS = ["gpu", "GPUs", "layout", "weights/KV", "scheduler", "batch", "TTFT p99", "TPOT p99",
+           "tok/s/GPU", "tok/s/user", "$/h", "$/M tok"]  # fmt: skip
+
+
+class LazyProgress:
+    """A rich progress bar that appears only once the work has taken more than `after_s`."""
+
+    def __init__(self, console: Console, label: str, after_s: float = 1.0):
+        self.console, self.label, self.after_s = console, label, after_s
+        self.start = time.perf_counter()
+        self.bar: Progress | None = None
+        self.task: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None and time.perf_counter() - self.start > self.after_s:
+            self.bar = Progress(
+                "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                TimeElapsedColumn(), console=self.console, transient=True,
+            )  # fmt: skip
+            self.bar.start()
+            self.task = self.bar.add_task(self.label, total=total)
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _cells(r: dict[str, Any]) -> list[str]:
+    unit = f"TP{r['tp']}" + (f"×PP{r['pp']}" if r["pp"] > 1 else "")
+    layout = (
+        f"{r['prefill_replicas']}P+{r['decode_replicas']}D × {unit}"
+        if r["mode"] == "disaggregated"
+        else f"{r['replicas']} × {unit}"
+    )
+    return [
+        r["gpu"], str(r["n_gpus"]), layout, f"{r['weight_dtype']}/{r['kv_dtype']}", r["mode"],
+        str(r["batch"]), fmt_time(r["ttft_p99_s"]), fmt_time(r["tpot_p99_s"]),
+        f"{r['tokens_per_s_per_gpu']:,.0f}", f"{r['tokens_per_s_per_user']:,.1f}",
+        f"{r['cost_per_hour']:,.2f}", f"{r['cost_per_million_tokens']:,.3f}",
+    ]  # fmt: skip
+
+
+def _rows(plan: Plan, limit: int = 12) -> list[tuple[str, dict[str, Any]]]:
+    out = [("recommended", plan.recommended)] if plan.recommended else []
+    step = max(1, len(plan.pareto) // limit)
+    out += [("pareto", r) for r in plan.pareto[::step][:limit]]
+    return out
+
+
+def _sim_cells(s: dict[str, Any]) -> list[str]:
+    c = s["config"]
+    return [s["role"], f"{c['n_gpus']} × {c['gpu']} TP{c['tp']} {c['mode']} batch {c['batch']}",
+            fmt_time(s["ttft_p50_s"]), fmt_time(s["ttft_p99_s"]), fmt_time(s["tpot_p50_s"]),
+            fmt_time(s["tpot_p99_s"]), "; ".join(s["optimistic"]) or "—"]  # fmt: skip
+
+
+SIM_COLUMNS = ["role", "configuration", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99",
+               "analytical optimistic?"]  # fmt: skip
+
+
+def header(plan: Plan) -> str:
+    w = plan.workload
+    return (
+        f"Capacity plan: {plan.space.model} at {w.rate_per_s:g} requests/s, prompts "
+        f"{w.prompt.label()}, outputs {w.output.label()}; {w.slo.label()}"
+    )
+
+
+def footer(plan: Plan) -> str:
+    rej = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in plan.sweep.rejected.items())
+    return (
+        f"{plan.sweep.n_configs:,} configurations in {plan.sweep.elapsed_s:.2f} s "
+        f"({plan.sweep.n_configs / max(plan.sweep.elapsed_s, 1e-9):,.0f} per second); "
+        f"rejected: {rej}. Total {plan.elapsed_s:.2f} s (with simulation and explanations)."
+    )
+
+
+def terminal(plan: Plan, console: Console) -> None:
+    console.print(f"[bold]{header(plan)}[/bold]")
+    for line in plan.explanation:
+        console.print(line)
+    if plan.recommended or plan.pareto:
+        t = Table(title="Recommended and Pareto frontier (tokens/s per GPU vs per user)",
+                  title_justify="left", header_style="bold")  # fmt: skip
+        t.add_column("")
+        for name in COLUMNS:
+            t.add_column(name, justify="right")
+        for role, r in _rows(plan):
+            t.add_row("★" if role == "recommended" else "", *_cells(r))
+        console.print(t)
+    if plan.simulations:
+        t = Table(title="Simulation check (one replica, Poisson arrivals, seeded)",
+                  title_justify="left", header_style="bold")  # fmt: skip
+        for name in SIM_COLUMNS:
+            t.add_column(name)
+        for s in plan.simulations:
+            t.add_row(*_sim_cells(s))
+        console.print(t)
+    for note in plan.sweep.notes:
+        console.print(f"note: {note}")
+    console.print(footer(plan))
+
+
+def _md_table(columns: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    lines += ["| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def markdown(plan: Plan) -> str:
+    parts = [f"## {header(plan)}", "", *[f"- {line}" for line in plan.explanation], ""]
+    if plan.recommended or plan.pareto:
+        rows = [["★" if role == "recommended" else "", *_cells(r)] for role, r in _rows(plan)]
+        parts += [_md_table(["", *COLUMNS], rows), ""]
+    if plan.simulations:
+        parts += [_md_table(SIM_COLUMNS, [_sim_cells(s) for s in plan.simulations]), ""]
+    parts += [f"*{note}*" for note in plan.sweep.notes]
+    parts.append(footer(plan))
+    return "\n".join(parts) + "\n"
+
+
+def csv_frame(plan: Plan) -> pd.DataFrame:
+    """Every kept configuration: per group and scheduler, the cheapest feasible, the Pareto
+    points and the nearest miss, with its verdict."""
+    return plan.sweep.rows
+
+
+def html(plan: Plan) -> str:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    rows = plan.sweep.rows
+    if not rows.empty:
+        ok = rows[rows["feasible"]]
+        fig.add_trace(go.Scatter(
+            x=ok["tokens_per_s_per_gpu"], y=ok["tokens_per_s_per_user"], mode="markers",
+            name="feasible (kept)", marker={"color": "#9ab", "size": 6},
+            text=[f"{r['n_gpus']}× {r['gpu']} TP{r['tp']} {r['mode']} "
+                  f"${r['cost_per_million_tokens']:.3f}/Mtok" for r in ok.to_dict("records")],
+        ))  # fmt: skip
+    if plan.pareto:
+        front = pd.DataFrame(plan.pareto)
+        fig.add_trace(go.Scatter(
+            x=front["tokens_per_s_per_gpu"], y=front["tokens_per_s_per_user"],
+            mode="lines+markers", name="Pareto frontier", line={"color": "#1f77b4"},
+        ))  # fmt: skip
+    if plan.recommended:
+        r = plan.recommended
+        fig.add_trace(go.Scatter(
+            x=[r["tokens_per_s_per_gpu"]], y=[r["tokens_per_s_per_user"]], mode="markers",
+            name="recommended", marker={"symbol": "star", "size": 16, "color": "#d62728"},
+        ))  # fmt: skip
+    fig.update_layout(
+        title=header(plan), xaxis_title="output tokens/s per GPU (at the planned load)",
+        yaxis_title="output tokens/s per user (1 / mean TPOT)", template="plotly_white",
+    )  # fmt: skip
+    body = markdown(plan)
+    import html as html_lib
+
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>rooflens plan</title></head>"
+        "<body style='font-family:sans-serif;max-width:1200px;margin:auto'>"
+        + fig.to_html(full_html=False, include_plotlyjs=True)
+        + "<pre style='white-space:pre-wrap'>"
+        + html_lib.escape(body)
+        + "</pre></body></html>"
+    )

@@ -1,0 +1,105 @@
+"""Plain CLI-style values (comma lists, 'all', length specs, GPU=USD prices) -> a validated
+SweepSpace and ServingWorkload, with one-line errors. The CLI stays a thin shell around this."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from hardware.errors import RooflensError, validation_message
+from hardware.presets import get_gpu, gpu_ids
+from model.planner.prices import default_prices, parse_price, read_price_file
+from model.planner.sweep import SweepSpace
+from model.planner.workload import SLO, LengthDist, ServingWorkload
+
+
+def int_list(text: str, what: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise RooflensError(
+            f"{what}: expected integers separated by commas, got '{text}'"
+        ) from None
+    if not values or min(values) < 1:
+        raise RooflensError(f"{what}: expected positive integers, got '{text}'")
+    return values
+
+
+def str_list(text: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in text.split(",") if v.strip())
+
+
+def gpu_list(text: str, prices: dict[str, float]) -> tuple[str, ...]:
+    """'all' = every preset with a price; otherwise ids (or spec files) checked to exist."""
+    if text.strip() == "all":
+        return tuple(g for g in gpu_ids() if g in default_prices() or g in prices)
+    gpus = str_list(text)
+    for g in gpus:
+        get_gpu(g)
+    return gpus
+
+
+def build_request(
+    *,
+    model: str,
+    gpus: str,
+    rate: float,
+    prompt_len: str,
+    output_len: str,
+    prompt_len_p99: float | None = None,
+    output_len_p99: float | None = None,
+    ttft_slo: float | None = None,
+    tpot_slo: float | None = None,
+    ttft_slo_mean: float | None = None,
+    tpot_slo_mean: float | None = None,
+    tp: str = "1,2,4,8",
+    pp: str = "1",
+    ep: str = "1",
+    weight_dtypes: str = "bf16,fp8",
+    kv_dtypes: str = "bf16,fp8",
+    max_batch: str | None = None,
+    modes: str = "colocated,chunked,disaggregated",
+    max_gpus: int = 64,
+    chunk: int = 2048,
+    profile: str = "calibrated",
+    opts: Sequence[str] = (),
+    sweep_opts: Sequence[str] = (),
+    prices: Sequence[str] = (),
+    price_file: str | None = None,
+) -> tuple[SweepSpace, ServingWorkload]:
+    overrides = read_price_file(price_file) if price_file else {}
+    overrides.update(dict(parse_price(p) for p in prices))
+    try:
+        workload = ServingWorkload(
+            rate_per_s=rate,
+            prompt=LengthDist.parse(prompt_len, prompt_len_p99),
+            output=LengthDist.parse(output_len, output_len_p99),
+            slo=SLO(
+                ttft_p99_s=ttft_slo,
+                tpot_p99_s=tpot_slo,
+                ttft_mean_s=ttft_slo_mean,
+                tpot_mean_s=tpot_slo_mean,
+            ),
+            prices_usd_per_gpu_hour=overrides,
+        )
+        extra = {"max_batches": int_list(max_batch, "--max-batch")} if max_batch else {}
+        space = SweepSpace(
+            model=model,
+            gpus=gpu_list(gpus, overrides),
+            tp=int_list(tp, "--tp"),
+            pp=int_list(pp, "--pp"),
+            ep=int_list(ep, "--ep"),
+            weight_dtypes=str_list(weight_dtypes),
+            kv_dtypes=str_list(kv_dtypes),
+            modes=str_list(modes),
+            max_gpus=max_gpus,
+            chunk_tokens=chunk,
+            profile=profile,
+            opts=tuple(opts),
+            sweep_opts=tuple(sweep_opts),
+            **extra,
+        )
+    except ValidationError as exc:
+        raise RooflensError(validation_message(exc, "plan request")) from None
+    return space, workload

@@ -1,0 +1,117 @@
+"""End-to-end plans: the recommendation re-checked through `rooflens predict`, monotonic in
+rate and SLO, the infeasible case explained, the JSON contract, optimizations."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import cli
+from model.planner.plan import plan
+from model.planner.sweep import SweepSpace, run_sweep
+from model.planner.workload import SLO, LengthDist, ServingWorkload
+
+SMALL = dict(model="llama-3-8b", gpus=("l4", "a10g", "h100-sxm"), tp=(1, 2, 4),
+             max_gpus=32)  # fmt: skip
+
+
+def workload(rate: float, ttft: float = 1.0, tpot: float = 0.05) -> ServingWorkload:
+    slo = SLO(ttft_p99_s=ttft, tpot_p99_s=tpot)
+    return ServingWorkload(rate_per_s=rate, prompt=LengthDist.parse("800"),
+                           output=LengthDist.parse("200"), slo=slo)  # fmt: skip
+
+
+def predict_json(capsys, *argv: str) -> dict:  # type: ignore[no-untyped-def]
+    assert cli.main(["predict", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_recommendation_meets_slos_in_rooflens_predict(capsys) -> None:  # type: ignore[no-untyped-def]
+    w = workload(6.0, ttft=0.5, tpot=0.03)
+    p = plan(SweepSpace(**SMALL), w, simulate_requests=0)
+    r = p.recommended
+    assert r is not None
+    common = ["--model", "llama-3-8b", "--gpu", r["gpu"], "--prompt-len", "800", "--output-len",
+              "200", "--weight-dtype", r["weight_dtype"], "--act-dtype", r["act_dtype"],
+              "--kv-dtype", r["kv_dtype"], "--tp", str(r["tp"]), "--profile", "calibrated",
+              "--prefill-chunk", "2048"]  # fmt: skip
+    alone = predict_json(capsys, *common, "--batch", "1")
+    assert alone["ttft_s"] <= w.slo.ttft_p99_s  # one prompt's prefill fits the TTFT SLO
+    full = predict_json(capsys, *common, "--batch", str(r["batch"]))
+    assert full["tpot_s"] <= w.slo.tpot_p99_s  # a full batch still meets the TPOT SLO
+    assert full["memory"]["fits"]
+    assert r["ttft_p99_s"] >= alone["ttft_s"] and r["tpot_p99_s"] >= full["tpot_s"]
+
+
+def test_more_load_never_fewer_gpus() -> None:
+    space = SweepSpace(**{**SMALL, "gpus": ("h100-sxm",), "max_gpus": 64})
+    counts = []
+    for rate in (1, 10, 40, 100, 200, 400):
+        r = plan(space, workload(rate), simulate_requests=0, explain=False).recommended
+        counts.append(r["n_gpus"] if r else 10**9)
+    assert counts == sorted(counts) and counts[0] < counts[-1]
+
+
+def test_more_load_never_cheaper_across_gpu_types() -> None:
+    costs = []
+    for rate in (1, 4, 16):
+        r = plan(
+            SweepSpace(**SMALL), workload(rate), simulate_requests=0, explain=False
+        ).recommended
+        costs.append(r["cost_per_hour"])
+    assert costs == sorted(costs)
+
+
+def test_tighter_slo_never_cheaper() -> None:
+    costs = []
+    for tpot in (0.2, 0.05, 0.025, 0.015, 0.01):
+        r = plan(SweepSpace(**SMALL), workload(8.0, tpot=tpot), simulate_requests=0,
+                 explain=False).recommended  # fmt: skip
+        costs.append(r["cost_per_hour"] if r else float("inf"))
+    assert costs == sorted(costs) and costs[0] < costs[-1]
+
+
+def test_infeasible_request_explains_nearest_alternatives(capsys) -> None:  # type: ignore[no-untyped-def]
+    code = cli.main(["plan", "--model", "llama-3-70b", "--gpus", "l4", "--max-gpus", "1",
+                     "--rate", "100", "--prompt-len", "1000", "--output-len", "250",
+                     "--ttft-slo", "2", "--tpot-slo", "0.05", "--json"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == cli.EXIT_DOES_NOT_FIT and out["recommended"] is None
+    assert out["rejected"]["does_not_fit"] == out["n_configs_evaluated"] > 0
+    text = " ".join(out["explanation"])
+    assert "does not fit in memory" in text and "Alternative" in text
+    feasible = [a for a in out["alternatives"] if a.get("feasible")]
+    assert feasible and all(a["n_gpus"] > 1 for a in feasible)
+
+
+def test_cli_json_contract(capsys) -> None:  # type: ignore[no-untyped-def]
+    code = cli.main(["plan", "--model", "llama-3-8b", "--gpus", "h100-sxm,l40s", "--rate", "5",
+                     "--prompt-len", "600", "--output-len", "150", "--ttft-slo", "1",
+                     "--tpot-slo", "0.05", "--sim-requests", "300", "--json"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    keys = {"gpu", "n_gpus", "tp", "pp", "weight_dtype", "kv_dtype", "batch", "ttft_s", "tpot_s",
+            "output_tokens_per_s", "cost_per_million_tokens"}  # fmt: skip
+    assert keys <= set(out["recommended"]) and all(keys <= set(p) for p in out["pareto"])
+    assert set(out["rejected"]) >= {"does_not_fit", "misses_ttft", "misses_tpot"}
+    assert out["n_configs_evaluated"] > 10_000 and out["elapsed_s"] > 0
+    assert out["simulations"] and out["simulations"][0]["n_requests"] > 0
+
+
+def test_price_override_changes_the_ranking() -> None:
+    w = workload(4.0)
+    base = plan(SweepSpace(**SMALL), w, simulate_requests=0, explain=False).recommended
+    assert base is not None
+    cheap = w.model_copy(update={"prices_usd_per_gpu_hour": {"h100-sxm": 0.01}})
+    r = plan(SweepSpace(**SMALL), cheap, simulate_requests=0, explain=False).recommended
+    assert r["gpu"] == "h100-sxm" and r["cost_per_hour"] < base["cost_per_hour"]
+
+
+@pytest.mark.parametrize("opt", ["paged-kv", "flash-decoding"])
+def test_optimizations_apply_through_the_pipeline(opt: str) -> None:
+    space = SweepSpace(model="llama-3-8b", gpus=("h100-sxm",), tp=(1,), max_gpus=4)
+    w = workload(4.0)
+    base, with_opt = run_sweep(space, w), run_sweep(space.model_copy(update={"opts": (opt,)}), w)
+    assert with_opt.n_configs == base.n_configs
+    assert all(g.opts == (opt,) for g in with_opt.curves)

@@ -1,0 +1,207 @@
+"""Fit calibrated pricing profiles from measurement tables (`rooflens calibrate fit`).
+
+Per GPU and operator kind the fit finds the `KindEfficiency` terms of hardware/profiles.py
+(achieved compute and bandwidth fractions, fixed per-call overhead, overlap power, latency per
+wave of thread blocks, blocks per SM that saturate bandwidth) minimising the weighted mean of
+|log(predicted / measured)| over the kind's rows, each implementation (engine or kernel
+library) weighted equally, rows faster than the hardware's peak left out (cache effects, not
+kernels: the measurements' README). The model
+priced during the fit is `model.pricing.price_op` itself, so a fitted profile reproduces its
+fit error exactly. Kinds with no compute roof in practice (norm, elementwise, embedding) fit
+the bandwidth fraction and overhead only.
+
+GPUs without measurements: `generic.yaml` is one fit pooled over every measured GPU, each row
+priced with its own GPU's datasheet (peaks, bandwidth, SM count) and each GPU weighted equally,
+so its terms are the dimensionless fractions and the latencies that carry across GPUs. A GPU's
+own file takes the kinds it has data for; its other kinds come from the generic fit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from hardware.presets import default_system, get_gpu
+from hardware.profiles import CALIBRATION_DIR, KindEfficiency, Profile
+from hardware.spec import SystemSpec
+from model.io import atomic_write_text
+from model.pricing import price_op
+from validate.optimize import minimise
+from validate.predict import Batch, batches, predict_frame
+from validate.store import provenance_base
+
+KIND_OPS: dict[str, tuple[str, ...]] = {
+    "gemm": ("gemm",),
+    "attention": ("attention_prefill", "attention_decode"),
+    "norm": ("norm",),
+    "elementwise": ("elementwise",),
+    "embedding": ("embedding",),
+}
+FULL_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power",
+              "wave_latency_s", "saturation_blocks_per_sm")  # fmt: skip
+MEMORY_TERMS = ("memory_fraction", "overhead_s")
+START = {"compute_fraction": 0.75, "memory_fraction": 0.8, "overhead_s": 4e-6,
+         "overlap_power": 2.0, "wave_latency_s": 1e-6, "saturation_blocks_per_sm": 0.5}  # fmt: skip
+COMM_PRIOR = {"comm_bandwidth_fraction": 0.8, "comm_latency_scale": 1.0}
+
+
+def terms_for(kind: str) -> tuple[str, ...]:
+    return FULL_TERMS if kind in ("gemm", "attention") else MEMORY_TERMS
+
+
+def _to_params(x: np.ndarray, terms: tuple[str, ...]) -> dict[str, float]:
+    """Unconstrained vector -> valid terms (fractions by logistic, positive terms by exp)."""
+    out = {}
+    for value, term in zip(x, terms, strict=True):
+        if term.endswith("fraction"):
+            out[term] = float(1.0 / (1.0 + np.exp(-value)))
+        elif term == "overlap_power":
+            out[term] = 1.0 + float(np.exp(value))
+        elif term.endswith("_s"):
+            out[term] = float(np.exp(value)) * 1e-6
+        else:
+            out[term] = float(np.exp(value))
+    return out
+
+
+def _to_vector(params: dict[str, float], terms: tuple[str, ...]) -> np.ndarray:
+    x = []
+    for term in terms:
+        v = params[term]
+        if term.endswith("fraction"):
+            x.append(np.log(v / (1.0 - v)))
+        elif term == "overlap_power":
+            x.append(np.log(v - 1.0))
+        elif term.endswith("_s"):
+            x.append(np.log(v * 1e6))
+        else:
+            x.append(np.log(v))
+    return np.array(x)
+
+
+@dataclass
+class Chunk:
+    """The rows of one GPU for one kind, grouped into array Ops, with weights and targets."""
+
+    system: SystemSpec
+    batches: list[Batch]
+    measured_s: np.ndarray
+    weight: np.ndarray
+
+
+def _chunk(rows: pd.DataFrame) -> Chunk:
+    rows = rows.reset_index(drop=True)
+    system = default_system(get_gpu(str(rows["gpu"].iloc[0])))
+    weight = 1.0 / rows.groupby("impl")["impl"].transform("size").to_numpy(dtype=float)
+    return Chunk(system, batches(rows), rows["measured_s"].to_numpy(float), weight / weight.sum())
+
+
+def predicted_s(chunk: Chunk, eff: KindEfficiency, kind: str) -> np.ndarray:
+    profile = Profile(name="fit", kinds={kind: eff}, source="candidate")
+    out = np.empty(len(chunk.measured_s))
+    for b in chunk.batches:
+        out[b.index] = price_op(b.op, chunk.system, profile).time_s
+    return out
+
+
+def faster_than_peak(table: pd.DataFrame) -> pd.Series:
+    """Rows measured faster than the ideal roofline of their own GPU (cache effects)."""
+    out = pd.Series(False, index=table.index)
+    for gpu, rows in table.groupby("gpu"):
+        ideal = predict_frame(rows, get_gpu(str(gpu)), "ideal")["predicted_s"]
+        out[rows.index] = ideal.to_numpy() > rows["measured_s"].to_numpy()
+    return out
+
+
+def fit_kind(table: pd.DataFrame, kind: str, max_evals: int = 1500) -> tuple[KindEfficiency, dict]:
+    """Fit one kind over the rows of `table` (any GPUs), each GPU weighted equally."""
+    rows = table[table["op"].isin(KIND_OPS[kind])]
+    keep = ~faster_than_peak(rows)
+    chunks = [_chunk(g) for _, g in rows[keep].groupby("gpu")]
+    terms = terms_for(kind)
+
+    def errors(eff: KindEfficiency) -> list[np.ndarray]:
+        return [np.log(predicted_s(c, eff, kind) / c.measured_s) for c in chunks]
+
+    def objective(x: np.ndarray) -> float:
+        eff = KindEfficiency(**_to_params(x, terms))
+        per_gpu = [np.sum(c.weight * np.abs(e)) for c, e in zip(chunks, errors(eff), strict=True)]
+        return float(np.mean(per_gpu))
+
+    x, _ = minimise(objective, _to_vector(START, terms), max_evals=max_evals)
+    params = {k: float(f"{v:.4g}") for k, v in _to_params(x, terms).items()}
+    eff = KindEfficiency(**params)
+    rel = np.abs(np.exp(np.concatenate(errors(eff))) - 1.0)
+    stats = {
+        "rows": int(keep.sum()),
+        "excluded_faster_than_peak": int((~keep).sum()),
+        "median_abs_error": round(float(np.median(rel)), 4),
+        "p90_abs_error": round(float(np.quantile(rel, 0.9)), 4),
+        "rows_by_gpu_impl": {
+            f"{g}/{i}": int(n) for (g, i), n in rows[keep].groupby(["gpu", "impl"]).size().items()
+        },
+    }
+    return eff, stats
+
+
+def fit_profile(
+    table: pd.DataFrame, gpu_id: str | None, inherit: Profile | None = None, max_evals: int = 1500
+) -> Profile:
+    """A calibrated profile for one GPU (gpu_id) or pooled over all of `table` (None: generic)."""
+    rows = table if gpu_id is None else table[table["gpu"] == gpu_id]
+    kinds: dict[str, KindEfficiency] = {}
+    fits: dict[str, Any] = {}
+    for kind, ops in KIND_OPS.items():
+        if rows["op"].isin(ops).any():
+            kinds[kind], fits[kind] = fit_kind(rows, kind, max_evals)
+        elif inherit is not None and kind in inherit.kinds:
+            kinds[kind], fits[kind] = inherit.kinds[kind], {"inherited": "generic.yaml"}
+    default = kinds.get("elementwise") or KindEfficiency(memory_fraction=0.8, overhead_s=3e-6)
+    kinds["default"] = default
+    gpus = sorted(rows["gpu"].unique().tolist())
+    what = f"GPU {gpu_id}" if gpu_id else f"pooled over {', '.join(gpus)}"
+    return Profile(
+        name="calibrated",
+        gpu_id=gpu_id,
+        kinds=kinds,
+        **COMM_PRIOR,
+        source=f"rooflens calibrate fit ({what}), {dt.date.today().isoformat()}",
+        provenance={
+            **provenance_base(),
+            "method": "weighted mean |log(pred/measured)|, Nelder-Mead (validate/calibrate.py)",
+            "gpus": gpus,
+            "fit": fits,
+            "comm": "prior (0.8 of link bandwidth, 1 link latency per step); NCCL protocol fit "
+            "is model/comm.py's hardware/calibration/comm-a100.yaml",
+        },
+    )
+
+
+def write_profile(profile: Profile, path: Path) -> Path:
+    data = profile.model_dump(mode="json", exclude_defaults=False)
+    data["kinds"] = {
+        k: {t: v for t, v in e.items() if v is not None} for k, e in data["kinds"].items()
+    }
+    header = (
+        "# Written by `rooflens calibrate fit` (validate/calibrate.py); do not edit by hand.\n"
+        "# Terms: hardware/profiles.py. Method and data: docs/validation.md, `provenance` below.\n"
+    )
+    return atomic_write_text(path, header + yaml.safe_dump(data, sort_keys=False, width=100))
+
+
+def fit_all(
+    table: pd.DataFrame, out_dir: Path = CALIBRATION_DIR, max_evals: int = 1500
+) -> dict[str, Path]:
+    """Generic (pooled) profile plus one per measured GPU; returns the files written."""
+    generic = fit_profile(table, None, max_evals=max_evals)
+    written = {"generic": write_profile(generic, out_dir / "generic.yaml")}
+    for gpu_id in sorted(table["gpu"].unique()):
+        own = fit_profile(table, str(gpu_id), inherit=generic, max_evals=max_evals)
+        written[str(gpu_id)] = write_profile(own, out_dir / f"{gpu_id}.yaml")
+    return written

@@ -100,7 +100,6 @@ def predict_kernels(table: pd.DataFrame, gpu: GPUSpec, profile: str = "ideal") -
         out["bytes"].append(float(priced.op.bytes))
         out["predicted_s"].append(float(np.asarray(priced.time_s)))
         out["bound"].append(priced.bound)
-    result = table.copy()
-    for column, values in out.items():
-        result[column] = values
-    return result
+    return table.assign(
+        **{column: pd.Series(values, index=table.index) for column, values in out.items()}
+    )

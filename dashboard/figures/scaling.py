@@ -1,93 +1,99 @@
 """Scaling charts: latency and throughput against batch, context length and TP degree.
 
-Points whose memory does not fit on the GPU are drawn hollow and labelled in the hover: the
-cost model still prices them, but no server could run them.
+Two panels side by side (latency, throughput) on log axes. Points whose memory does not fit on
+the GPU are drawn hollow and labelled in the hover: the cost model still prices them, but no
+server could run them. Figures are built in one constructor call from plain dicts (plotly's
+incremental `add_*`/`make_subplots` calls cost tens of milliseconds each on a rerun).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from dashboard.figures import LAYOUT
 
 MS = 1e3
 LATENCY = (("ttft_s", "TTFT", "#4c78a8"), ("tpot_s", "TPOT", "#f58518"))
+PANELS = ((1, "Latency", [0.0, 0.44]), (2, "Output throughput", [0.56, 1.0]))
 
 
-def _symbols(frame: pd.DataFrame) -> list[str]:
-    return ["circle" if fits else "circle-open" for fits in frame["fits"]]
+def _suffix(panel: int) -> str:
+    return "" if panel == 1 else str(panel)
 
 
-def _fit_text(frame: pd.DataFrame) -> list[str]:
-    return ["fits" if fits else "does NOT fit in memory" for fits in frame["fits"]]
+def _fit_hover(sub: pd.DataFrame, x_title: str, what: str) -> list[str]:
+    return [
+        f"{x_title} {x:,}: {what.format(y)}, {'fits' if fits else 'does NOT fit in memory'}"
+        for x, y, fits in zip(sub["x"], sub["y"], sub["fits"], strict=True)
+    ]
 
 
-def _two_panel(
-    frame: pd.DataFrame, x: str, x_title: str, log_x: bool, throughput: list[tuple[str, str]]
+def _series(frame: pd.DataFrame, x: str, column: str, scale: float, name: str, panel: int,
+            x_title: str, what: str, color: str | None = None) -> dict[str, Any]:  # fmt: skip
+    sub = pd.DataFrame({"x": frame[x], "y": frame[column] * scale, "fits": frame["fits"]})
+    return {
+        "type": "scatter",
+        "x": sub["x"].tolist(),
+        "y": sub["y"].tolist(),
+        "mode": "lines+markers",
+        "name": name,
+        "line": {"color": color} if color else {},
+        "marker": {"size": 8, "symbol": ["circle" if f else "circle-open" for f in sub["fits"]]},
+        "xaxis": f"x{_suffix(panel)}",
+        "yaxis": f"y{_suffix(panel)}",
+        "hovertext": _fit_hover(sub, x_title, what),
+        "hoverinfo": "text",
+    }
+
+
+def vline(x: float, panel: int, dash: str, color: str = "black") -> dict[str, Any]:
+    """A vertical line across one panel. Shapes take data coordinates, even on log axes."""
+    s = _suffix(panel)
+    return {"type": "line", "x0": x, "x1": x, "y0": 0, "y1": 1, "xref": f"x{s}",
+            "yref": f"y{s} domain", "line": {"dash": dash, "color": color, "width": 1.5}}  # fmt: skip
+
+
+def note(x: float, panel: int, text: str, xanchor: str, y: float) -> dict[str, Any]:
+    """A label at x on a log axis: annotations take log10 of the data coordinate."""
+    s = _suffix(panel)
+    return {"x": math.log10(x), "y": y, "xref": f"x{s}", "yref": f"y{s} domain", "text": text,
+            "showarrow": False, "xanchor": xanchor, "yanchor": "top",
+            "bgcolor": "rgba(255,255,255,0.8)"}  # fmt: skip
+
+
+def two_panel(
+    frame: pd.DataFrame,
+    x: str,
+    x_title: str,
+    throughput: list[tuple[str, str]],
+    shapes: list[dict[str, Any]],
+    notes: list[dict[str, Any]],
+    title: str,
 ) -> go.Figure:
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=("Latency", "Output throughput"),
-        horizontal_spacing=0.12,
-    )
-    for column, name, color in LATENCY:
-        fig.add_trace(
-            go.Scatter(
-                x=frame[x],
-                y=frame[column] * MS,
-                mode="lines+markers",
-                name=f"{name} (ms)",
-                line={"color": color},
-                marker={"symbol": _symbols(frame), "size": 8},
-                customdata=_fit_text(frame),
-                hovertemplate=f"{x_title} %{{x:,}}: {name} %{{y:,.3g}} ms, %{{customdata}}"
-                "<extra></extra>",
-            ),
-            row=1,
-            col=1,
-        )
-    for column, name in throughput:
-        fig.add_trace(
-            go.Scatter(
-                x=frame[x],
-                y=frame[column],
-                mode="lines+markers",
-                name=name,
-                marker={"symbol": _symbols(frame), "size": 8},
-                customdata=_fit_text(frame),
-                hovertemplate=f"{x_title} %{{x:,}}: %{{y:,.4g}} tokens/s, %{{customdata}}"
-                "<extra></extra>",
-            ),
-            row=1,
-            col=2,
-        )
-    axis_type = "log" if log_x else "linear"
-    for col in (1, 2):
-        fig.update_xaxes(title_text=x_title, type=axis_type, row=1, col=col)
-    fig.update_yaxes(title_text="time (ms)", type="log", row=1, col=1)
-    fig.update_yaxes(title_text="output tokens/s", type="log", row=1, col=2)
-    fig.update_layout(**LAYOUT, height=420, legend={"orientation": "h", "y": -0.25})
-    return fig
-
-
-def _log_x(value: float) -> float:
-    """Annotations on a log axis take log10 of the data coordinate (shapes take the data)."""
-    return math.log10(value)
-
-
-def _vline(fig: go.Figure, x: float, style: dict[str, str], text: str = "") -> None:
-    for col in (1, 2):
-        fig.add_vline(x=x, line=style, row=1, col=col)
-    if text:
-        fig.add_annotation(
-            x=_log_x(x), y=0.02, yref="y2 domain", xref="x2", text=text, showarrow=False,
-            xanchor="left", yanchor="bottom", bgcolor="rgba(255,255,255,0.8)",
-        )  # fmt: skip
+    traces = [
+        _series(frame, x, column, MS, f"{name} (ms)", 1, x_title, name + " {:,.3g} ms", color)
+        for column, name, color in LATENCY
+    ] + [
+        _series(frame, x, column, 1.0, name, 2, x_title, "{:,.4g} tokens/s")
+        for column, name in throughput
+    ]
+    layout: dict[str, Any] = {**LAYOUT, "title": title, "height": 420,
+                              "legend": {"orientation": "h", "y": -0.25}}  # fmt: skip
+    for panel, panel_title, domain in PANELS:
+        s = _suffix(panel)
+        layout[f"xaxis{s}"] = {"domain": domain, "type": "log", "title": x_title,
+                               "anchor": f"y{s}"}  # fmt: skip
+        layout[f"yaxis{s}"] = {"type": "log", "anchor": f"x{s}",
+                               "title": "time (ms)" if panel == 1 else "output tokens/s"}  # fmt: skip
+        notes = [*notes, {"text": panel_title, "x": sum(domain) / 2, "y": 1.0, "xref": "paper",
+                          "yref": "paper", "showarrow": False, "yanchor": "bottom"}]  # fmt: skip
+    layout["shapes"] = shapes
+    layout["annotations"] = notes
+    return go.Figure(data=traces, layout=layout)
 
 
 def batch_figure(
@@ -95,56 +101,43 @@ def batch_figure(
 ) -> go.Figure:
     """TTFT/TPOT and throughput over batch; decode's memory→compute crossover shaded, the
     memory limit (max batch) and the current batch drawn as vertical lines."""
-    fig = _two_panel(
-        frame,
-        "batch",
-        "batch (sequences)",
-        True,
-        [("output_tokens_per_s", "throughput (tokens/s)")],
-    )
+    shapes, notes = [], []
+    for panel in (1, 2):
+        shapes.append(vline(batch, panel, "dot", "grey"))
+        if max_batch >= 1:
+            shapes.append(vline(max_batch, panel, "dash"))
+        if crossover is not None:
+            s = _suffix(panel)
+            shapes.append({"type": "rect", "x0": crossover[0], "x1": crossover[1], "y0": 0,
+                           "y1": 1, "xref": f"x{s}", "yref": f"y{s} domain",
+                           "fillcolor": "red", "opacity": 0.15, "line": {"width": 0}})  # fmt: skip
     if crossover is not None:
-        for col in (1, 2):
-            fig.add_vrect(
-                x0=crossover[0], x1=crossover[1], fillcolor="red", opacity=0.15, line_width=0,
-                row=1, col=col,
-            )  # fmt: skip
-        fig.add_annotation(
-            x=_log_x(crossover[0]), y=0.98, xref="x", yref="y domain", showarrow=False,
-            text="decode turns compute-bound", xanchor="right", yanchor="top",
-            bgcolor="rgba(255,255,255,0.8)",
-        )  # fmt: skip
+        notes.append(note(crossover[0], 1, "decode turns compute-bound", "right", 0.98))
     if max_batch >= 1:
-        _vline(fig, max_batch, {"dash": "dash", "color": "black"}, f"max batch {max_batch:,}")
-    _vline(fig, batch, {"dash": "dot", "color": "grey"})
-    fig.update_layout(title="Against batch (prompt and output fixed)")
-    return fig
+        notes.append(note(max_batch, 2, f"max batch {max_batch:,}", "left", 0.12))
+    return two_panel(
+        frame, "batch", "batch (sequences)", [("output_tokens_per_s", "throughput (tokens/s)")],
+        shapes, notes, "Against batch (prompt and output fixed)",
+    )  # fmt: skip
 
 
 def context_figure(frame: pd.DataFrame, prompt_len: int) -> go.Figure:
-    fig = _two_panel(
-        frame,
-        "prompt_len",
-        "prompt length (tokens)",
-        True,
+    return two_panel(
+        frame, "prompt_len", "prompt length (tokens)",
         [("output_tokens_per_s", "throughput (tokens/s)")],
-    )
-    _vline(fig, prompt_len, {"dash": "dot", "color": "grey"})
-    fig.update_layout(title="Against context length (batch and output fixed)")
-    return fig
+        [vline(prompt_len, p, "dot", "grey") for p in (1, 2)], [],
+        "Against context length (batch and output fixed)",
+    )  # fmt: skip
 
 
 def tp_figure(frame: pd.DataFrame, tp: int) -> go.Figure:
-    fig = _two_panel(
-        frame,
-        "tp",
-        "tensor-parallel GPUs",
-        True,
-        [
-            ("output_tokens_per_s", "all GPUs (tokens/s)"),
-            ("output_tokens_per_s_per_gpu", "per GPU (tokens/s)"),
-        ],
-    )
-    _vline(fig, tp, {"dash": "dot", "color": "grey"})
-    fig.update_xaxes(tickvals=list(frame["tp"]), ticktext=[str(t) for t in frame["tp"]])
-    fig.update_layout(title="Against TP degree (batch, prompt and output fixed)")
+    fig = two_panel(
+        frame, "tp", "tensor-parallel GPUs",
+        [("output_tokens_per_s", "all GPUs (tokens/s)"),
+         ("output_tokens_per_s_per_gpu", "per GPU (tokens/s)")],
+        [vline(tp, p, "dot", "grey") for p in (1, 2)], [],
+        "Against TP degree (batch, prompt and output fixed)",
+    )  # fmt: skip
+    ticks = {"tickvals": list(frame["tp"]), "ticktext": [str(t) for t in frame["tp"]]}
+    fig.update_layout(xaxis=ticks, xaxis2=ticks)
     return fig

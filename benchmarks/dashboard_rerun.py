@@ -49,12 +49,13 @@ def main() -> None:
     parser.add_argument("--gpu", default="h100-sxm")
     parser.add_argument("--tp", default="4")
     parser.add_argument("-n", type=int, default=5, help="reruns per page and control (≤ 10)")
+    parser.add_argument("--pages", default=",".join(PAGES), help="comma-separated page ids")
     args = parser.parse_args()
     query = {"model": args.model, "gpu": args.gpu, "tp": args.tp}
     print(f"page rerun after a control change: {args.model} on {args.tp} × {args.gpu}")
     print(f"{'page':<14} {'control':<11} {'median':>9} {'max':>9}  target {TARGET_S * 1e3:.0f} ms")
     worst = 0.0
-    for page in PAGES:
+    for page in args.pages.split(","):
         for control in CONTROLS:
             times = time_page(page, control, query, args.n)
             worst = max(worst, statistics.median(times))

@@ -61,8 +61,9 @@ def download_row(
     buttons: list[tuple[str, Any, str, str]] = []
     if frame is not None:
         buttons.append(("CSV", lambda: frame.to_csv(index=False), f"{stem}.csv", "text/csv"))
-    if data is not None:
-        buttons.append(("JSON", lambda: to_json(data), f"{stem}.json", "application/json"))
+    if data is not None:  # a document, or a callable building it when the button is clicked
+        document = data if callable(data) else (lambda: data)
+        buttons.append(("JSON", lambda: to_json(document()), f"{stem}.json", "application/json"))
     if fig is not None:
         buttons.append(("Figure (HTML)", lambda: figure_html(fig), f"{stem}.html", "text/html"))
         if png_export_available():

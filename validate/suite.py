@@ -51,16 +51,10 @@ def _rows_from_ops(ops: Iterable[Op], meta: dict[str, object], weight_dtype: str
                 for kernel in ("decode_attention", "paged_decode_attention"):
                     rows.append({**base, "op": "attention_decode", "kernel": kernel,
                                  "kv_len": s["kv_len"], **heads})  # fmt: skip
-        elif op.name == "norm.attn":
-            tokens = float(s.get("rows", 0)) or _tokens(op)
-            rows.append({**base, "op": "norm", "kernel": "rmsnorm", "rows": tokens,
+        elif op.name == "norm.attn":  # fused add + RMSNorm over the step's B·T tokens
+            rows.append({**base, "op": "norm", "kernel": "rmsnorm", "rows": meta["tokens"],
                          "hidden": meta["d_model"], "residual": 1, "norm": "rmsnorm"})  # fmt: skip
     return rows
-
-
-def _tokens(op: Op) -> float:
-    """Rows of a fused add+norm op from its bytes: act bytes = 2 streams · 2 (in, out) · n·D·2."""
-    return float(op.act_bytes) / 8.0
 
 
 def scenario_rows(model: str, tp: int, phase: str, batch: int, tokens: int, kv_len: int,
@@ -69,18 +63,17 @@ def scenario_rows(model: str, tp: int, phase: str, batch: int, tokens: int, kv_l
     sc = make_scenario(model, "a100-sxm-80gb", tp=tp, weight_dtype=weight_dtype, act_dtype=dtype)
     T = float(tokens) if phase == "prefill" else 1.0
     ops = build_ops(sc, phase, float(batch), T, float(kv_len))
-    meta = {"model": model, "tp": tp, "phase": phase, "d_model": sc.model.d_model}
+    meta = {"model": model, "tp": tp, "phase": phase, "d_model": sc.model.d_model,
+            "tokens": batch * T}  # fmt: skip
     rows = _rows_from_ops(ops, meta, weight_dtype)
     for row in rows:
         row["dtype"] = dtype
         row["kv_dtype"] = dtype if row["op"].startswith("attention") else None
-        if row["op"] == "norm":
-            row["rows"] = float(batch * T)
     return rows
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
-    frame = pd.DataFrame(rows).drop(columns=["d_model"], errors="ignore")
+    frame = pd.DataFrame(rows).drop(columns=["d_model", "tokens"], errors="ignore")
     for column in SHAPE_COLUMNS:
         if column in frame.columns:
             frame[column] = pd.to_numeric(frame[column]).astype("Int64")
@@ -90,12 +83,11 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
 
 def working_set_bytes(frame: pd.DataFrame) -> pd.Series:
     """Bytes of the tensors a row allocates (inputs and outputs at 2 bytes per element)."""
-    f = frame.astype({c: float for c in SHAPE_COLUMNS if c in frame}).fillna(0.0)
-    gemm = f.get("m", 0) * f.get("k", 0) + f.get("n", 0) * f.get("k", 0) + f.get("m", 0) * f.get("n", 0)
-    seq = f.get("seq_len", 0) + f.get("kv_len", 0)
-    attn = f.get("batch", 0) * seq * (2 * f.get("n_heads", 0) + 2 * f.get("n_kv_heads", 0)) * f.get("head_dim", 0)
-    norm = 4 * f.get("rows", 0) * f.get("hidden", 0)
-    return 2.0 * (gemm + attn + norm)
+    f = pd.DataFrame({c: pd.to_numeric(frame.get(c, 0), errors="coerce") for c in SHAPE_COLUMNS})
+    f = f.fillna(0.0).astype(float)
+    gemm = f.m * f.k + f.n * f.k + f.m * f.n
+    attn = f.batch * (f.seq_len + f.kv_len) * 2 * (f.n_heads + f.n_kv_heads) * f.head_dim
+    return 2.0 * (gemm + attn + 4 * f.rows * f.hidden)
 
 
 def full_suite(memory_budget_bytes: float = 8e9) -> pd.DataFrame:

@@ -21,38 +21,25 @@ COMPONENTS = (
 def memory_bars(bars: list[tuple[str, MemoryBreakdown]]) -> go.Figure:
     """One stacked bar per scenario (GB per GPU), with each one's capacity marked."""
     labels = [label for label, _ in bars]
-    fig = go.Figure()
+    traces = []
     for attr, name, color in COMPONENTS:
         values = [getattr(mem, attr) / GB for _, mem in bars]
-        if not any(values):
-            continue
-        fig.add_trace(
-            go.Bar(
-                x=labels,
-                y=values,
-                name=name,
-                marker_color=color,
-                hovertemplate=f"{name}: %{{y:,.2f}} GB<extra>%{{x}}</extra>",
-            )
-        )
+        if any(values):
+            traces.append({"type": "bar", "x": labels, "y": values, "name": name,
+                           "marker": {"color": color},
+                           "hovertemplate": f"{name}: %{{y:,.2f}} GB<extra>%{{x}}</extra>"})  # fmt: skip
+    shapes, notes = [], []
     for i, (_, mem) in enumerate(bars):
         capacity = mem.capacity_bytes / GB
-        fig.add_shape(
-            type="line", x0=i - 0.45, x1=i + 0.45, y0=capacity, y1=capacity, xref="x", yref="y",
-            line={"color": "black", "width": 3},
-        )  # fmt: skip
-        fig.add_annotation(
-            x=i, y=capacity, text=f"capacity {capacity:,.1f} GB", showarrow=False,
-            yanchor="bottom",
-        )  # fmt: skip
-    fig.update_layout(
-        **LAYOUT,
-        barmode="stack",
-        height=420,
-        yaxis={"title": "memory per GPU (GB)", "rangemode": "tozero"},
-        title="Memory per GPU against capacity",
-    )
-    return fig
+        shapes.append({"type": "line", "x0": i - 0.45, "x1": i + 0.45, "y0": capacity,
+                       "y1": capacity, "xref": "x", "yref": "y",
+                       "line": {"color": "black", "width": 3}})  # fmt: skip
+        notes.append({"x": i, "y": capacity, "text": f"capacity {capacity:,.1f} GB",
+                      "showarrow": False, "yanchor": "bottom"})  # fmt: skip
+    layout = {**LAYOUT, "barmode": "stack", "height": 420, "shapes": shapes, "annotations": notes,
+              "yaxis": {"title": "memory per GPU (GB)", "rangemode": "tozero"},
+              "title": "Memory per GPU against capacity"}  # fmt: skip
+    return go.Figure(data=traces, layout=layout)
 
 
 def max_batch_heatmap(grid: pd.DataFrame, current_context: int, current_kv: str) -> go.Figure:

@@ -4,10 +4,13 @@ with every operator of prefill and decode at its arithmetic intensity and attain
 Roofline model: attainable FLOP/s = min(peak, intensity × bandwidth) (Williams, Waterman and
 Patterson, CACM 2009); the ridge point is peak / bandwidth. An operator's attained FLOP/s is its
 FLOPs over its priced time, so it sits on the roof under the ideal profile and below it under a
-calibrated one (or when a per-call overhead or communication adds time).
+calibrated one (or when a per-call overhead or communication adds time). Traces are plain dicts
+given to one `go.Figure` call: plotly's incremental `add_trace` costs milliseconds a trace.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -60,12 +63,14 @@ def _ceilings(gpu: GPUSpec) -> list[tuple[str, float]]:
     return [("/".join(names), peak) for peak, names in sorted(by_peak.items())]
 
 
-def _roof(fig: go.Figure, gpu: GPUSpec, x_lo: float, x_hi: float) -> None:
+def _roof(gpu: GPUSpec, x_lo: float, x_hi: float) -> list[dict[str, Any]]:
+    traces: list[dict[str, Any]] = []
     bw = gpu.hbm_bytes_per_s
     ceilings = _ceilings(gpu)
     top = ceilings[-1][1]
-    fig.add_trace(
-        go.Scatter(
+    traces.append(
+        dict(
+            type="scatter",
             x=[x_lo, top / bw],
             y=[x_lo * bw / TERA, top / TERA],
             mode="lines",
@@ -77,8 +82,9 @@ def _roof(fig: go.Figure, gpu: GPUSpec, x_lo: float, x_hi: float) -> None:
     ridge_x, ridge_y, ridge_text = [], [], []
     for dtypes, peak in ceilings:
         ridge = peak / bw
-        fig.add_trace(
-            go.Scatter(
+        traces.append(
+            dict(
+                type="scatter",
                 x=[ridge, x_hi],
                 y=[peak / TERA, peak / TERA],
                 mode="lines",
@@ -92,8 +98,9 @@ def _roof(fig: go.Figure, gpu: GPUSpec, x_lo: float, x_hi: float) -> None:
         ridge_text.append(
             f"{dtypes}: ridge {ridge:,.0f} FLOP/byte, peak {peak / TERA:,.0f} TFLOP/s"
         )
-    fig.add_trace(
-        go.Scatter(
+    traces.append(
+        dict(
+            type="scatter",
             x=ridge_x,
             y=ridge_y,
             mode="markers+text",
@@ -107,6 +114,7 @@ def _roof(fig: go.Figure, gpu: GPUSpec, x_lo: float, x_hi: float) -> None:
             hoverinfo="text",
         )
     )
+    return traces
 
 
 def roofline_figure(
@@ -121,11 +129,11 @@ def roofline_figure(
     max_ridge = max(gpu.peak_flops_per_s.values()) / gpu.hbm_bytes_per_s
     x_lo = min(0.1, float(values.min()) / 3) if len(values) else 0.1
     x_hi = max(10 * max_ridge, float(values.max()) * 3) if len(values) else 10 * max_ridge
-    fig = go.Figure()
-    _roof(fig, gpu, x_lo, x_hi)
+    traces = _roof(gpu, x_lo, x_hi)
     if baseline is not None and len(baseline):
-        fig.add_trace(
-            go.Scatter(
+        traces.append(
+            dict(
+                type="scatter",
                 x=baseline["intensity"],
                 y=baseline["attained_flops_per_s"] / TERA,
                 mode="markers",
@@ -140,8 +148,9 @@ def roofline_figure(
             )
         )
     for (phase, bound), group in placed.groupby(["phase", "bound"], sort=True):
-        fig.add_trace(
-            go.Scatter(
+        traces.append(
+            dict(
+                type="scatter",
                 x=group["intensity"],
                 y=group["attained_flops_per_s"] / TERA,
                 mode="markers",
@@ -156,7 +165,7 @@ def roofline_figure(
                 hoverinfo="text",
             )
         )
-    fig.update_layout(
+    layout = dict(
         **LAYOUT,
         title=title,
         height=560,
@@ -168,4 +177,4 @@ def roofline_figure(
         yaxis={"type": "log", "dtick": 1, "title": "attained performance (TFLOP/s)"},
         legend={"orientation": "h", "y": -0.15},
     )
-    return fig
+    return go.Figure(data=traces, layout=layout)

@@ -54,7 +54,8 @@ def vline(x: float, panel: int, dash: str, color: str = "black") -> dict[str, An
     """A vertical line across one panel. Shapes take data coordinates, even on log axes."""
     s = _suffix(panel)
     return {"type": "line", "x0": x, "x1": x, "y0": 0, "y1": 1, "xref": f"x{s}",
-            "yref": f"y{s} domain", "line": {"dash": dash, "color": color, "width": 1.5}}  # fmt: skip
+            "yref": f"y{s} domain",
+            "line": {"dash": dash, "color": color, "width": 1.5}}  # fmt: skip
 
 
 def note(x: float, panel: int, text: str, xanchor: str, y: float) -> dict[str, Any]:
@@ -87,8 +88,8 @@ def two_panel(
         s = _suffix(panel)
         layout[f"xaxis{s}"] = {"domain": domain, "type": "log", "title": x_title,
                                "anchor": f"y{s}"}  # fmt: skip
-        layout[f"yaxis{s}"] = {"type": "log", "anchor": f"x{s}",
-                               "title": "time (ms)" if panel == 1 else "output tokens/s"}  # fmt: skip
+        y_title = "time (ms)" if panel == 1 else "output tokens/s"
+        layout[f"yaxis{s}"] = {"type": "log", "anchor": f"x{s}", "title": y_title}
         notes = [*notes, {"text": panel_title, "x": sum(domain) / 2, "y": 1.0, "xref": "paper",
                           "yref": "paper", "showarrow": False, "yanchor": "bottom"}]  # fmt: skip
     layout["shapes"] = shapes

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute
-from dashboard.controls import Context
+from dashboard.controls import Context, url_state
 from dashboard.export import download_row
 from dashboard.figures.scaling import batch_figure, context_figure, tp_figure
 from dashboard.settings import Settings
@@ -23,14 +23,13 @@ def render(ctx: Context) -> None:
     st.header("Scaling")
     scenario_line(ctx, pred)
     fit_warning(ctx, pred)
-    shown = st.multiselect(
-        "Sweep against", SECTIONS, default=list(SECTIONS), key="scaling_sections"
-    )
-    if "batch" in shown:
+    # One sweep at a time: each is a dozen full pipeline runs, so a rerun stays interactive.
+    shown = st.radio("Sweep against", SECTIONS, horizontal=True,
+                     key=url_state(ctx, "sweep", SECTIONS[0]))  # fmt: skip
+    if shown == "batch":
         _batch(s, pred.memory.max_batch)
-    if "context length" in shown:
+    elif shown == "context length":
         frame = compute.context_sweep(s)
-        st.subheader("Context length")
         st.plotly_chart(context_figure(frame, s.prompt_len), key="scaling_context")
         st.caption(
             f"Prompt from {frame['prompt_len'].min():,} to {frame['prompt_len'].max():,} tokens "
@@ -38,9 +37,8 @@ def render(ctx: Context) -> None:
             f"batch {s.batch:,} sequences."
         )
         download_row("rooflens-context-sweep", frame=frame)
-    if "TP degree" in shown:
+    else:
         frame = compute.tp_sweep(s)
-        st.subheader("TP degree")
         if frame.empty:
             st.warning("no TP degree in 1–16 divides this model's heads")
         else:
@@ -52,7 +50,6 @@ def render(ctx: Context) -> None:
 def _batch(s: Settings, max_batch: int) -> None:
     frame = compute.batch_sweep(s)
     crossover = decode_crossover(frame)
-    st.subheader("Batch")
     st.plotly_chart(batch_figure(frame, crossover, max_batch, s.batch), key="scaling_batch")
     if crossover is None:
         bound = frame["decode_bound"].iloc[-1]

@@ -103,16 +103,18 @@ def test_memory_kv_dtype_halves_kv_bytes_per_token(app) -> None:  # type: ignore
     assert "fp8" in heat["y"] and heat["x"][-1] == f"{m.max_context:,}"
 
 
-def test_scaling_output_length_moves_the_context_sweep(app) -> None:  # type: ignore[no-untyped-def]
+def test_scaling_sweeps_and_output_length_moves_the_context_sweep(app) -> None:  # type: ignore[no-untyped-def]
     at = app(page="scaling")
     assert_clean(at)
-    batch, _, tp = figures(at)
-    assert {(s["x0"], s["x1"]) for s in batch["layout"]["shapes"] if s["type"] == "rect"} == {
-        (256, 512)
-    }
-    assert trace(tp, "TTFT (ms)")["x"] == [1, 2, 4, 8, 16]
+    (batch,) = figures(at)
+    rects = {(s["x0"], s["x1"]) for s in batch["layout"]["shapes"] if s["type"] == "rect"}
+    assert rects == {(256, 512)}  # decode crossover brackets the ridge point (test_sweeps)
+    at.radio(key="sweep").set_value("TP degree").run()
+    assert trace(figures(at)[0], "TTFT (ms)")["x"] == [1, 2, 4, 8, 16]
+    at.radio(key="sweep").set_value("context length").run()
+    assert at.query_params["sweep"] == "context length"
     at.sidebar.number_input(key="output_len").set_value(1000).run()
-    longest = trace(figures(at)[1], "TTFT (ms)")["x"][-1]
+    longest = trace(figures(at)[0], "TTFT (ms)")["x"][-1]
     assert longest == get_model("llama-3-70b").max_context - 1000 + 1
 
 

@@ -523,6 +523,9 @@ def build_parser() -> argparse.ArgumentParser:
     kp.set_defaults(handler=cmd_kernels_predict)
 
     add_plan_parser(sub)
+    from validate.commands import add_validate_parsers  # validate {run,compare,report}, calibrate
+
+    add_validate_parsers(sub)
     return parser
 
 

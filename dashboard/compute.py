@@ -178,3 +178,51 @@ def capacity_plan(*, simulate_requests: int, **request: Any) -> tuple[dict[str, 
     space, workload = build_request(**request)
     result = plan(space, workload, simulate_requests=simulate_requests)
     return result.to_dict(), result.sweep.feasible
+
+
+SHARED_SETS = "shared measurement sets"
+
+
+def validation_sources() -> list[str]:
+    """The shared public measurements, then every device in the validator's results store."""
+    from validate.store import RESULTS_DIR
+
+    devices = sorted(p.name for p in RESULTS_DIR.glob("*") if any(p.glob("*.csv")))
+    return [SHARED_SETS, *devices]
+
+
+def _measured(source: str) -> pd.DataFrame:
+    if source == SHARED_SETS:
+        from validate.datasets import load_kernels
+
+        return load_kernels()
+    from hardware.presets import gpu_ids
+    from validate.store import load_results
+
+    frame = load_results(source)
+    if "gpu" not in frame:
+        if source in gpu_ids():
+            frame["gpu"] = source
+        elif source == "cpu":
+            from validate.cpu import spec_path
+
+            frame["gpu"] = str(spec_path())
+        else:
+            raise RooflensError(f"results for device '{source}' carry no gpu column to price them")
+    return frame
+
+
+@st.cache_resource(max_entries=8, show_spinner="Predicting every measured kernel…")
+def validation_join(source: str) -> pd.DataFrame:
+    """`validate.compare.join` of one source's measurements (read-only: shared, not copied)."""
+    from validate.compare import join
+
+    return join(_measured(source))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def validation_summary(source: str, gpus: tuple[str, ...], ops: tuple[str, ...]) -> pd.DataFrame:
+    from validate.compare import summarize
+
+    joined = validation_join(source)
+    return summarize(joined[joined["gpu"].isin(gpus) & joined["op"].isin(ops)])

@@ -77,3 +77,20 @@ def summarize(
             rec["calibrated_bias"] = float(kept["error_calibrated"].median())
         records.append(rec)
     return pd.DataFrame(records)
+
+
+def band_check(
+    joined: pd.DataFrame,
+    profile: str = "ideal",
+    median_band: tuple[float, float] = (0.5, 4.0),
+    floor: float = 0.3,
+) -> tuple[bool, dict[str, float]]:
+    """Whether measured / predicted sits in a band a noisy shared machine still meets: the
+    median ratio within `median_band` and no row faster than `floor` x the prediction (a
+    faster row means a wrong spec or a wrong FLOP/byte count, not noise)."""
+    ratio = joined["measured_s"] / joined[f"predicted_{profile}_s"]
+    stats = {"median_ratio": float(ratio.median()), "min_ratio": float(ratio.min()),
+             "max_ratio": float(ratio.max()), "rows": float(len(ratio))}  # fmt: skip
+    low, high = median_band
+    ok = bool(low <= stats["median_ratio"] <= high and stats["min_ratio"] >= floor)
+    return ok, stats

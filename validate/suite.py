@@ -7,8 +7,8 @@ GEMM widths at each TP degree), so the suite measures exactly what the cost mode
 
 `full_suite`: Llama-3-8B and Llama-2-70B at TP 1/4/8; prefill of 128…16k tokens; decode at
 batch 1…256 over KV lengths 1k…128k (rows whose tensors exceed a memory budget are dropped);
-weight-only int8/int4 variants of the decode GEMMs. `quick_suite`: a few shapes that time in
-seconds on a laptop CPU (fp32, the dtype CPUs run natively).
+weight-only int8/int4 variants of the decode GEMMs. `gpu_quick_suite`: a minute's worth of
+those. `cpu_suite`: a few fp32 shapes (the dtype CPUs run natively) that time in seconds.
 """
 
 from __future__ import annotations
@@ -107,17 +107,31 @@ def full_suite(memory_budget_bytes: float = 8e9) -> pd.DataFrame:
     return frame[working_set_bytes(frame) <= memory_budget_bytes].reset_index(drop=True)
 
 
-def quick_suite() -> pd.DataFrame:
-    """A handful of fp32 shapes for a CPU: GEMMs of a small model at decode and prefill sizes."""
-    rows = []
-    for m in (1, 16, 256):
-        for n, k in ((1024, 1024), (2048, 512)):
-            rows.append({"op": "gemm", "kernel": "gemm", "name": "gemm", "m": m, "n": n, "k": k,
-                         "dtype": "fp32", "phase": "decode" if m <= 16 else "prefill"})  # fmt: skip
+def gpu_quick_suite() -> pd.DataFrame:
+    """A minute on a GPU: Llama-3-8B at TP 1, a few prefill and decode shapes per kernel."""
+    rows: list[dict] = []
+    for tokens in (512, 4096):
+        rows += scenario_rows("llama-3-8b", 1, "prefill", 1, tokens, tokens)
+    for batch in (1, 64):
+        rows += scenario_rows("llama-3-8b", 1, "decode", batch, 1, 4096)
+        rows += [r for r in scenario_rows("llama-3-8b", 1, "decode", batch, 1, 4096, "int4")
+                 if r["op"] == "gemm"]  # fmt: skip
+    return _frame(rows)
+
+
+def cpu_suite() -> pd.DataFrame:
+    """fp32 shapes for a CPU, each a few ms: compute-bound GEMMs at prefill sizes, attention,
+    a memory-bound decode GEMV (weights far past the caches) and a fused add+RMSNorm."""
+    rows: list[dict] = [
+        {"op": "gemm", "m": m, "n": n, "k": k, "phase": "prefill" if m > 1 else "decode"}
+        for m, n, k in ((256, 1024, 1024), (512, 512, 512), (128, 2048, 1024), (1, 4096, 4096))
+    ]
+    for row in rows:
+        row.update(kernel="gemm", name="gemm", dtype="fp32")
     rows.append({"op": "attention_prefill", "kernel": "flash_attention", "name": "attn.core",
                  "batch": 1, "seq_len": 512, "n_heads": 8, "n_kv_heads": 2, "head_dim": 64,
                  "dtype": "fp32", "kv_dtype": "fp32", "phase": "prefill"})  # fmt: skip
-    rows.append({"op": "norm", "kernel": "rmsnorm", "name": "norm.attn", "rows": 1024,
-                 "hidden": 2048, "residual": 1, "norm": "rmsnorm", "dtype": "fp32",
+    rows.append({"op": "norm", "kernel": "rmsnorm", "name": "norm.attn", "rows": 2048,
+                 "hidden": 4096, "residual": 1, "norm": "rmsnorm", "dtype": "fp32",
                  "phase": "prefill"})  # fmt: skip
     return _frame(rows)

@@ -25,9 +25,9 @@ def memory_bars(bars: list[tuple[str, MemoryBreakdown]]) -> go.Figure:
     for attr, name, color in COMPONENTS:
         values = [getattr(mem, attr) / GB for _, mem in bars]
         if any(values):
+            hover = f"{name}: %{{y:,.2f}} GB<extra>%{{x}}</extra>"
             traces.append({"type": "bar", "x": labels, "y": values, "name": name,
-                           "marker": {"color": color},
-                           "hovertemplate": f"{name}: %{{y:,.2f}} GB<extra>%{{x}}</extra>"})  # fmt: skip
+                           "marker": {"color": color}, "hovertemplate": hover})  # fmt: skip
     shapes, notes = [], []
     for i, (_, mem) in enumerate(bars):
         capacity = mem.capacity_bytes / GB

@@ -1,35 +1,84 @@
-"""Validation: measured against predicted kernel times (from `validate/`'s results store and the
-shared measurement sets), error by operator class and GPU, and the calibration profile in use."""
+"""Validation: measured against predicted kernel times from the shared measurement sets and the
+validator's results store (`validate.datasets`, `validate.store`, joined and summarised by
+`validate.compare`), error by operator class and GPU, and the calibration profile in use."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from dashboard.controls import Context
-from dashboard.views.common import not_available
+from dashboard import compute
+from dashboard.controls import Context, url_state
+from dashboard.export import download_row
+from dashboard.figures.validation import BAND, error_figure, sample, scatter_figure
 from hardware.presets import get_gpu
-from hardware.profiles import get_profile
+from hardware.profiles import PROFILES, get_profile
 
 
 def render(ctx: Context) -> None:
     st.header("Validation")
-    not_available(
-        "Measured vs predicted (scatter with ±20 % bands, error by operator class and GPU)",
-        "validate/",
-        "issue 6 (the validator)",
+    sources = compute.validation_sources()
+    left, right = st.columns(2)
+    source = left.selectbox("Measurements", sources, key=url_state(ctx, "vsource", sources[0]))
+    profile = right.radio("Profile", PROFILES, horizontal=True,
+                          key=url_state(ctx, "vprofile", "calibrated"))  # fmt: skip
+    joined = compute.validation_join(source)
+    left, right = st.columns(2)
+    all_gpus, all_ops = sorted(joined["gpu"].unique()), sorted(joined["op"].unique())
+    gpus = left.multiselect("GPUs", all_gpus, default=all_gpus, key="vgpus")
+    ops = right.multiselect("Operator classes", all_ops, default=all_ops, key="vops")
+    rows = joined[joined["gpu"].isin(gpus) & joined["op"].isin(ops)]
+    if rows.empty:
+        st.info("Pick at least one GPU and one operator class.")
+        _profile(ctx)
+        return
+    kept = rows[~rows["below_ideal"]]
+    within = float(((kept[f"error_{profile}"]).abs() <= BAND).mean()) if len(kept) else 0.0
+    a, b, c = st.columns(3)
+    a.metric("Measured kernels", f"{len(rows):,} rows", border=True)
+    b.metric(f"Within ±20 % ({profile})", f"{within * 100:.1f} % of rows", border=True)
+    cache = int(rows["cache_effect"].sum())
+    c.metric("Faster than the roofline (cache)", f"{cache:,} rows", border=True,
+             help="left out of the error statistics; see validate/compare.py")  # fmt: skip
+    points = sample(rows)
+    scatter = scatter_figure(points, profile)
+    st.plotly_chart(scatter, key="validation_scatter")
+    st.caption(
+        f"Each point is one measured call ({len(points):,} of {len(rows):,} drawn, at most "
+        "600 per GPU and operator class); error = predicted / measured − 1."
     )
+    summary = compute.validation_summary(source, tuple(gpus), tuple(ops))
+    errors = error_figure(summary, PROFILES)
+    st.plotly_chart(errors, key="validation_errors")
+    st.dataframe(_summary_table(summary), hide_index=True, width="stretch")
+    download_row("rooflens-validation", frame=summary, fig=scatter)
     _profile(ctx)
+
+
+def _summary_table(summary: pd.DataFrame) -> pd.DataFrame:
+    table = pd.DataFrame(
+        {
+            "GPU": summary["gpu"],
+            "operator class": summary["op"],
+            "rows": summary["rows"],
+            "left out (cache effects)": summary["excluded_cache"],
+            "ideal under-predicts (% of rows)": summary["ideal_under_share"] * 100,
+        }
+    )
+    for p in PROFILES:
+        table[f"{p}: median |error| (%)"] = summary[f"{p}_median"] * 100
+        table[f"{p}: p90 |error| (%)"] = summary[f"{p}_p90"] * 100
+    return table.round(1)
 
 
 def _profile(ctx: Context) -> None:
     gpu = get_gpu(ctx.settings.gpu_ref)
-    st.subheader(f"Calibration profile for {gpu.name}")
-    profile = get_profile(ctx.settings.profile, gpu)
     calibrated = get_profile("calibrated", gpu)
+    st.subheader(f"Calibration profile for {gpu.name}")
     st.caption(
-        f"In use: **{profile.name}** (sidebar). Calibrated profile source: {calibrated.source}"
-        + (f"; fitted on {calibrated.gpu_id}" if calibrated.gpu_id else "; generic, any GPU")
+        f"The sidebar's profile: **{ctx.settings.profile}**. Calibrated profile source: "
+        f"{calibrated.source}"
+        + (f" (fitted on {calibrated.gpu_id})" if calibrated.gpu_id else " (generic, any GPU)")
     )
     rows = [
         {
@@ -40,16 +89,8 @@ def _profile(ctx: Context) -> None:
         }
         for kind, eff in calibrated.kinds.items()
     ]
-    rows.append(
-        {
-            "operator kind": "communication",
-            "compute (% of peak)": float("nan"),
-            "memory (% of HBM bandwidth)": calibrated.comm_bandwidth_fraction * 100,
-            "overhead per call (µs)": float("nan"),
-        }
-    )
     st.dataframe(pd.DataFrame(rows).round(2), hide_index=True, width="stretch")
     st.caption(
-        "Communication: the row's bandwidth column is the achieved fraction of the link's "
-        f"bandwidth; latency is {calibrated.comm_latency_scale:g} × the link latency per step."
+        f"Communication: {calibrated.comm_bandwidth_fraction * 100:.1f} % of the link bandwidth, "
+        f"latency {calibrated.comm_latency_scale:g} × the link latency per step."
     )

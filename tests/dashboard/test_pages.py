@@ -144,3 +144,37 @@ def test_planner_tighter_slo_needs_more_gpus(app) -> None:  # type: ignore[no-un
     assert metrics(at)["Cost"].endswith("per hour")
     pareto = figures(at)[0]
     assert pareto["layout"]["xaxis"]["title"]["text"].endswith("(1 / TPOT)")
+
+
+def test_validation_filters_and_profiles(app, measured_dir) -> None:  # type: ignore[no-untyped-def]
+    from validate.datasets import load_kernels
+
+    at = app(page="validation")
+    assert_clean(at)
+    at.multiselect(key="vops").set_value(["gemm"]).run()
+    table = at.dataframe[0].value
+    measured = load_kernels(measured_dir)
+    expected = measured[measured["op"] == "gemm"].groupby("gpu").size()
+    assert dict(zip(table["GPU"], table["rows"], strict=True)) == expected.to_dict()
+    # the ideal profile is a lower bound: it never predicts slower than a real kernel ran
+    assert (table["ideal under-predicts (% of rows)"] == 0).all()
+    calibrated = si(
+        metrics(at)["Within ±20 % (calibrated)"].replace("% of rows", "").strip() + " s"
+    )
+    at.radio(key="vprofile").set_value("ideal").run()
+    ideal = si(metrics(at)["Within ±20 % (ideal)"].replace("% of rows", "").strip() + " s")
+    assert ideal < calibrated
+    scatter = figures(at)[0]
+    band = trace(scatter, "±20 %")
+    assert band["y"][0] == pytest.approx(1.2 * band["x"][0])
+
+
+def test_every_registered_optimization_toggles_from_the_sidebar(app) -> None:  # type: ignore[no-untyped-def]
+    from model.optimizations import registry
+
+    at = app()
+    for name in registry():
+        at.sidebar.multiselect(key="opts_selected").set_value([name]).run()
+        assert not at.exception, (name, [e.value for e in at.exception])
+        # either numbers, or one line saying what the optimization needs
+        assert len(at.metric) == 6 or (len(at.error) == 1 and "\n" not in at.error[0].value)

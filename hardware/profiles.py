@@ -101,6 +101,8 @@ def thread_blocks(kind: str, shape: dict[str, Any], sm_count: int) -> Num | None
     the rows, FlashAttention-2 / FlashInfer), times the flash-decoding KV splits that fill
     ~2 programs per SM without making a split shorter than 256 positions.
     """
+    if "thread_blocks" in shape:  # the op states its own grid (unsplit or split attention)
+        return np.asarray(shape["thread_blocks"], float)
     if kind == "gemm" and {"m", "n"} <= shape.keys():
         m, n = np.asarray(shape["m"], float), np.asarray(shape["n"], float)
         return np.ceil(m / GEMM_TILE_M) * np.ceil(n / GEMM_TILE_N)

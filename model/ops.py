@@ -181,6 +181,7 @@ def attention_op(
     ab, kvb = dtype_bytes(act_dtype), dtype_bytes(kv_dtype)
     n = B * T
     keys = attended_keys(T, L, window)
+    grid = {"thread_blocks": attention_thread_blocks(B, T, n_heads, n_kv_heads)} if sm_count else {}
     q_and_o = 2 * n * n_heads * head_dim * ab
     new_kv_act = n * 2 * n_kv_heads * head_dim * ab
     kv_read = B * kv_positions(L, window) * 2 * n_kv_heads * head_dim * kvb
@@ -203,6 +204,7 @@ def attention_op(
             "n_heads": n_heads,
             "n_kv_heads": n_kv_heads,
             "head_dim": head_dim,
+            **grid,
         },
         bandwidth_fraction=(
             attention_bandwidth_fraction(

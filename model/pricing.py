@@ -53,7 +53,10 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     eff = profile.kind(op.kind)
     compute_s = op.flops / (gpu.peak(op.compute_dtype) * eff.compute_fraction)
     compute_s = compute_s + op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
-    memory_s = op.bytes / (gpu.hbm_bytes_per_s * eff.memory_fraction * op.bandwidth_fraction)
+    # One occupancy model at a time: a calibrated profile's fitted one (on the op's real grid,
+    # hardware/profiles.py) replaces the op's structural min(1, blocks / SMs).
+    occupancy = 1.0 if eff.saturation_blocks_per_sm > 0 else op.bandwidth_fraction
+    memory_s = op.bytes / (gpu.hbm_bytes_per_s * eff.memory_fraction * occupancy)
     comm_s: Num = 0.0
     if op.kind == "comm":
         comm_s = collective_time_s(op, system, profile)

@@ -153,5 +153,6 @@ def make_calls(row: pd.Series, impl: str, device: str, copies: int = 1) -> list[
 
 
 def baseline_name(row: pd.Series) -> str:
-    return {"gemm": "cublas_mm", "attention_prefill": "sdpa", "attention_decode": "sdpa",
+    """torch.mm (cuBLAS on a GPU), scaled_dot_product_attention, F.rms_norm."""
+    return {"gemm": "mm", "attention_prefill": "sdpa", "attention_decode": "sdpa",
             "norm": "rms_norm"}[row["op"]]  # fmt: skip

@@ -82,7 +82,7 @@ def summarize(
 def band_check(
     joined: pd.DataFrame,
     profile: str = "ideal",
-    median_band: tuple[float, float] = (0.5, 4.0),
+    median_band: tuple[float, float] = (0.5, 5.0),
     floor: float = 0.3,
 ) -> tuple[bool, dict[str, float]]:
     """Whether measured / predicted sits in a band a noisy shared machine still meets: the

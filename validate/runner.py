@@ -108,14 +108,20 @@ def run_suite(
     cache_bytes: float = 0.0,
     budget_bytes: float = 4e9,
     progress: Callable[[str], None] | None = None,
+    quick: bool = False,
 ) -> pd.DataFrame:
     """One result row per (suite row, impl): the suite's columns plus impl, measured_s, q20_s,
-    q80_s, timing and copies. `device` is 'cuda' or 'cpu' (where only torch runs)."""
+    q80_s, timing and copies. `device` is 'cuda' or 'cpu' (where only torch runs); `quick`
+    shortens the CPU's sampling."""
     if device == "cpu":
         impls = tuple(i for i in impls if i == "torch")
-        timer: Callable[[list[Call]], dict[str, object]] = time_cpu
+        min_time_s = 0.05 if quick else 0.2
+
+        def timer(calls: list[Call]) -> dict[str, object]:
+            return time_cpu(calls, min_time_s)
+
     else:
-        timer = time_gpu
+        timer = time_gpu  # type: ignore[assignment]
     results = []
     for _, row in suite.iterrows():
         copies = copies_for(row, cache_bytes, budget_bytes)

@@ -131,7 +131,7 @@ def cpu_suite() -> pd.DataFrame:
     rows.append({"op": "attention_prefill", "kernel": "flash_attention", "name": "attn.core",
                  "batch": 1, "seq_len": 512, "n_heads": 8, "n_kv_heads": 2, "head_dim": 64,
                  "dtype": "fp32", "kv_dtype": "fp32", "phase": "prefill"})  # fmt: skip
-    rows.append({"op": "norm", "kernel": "rmsnorm", "name": "norm.attn", "rows": 2048,
+    rows.append({"op": "norm", "kernel": "rmsnorm", "name": "norm.attn", "rows": 512,
                  "hidden": 4096, "residual": 1, "norm": "rmsnorm", "dtype": "fp32",
                  "phase": "prefill"})  # fmt: skip
     return _frame(rows)

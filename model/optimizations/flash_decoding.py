@@ -88,7 +88,7 @@ class FlashDecoding(Optimization):
         split = replace(
             op,
             bandwidth_fraction=attention_bandwidth_fraction(blocks * n, sc.gpu.sm_count),
-            shape={**s, "kv_splits": n},
+            shape={**s, "kv_splits": n, "thread_blocks": blocks * n},
         )
         rows = B * T * H
         partial_bytes = np.where(n > 1, 2 * rows * n * (s["head_dim"] + 1) * PARTIAL_BYTES, 0.0)

@@ -28,6 +28,7 @@ UNITS = {
     "sequences": 1.0,
     "kB/token": 1e3,
     "B/token": 1.0,
+    "%": 0.01,
 }
 _QUANTITY = re.compile(r"^\$?(-?[\d,]*\.?\d+(?:e[+-]?\d+)?)\s*(\S+(?:/\S+)?)?")
 

@@ -42,21 +42,31 @@ def specs(draw: st.DrawFn, kv_heads: int | None = None) -> ModelSpec:
     )
 
 
-def step_s(spec: ModelSpec, gpu: str, batch: float, t: float, length: float) -> float:
-    sc = make_scenario(spec, gpu, prompt_len=16, output_len=16)
+def step_s(
+    spec: ModelSpec, gpu: str, batch: float, t: float, length: float, profile: str = "ideal"
+) -> float:
+    sc = make_scenario(spec, gpu, prompt_len=16, output_len=16, profile=profile)
     return float(step_time_s(make_pipeline(sc).price_step(Step("decode", batch, t, length))))
 
 
-@settings(max_examples=40, deadline=None)
-@given(specs(), st.sampled_from(GPUS), st.integers(1, 256), st.integers(1, 64_000))
+@settings(max_examples=60, deadline=None)
+@given(
+    specs(),
+    st.sampled_from(GPUS),
+    st.integers(1, 256),
+    st.integers(1, 64_000),
+    st.sampled_from(["ideal", "calibrated"]),
+)
 def test_step_time_never_decreases_with_batch_or_context(
-    spec: ModelSpec, gpu: str, batch: int, length: int
+    spec: ModelSpec, gpu: str, batch: int, length: int, profile: str
 ) -> None:
-    base = step_s(spec, gpu, batch, 1, length)
-    assert step_s(spec, gpu, batch * 2, 1, length) >= base
-    assert step_s(spec, gpu, batch, 1, length * 2) >= base
-    prefill = step_s(spec, gpu, batch, min(length, 4096), min(length, 4096))
-    assert step_s(spec, gpu, batch + 1, min(length, 4096), min(length, 4096)) >= prefill
+    base = step_s(spec, gpu, batch, 1, length, profile)
+    assert step_s(spec, gpu, batch + 1, 1, length, profile) >= base
+    assert step_s(spec, gpu, batch * 2, 1, length, profile) >= base
+    assert step_s(spec, gpu, batch, 1, length * 2, profile) >= base
+    s = min(length, 4096)
+    prefill = step_s(spec, gpu, batch, s, s, profile)
+    assert step_s(spec, gpu, batch + 1, s, s, profile) >= prefill
 
 
 @settings(max_examples=40, deadline=None)

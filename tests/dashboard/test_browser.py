@@ -1,0 +1,127 @@
+"""End to end in a real browser: `streamlit run app.py` on a free local port, driven by Playwright
+in Debian's headless Chromium (never a browser Playwright downloads). Changes a control, sees the
+headline metric change and the link follow, uploads a Hugging Face config.json, and saves a
+screenshot (also to docs/img/dashboard.png for the README).
+
+Skips with the reason where Chromium or Playwright is missing (`scripts/install-browser.sh`
+installs Chromium; Playwright comes with the `test` extra)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from apptest_helpers import REPO, si
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+README_SHOT = REPO / "docs" / "img" / "dashboard.png"
+HF_CONFIG = REPO / "tests" / "model" / "fixtures" / "Meta-Llama-3-70B" / "config.json"
+TIMEOUT_MS = 90_000
+
+
+def _chromium() -> str:
+    for candidate in (os.environ.get("ROOFLENS_CHROMIUM"), "/usr/bin/chromium",
+                      shutil.which("chromium"), shutil.which("chromium-browser")):  # fmt: skip
+        if candidate and Path(candidate).is_file():
+            return candidate
+    pytest.skip("Chromium not found (install Debian's `chromium`: scripts/install-browser.sh)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.headless",
+         "true", "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false"],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    err = proc.stderr.read().decode() if proc.stderr else ""
+                    pytest.fail(f"streamlit did not start: {err[-2000:]}")
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _metric(page: Any, label: str) -> Any:
+    return page.locator('[data-testid="stMetric"]').filter(has_text=label).locator(
+        '[data-testid="stMetricValue"]'
+    )
+
+
+def _save(page: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.png")
+    page.screenshot(path=str(tmp))
+    tmp.replace(path)  # atomic: an interrupted run never leaves half a PNG
+
+
+def test_change_a_control_and_see_the_headline_change(server: str, tmp_path: Path) -> None:
+    chromium = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=chromium, headless=True,
+            args=CHROMIUM_FLAGS, viewport={"width": 1440, "height": 1000},
+        )  # fmt: skip
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(server)
+            throughput = _metric(page, "Throughput")
+            sync_api.expect(throughput).to_contain_text("tokens/s", timeout=TIMEOUT_MS)
+            before = throughput.inner_text()
+            page.get_by_role("button", name="Pin as baseline").click()
+            batch = page.get_by_label("Batch (sequences)")
+            batch.fill("64")
+            batch.press("Enter")
+            sync_api.expect(throughput).not_to_have_text(before, timeout=TIMEOUT_MS)
+            after = throughput.inner_text()
+            assert si(after) > si(before), (before, after)  # 8x the batch, more tokens/s
+            page.wait_for_url("**batch=64**")  # the address bar is a link to this scenario
+            time.sleep(1.0)  # let the charts and deltas settle before the picture
+            _save(page, tmp_path / "dashboard.png")
+            assert (tmp_path / "dashboard.png").stat().st_size > 10_000
+            _save(page, README_SHOT)
+
+            page.get_by_text("Upload a model or GPU spec").click()
+            page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(
+                str(HF_CONFIG)
+            )
+            sync_api.expect(page.get_by_text("Using the uploaded model")).to_be_visible()
+        finally:
+            browser.close()

@@ -191,24 +191,22 @@ def validation_sources() -> list[str]:
     return [SHARED_SETS, *devices]
 
 
+def validation_profiles(source: str) -> tuple[str, ...]:
+    """Profiles a source is compared under: a CPU has no calibrated profile (as the CLI)."""
+    return ("ideal",) if source == "cpu" else ("ideal", "calibrated")
+
+
 def _measured(source: str) -> pd.DataFrame:
+    """`rooflens validate compare [--device D]`'s table: the shared sets or a stored device."""
     if source == SHARED_SETS:
         from validate.datasets import load_kernels
 
         return load_kernels()
-    from hardware.presets import gpu_ids
     from validate.store import load_results
 
     frame = load_results(source)
-    if "gpu" not in frame:
-        if source in gpu_ids():
-            frame["gpu"] = source
-        elif source == "cpu":
-            from validate.cpu import spec_path
-
-            frame["gpu"] = str(spec_path())
-        else:
-            raise RooflensError(f"results for device '{source}' carry no gpu column to price them")
+    if frame.empty or "gpu" not in frame:
+        raise RooflensError(f"no priced results stored for device '{source}'")
     return frame
 
 
@@ -217,7 +215,18 @@ def validation_join(source: str) -> pd.DataFrame:
     """`validate.compare.join` of one source's measurements (read-only: shared, not copied)."""
     from validate.compare import join
 
-    return join(_measured(source))
+    return join(_measured(source), validation_profiles(source))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def validation_figures(source: str, gpus: tuple[str, ...], ops: tuple[str, ...]) -> tuple[Any, Any]:
+    """The validator's own figures (`rooflens validate report`): parity with the ±20 % band per
+    profile, and the measured points on each GPU's roofline."""
+    from validate.report import parity_figure, roofline_figure
+
+    joined = validation_join(source)
+    rows = joined[joined["gpu"].isin(gpus) & joined["op"].isin(ops)]
+    return parity_figure(rows, validation_profiles(source)), roofline_figure(rows)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -225,4 +234,5 @@ def validation_summary(source: str, gpus: tuple[str, ...], ops: tuple[str, ...])
     from validate.compare import summarize
 
     joined = validation_join(source)
-    return summarize(joined[joined["gpu"].isin(gpus) & joined["op"].isin(ops)])
+    rows = joined[joined["gpu"].isin(gpus) & joined["op"].isin(ops)]
+    return summarize(rows, profiles=validation_profiles(source))

@@ -251,8 +251,8 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
             price_per_gpu_hour=float(st.session_state.price_per_gpu_hour),
         )
         left, right = st.columns(2)
-        left.button("Pin as baseline", on_click=_pin, args=(s,), help="deltas compare to it")
-        if right.button("Clear baseline", disabled=st.session_state.baseline is None):
+        left.button("Pin baseline", on_click=_pin, args=(s,), help="the deltas compare to it")
+        if right.button("Clear", disabled=st.session_state.baseline is None):
             st.session_state.baseline = None
         baseline = st.session_state.baseline
         if baseline is not None:

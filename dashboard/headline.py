@@ -59,7 +59,7 @@ class Metric:
         diff = self.value - baseline.value
         if diff == 0:
             return None
-        sign = "+" if diff > 0 else "−"
+        sign = "+" if diff > 0 else "-"  # ASCII: Streamlit reads it for the arrow and colour
         rel = f" ({sign}{abs(diff) / abs(baseline.value) * 100:.1f} %)" if baseline.value else ""
         return f"{sign}{self.fmt(abs(diff))}{rel}"
 

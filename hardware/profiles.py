@@ -81,7 +81,8 @@ class KindEfficiency(BaseModel):
         if blocks is not None:
             blocks = np.maximum(blocks, 1.0)
             if self.saturation_blocks_per_sm > 0:
-                used = np.minimum(1.0, blocks / (sm_count * self.saturation_blocks_per_sm))
+                with np.errstate(over="ignore"):  # a vanishing saturation means "always full"
+                    used = np.minimum(1.0, blocks / (sm_count * self.saturation_blocks_per_sm))
                 memory_s = memory_s / used
             latency_s = self.wave_latency_s * np.ceil(blocks / sm_count)
         top = np.maximum(np.maximum(compute_s, memory_s), latency_s)
@@ -137,6 +138,17 @@ class Profile(BaseModel):
 
     def kind(self, kind: str) -> KindEfficiency:
         return self.kinds.get(kind) or self.kinds.get("default") or KindEfficiency()
+
+    def kind_for(self, kind: str, shape: dict[str, Any]) -> KindEfficiency:
+        """The terms pricing uses for one op. Decode-shaped attention (one new token per
+        sequence: flash-decoding kernels, CUDA-core bound when compute-bound) takes the
+        `attention_decode` terms when the profile has them; prefill, chunked prefill and
+        verification (T > 1, or a grid mixing both) take `attention`."""
+        if kind == "attention" and "attention_decode" in self.kinds:
+            new_tokens = shape.get("new_tokens")
+            if new_tokens is not None and bool(np.all(np.asarray(new_tokens) <= 1)):
+                return self.kinds["attention_decode"]
+        return self.kind(kind)
 
 
 IDEAL = Profile(

@@ -50,7 +50,7 @@ class PricedOp:
 
 def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     gpu = system.gpu
-    eff = profile.kind(op.kind)
+    eff = profile.kind_for(op.kind, op.shape)  # decode attention may have its own terms
     compute_s = op.flops / (gpu.peak(op.compute_dtype) * eff.compute_fraction)
     compute_s = compute_s + op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
     # One occupancy model at a time: a calibrated profile's fitted one (on the op's real grid,

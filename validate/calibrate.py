@@ -38,7 +38,8 @@ from validate.store import provenance_base
 
 KIND_OPS: dict[str, tuple[str, ...]] = {
     "gemm": ("gemm",),
-    "attention": ("attention_prefill", "attention_decode"),
+    "attention": ("attention_prefill",),
+    "attention_decode": ("attention_decode", "attention_prefill"),
     "norm": ("norm",),
     "elementwise": ("elementwise",),
     "embedding": ("embedding",),
@@ -52,7 +53,19 @@ COMM_PRIOR = {"comm_bandwidth_fraction": 0.8, "comm_latency_scale": 1.0}
 
 
 def terms_for(kind: str) -> tuple[str, ...]:
-    return FULL_TERMS if kind in ("gemm", "attention") else MEMORY_TERMS
+    return FULL_TERMS if kind in ("gemm", "attention", "attention_decode") else MEMORY_TERMS
+
+
+def kind_rows(table: pd.DataFrame, kind: str) -> pd.Series:
+    """Rows a kind is fitted on. Attention splits as pricing does (Profile.kind_for): one new
+    token per sequence is decode-shaped, whichever phase the row was measured as."""
+    rows = table["op"].isin(KIND_OPS[kind])
+    if kind.startswith("attention"):
+        one_token = table["op"].eq("attention_decode")
+        if "seq_len" in table.columns:
+            one_token |= table["op"].eq("attention_prefill") & table["seq_len"].eq(1)
+        rows &= one_token if kind == "attention_decode" else ~one_token
+    return rows
 
 
 def _to_params(x: np.ndarray, terms: tuple[str, ...]) -> dict[str, float]:
@@ -121,7 +134,7 @@ def faster_than_peak(table: pd.DataFrame) -> pd.Series:
 
 def fit_kind(table: pd.DataFrame, kind: str, max_evals: int = 1500) -> tuple[KindEfficiency, dict]:
     """Fit one kind over the rows of `table` (any GPUs), each GPU weighted equally."""
-    rows = table[table["op"].isin(KIND_OPS[kind])]
+    rows = table[kind_rows(table, kind)].reset_index(drop=True)
     keep = ~faster_than_peak(rows)
     chunks = [_chunk(g) for _, g in rows[keep].groupby("gpu")]
     terms = terms_for(kind)
@@ -157,8 +170,8 @@ def fit_profile(
     rows = table if gpu_id is None else table[table["gpu"] == gpu_id]
     kinds: dict[str, KindEfficiency] = {}
     fits: dict[str, Any] = {}
-    for kind, ops in KIND_OPS.items():
-        if rows["op"].isin(ops).any():
+    for kind in KIND_OPS:
+        if kind_rows(rows, kind).any():
             kinds[kind], fits[kind] = fit_kind(rows, kind, max_evals)
         elif inherit is not None and kind in inherit.kinds:
             kinds[kind], fits[kind] = inherit.kinds[kind], {"inherited": "generic.yaml"}

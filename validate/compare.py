@@ -27,7 +27,9 @@ PROFILE_NAMES = ("ideal", "calibrated")
 
 def join(measured: pd.DataFrame, profiles: Sequence[str | Profile] = PROFILE_NAMES) -> pd.DataFrame:
     """`measured` plus flops, bytes, bound (ideal), predicted_<profile>_s, error_<profile>, and
-    the flags below_ideal (faster than the roofline), cache_effect and ideal_under."""
+    the flags below_ideal (faster than the roofline), cache_effect and ideal_under (rows in
+    `measured`'s order, index reset)."""
+    measured = measured.reset_index(drop=True)
     parts = []
     for gpu_id, rows in measured.groupby("gpu", sort=True):
         gpu = get_gpu(str(gpu_id))

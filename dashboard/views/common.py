@@ -1,9 +1,7 @@
-"""Pieces every page shares: the scenario line, the baseline's prediction, the does-not-fit
-warning, and "not available yet" notices for parts whose backend has not landed."""
+"""Pieces every page shares: the scenario line, the baseline's prediction and the does-not-fit
+warning."""
 
 from __future__ import annotations
-
-import importlib.util
 
 import streamlit as st
 
@@ -42,19 +40,4 @@ def fit_warning(ctx: Context, pred: Prediction) -> None:
     st.error(
         f"Does not fit: {fmt_bytes(over)} over capacity. {compute.fit_advice(ctx.settings)}. "
         "The times below are what it would take if it did."
-    )
-
-
-def module_available(name: str) -> bool:
-    """A backend module (e.g. `model.waterfall`) is present in the tree."""
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
-
-
-def not_available(what: str, module: str, issue: str) -> None:
-    st.info(
-        f"**{what} is not available yet**: it reads `{module}`, which {issue} is adding. "
-        "This part appears here once that module lands; nothing is shown in its place."
     )

@@ -100,18 +100,19 @@ def render(ctx: Context) -> None:
     if rec is None:
         st.error("No configuration meets this load and its SLOs.")
     else:
-        a, b, c, d = st.columns(4)
-        a.metric("GPUs", f"{rec['n_gpus']} × {rec['gpu']}", border=True)
-        b.metric("Cost", f"${rec['cost_per_hour']:,.2f} per hour", border=True)
-        c.metric("Cost per output token", f"${rec['cost_per_million_tokens']:,.3f} per M tokens",
-                 border=True)  # fmt: skip
-        d.metric(
-            "p99 TTFT / TPOT",
-            f"{fmt_time(rec['ttft_p99_s'])} / {fmt_time(rec['tpot_p99_s'])}",
-            border=True,
+        values = (
+            ("GPUs", f"{rec['n_gpus']} × {rec['gpu']}"),
+            ("Cost per hour", f"${rec['cost_per_hour']:,.2f}"),
+            ("Cost per M output tokens", f"${rec['cost_per_million_tokens']:,.3f}"),
+            ("TTFT p99", fmt_time(rec["ttft_p99_s"])),
+            ("TPOT p99", fmt_time(rec["tpot_p99_s"])),
         )
+        for column, (label, value) in zip(st.columns(len(values)), values, strict=True):
+            column.metric(label, value, border=True)
     for line in result["explanation"]:
         st.markdown(f"- {line}")
+    if result["alternatives"]:
+        st.dataframe(pd.DataFrame(result["alternatives"]), hide_index=True, width="stretch")
     pareto = pd.DataFrame(result["pareto"])
     fig = pareto_figure(feasible, pareto, rec)
     if len(feasible):

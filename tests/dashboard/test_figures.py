@@ -91,5 +91,5 @@ def test_cost_per_million_tokens_closed_form() -> None:
 def test_metric_delta_has_sign_unit_and_percent() -> None:
     now = Metric("tpot_s", "TPOT", 0.010, fmt_time, True, "")
     base = Metric("tpot_s", "TPOT", 0.0125, fmt_time, True, "")
-    assert now.delta_text(base) == "−2.5 ms (−20.0 %)"
+    assert now.delta_text(base) == "-2.5 ms (-20.0 %)"
     assert now.delta_text(now) is None and now.delta_text(None) is None

@@ -1,0 +1,38 @@
+"""CI regression, blocking layer: the calibrated profiles' error on the committed measurement
+sets may not exceed the budget in validate/accuracy_budget.yaml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from validate.compare import join, summarize
+from validate.datasets import load_kernels
+
+BUDGET = yaml.safe_load(
+    (Path(__file__).parents[2] / "validate" / "accuracy_budget.yaml").read_text()
+)
+
+
+@pytest.fixture(scope="module")
+def summary(measured_dir):
+    table = summarize(join(load_kernels(measured_dir)), ("gpu", "op"))
+    print("\n" + table.round(4).to_string())
+    return table.set_index(["gpu", "op"])
+
+
+@pytest.mark.parametrize(("gpu", "op"), [(g, o) for g, ops in BUDGET.items() for o in ops])
+def test_calibrated_error_within_budget(summary, gpu, op):
+    row, budget = summary.loc[(gpu, op)], BUDGET[gpu][op]
+    assert row["calibrated_median"] <= budget["median"], (gpu, op, row["calibrated_median"])
+    assert row["calibrated_p90"] <= budget["p90"], (gpu, op, row["calibrated_p90"])
+
+
+def test_every_measured_class_has_a_budget(summary):
+    assert {f"{g}/{o}" for g, o in summary.index} == {f"{g}/{o}" for g in BUDGET for o in BUDGET[g]}
+
+
+def test_calibration_beats_the_ideal_everywhere(summary):
+    assert (summary["calibrated_median"] < summary["ideal_median"]).all()

@@ -1,0 +1,78 @@
+"""The fit recovers known terms from synthetic measurements priced by those terms, and a
+written calibration file loads back as the same profile."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hardware.presets import get_gpu
+from hardware.profiles import KindEfficiency, Profile
+from validate.calibrate import fit_kind, fit_profile, kind_rows, write_profile
+from validate.predict import predict_frame
+
+TRUE = KindEfficiency(
+    compute_fraction=0.7,
+    memory_fraction=0.8,
+    overhead_s=4e-6,
+    overlap_power=2.0,
+    wave_latency_s=1e-6,
+    saturation_blocks_per_sm=0.5,
+)
+
+
+def _synthetic(gpu_id: str, eff: KindEfficiency, noise: float = 0.0) -> pd.DataFrame:
+    sizes = (1, 16, 128, 1024, 8192)
+    widths = (256, 2048, 8192, 28672)
+    rows = [{"op": "gemm", "m": m, "n": n, "k": k, "dtype": "bf16"}
+            for m, n, k in itertools.product(sizes, widths, widths)]  # fmt: skip
+    table = pd.DataFrame(rows)
+    profile = Profile(name="truth", kinds={"gemm": eff}, source="test")
+    table["measured_s"] = predict_frame(table, get_gpu(gpu_id), profile)["predicted_s"]
+    rng = np.random.default_rng(0)
+    table["measured_s"] *= np.exp(noise * rng.standard_normal(len(table)))
+    return table.assign(gpu=gpu_id, impl="synthetic", source="test")
+
+
+def test_recovers_the_terms_that_made_the_data():
+    eff, stats = fit_kind(_synthetic("a100-sxm-80gb", TRUE), "gemm", max_evals=3000)
+    assert stats["median_abs_error"] < 0.01
+    assert eff.compute_fraction == pytest.approx(0.7, rel=0.05)
+    assert eff.memory_fraction == pytest.approx(0.8, rel=0.05)
+    assert eff.overhead_s == pytest.approx(4e-6, rel=0.15)
+
+
+def test_pooled_fit_uses_each_gpus_own_datasheet():
+    # The same efficiency on two GPUs with different peaks: one pooled fit explains both.
+    table = pd.concat([_synthetic("a100-sxm-80gb", TRUE, 0.02), _synthetic("h100-sxm", TRUE, 0.02)])
+    eff, stats = fit_kind(table, "gemm", max_evals=2500)
+    assert stats["median_abs_error"] < 0.03
+    assert eff.compute_fraction == pytest.approx(0.7, rel=0.08)
+
+
+def test_rows_faster_than_the_roofline_are_left_out():
+    table = _synthetic("a100-sxm-80gb", TRUE)
+    table.loc[table.index[:5], "measured_s"] = 1e-9  # impossible: faster than any roofline
+    _, stats = fit_kind(table, "gemm", max_evals=300)
+    assert stats["excluded_faster_than_peak"] == 5
+
+
+def test_attention_rows_split_by_new_tokens():
+    table = pd.DataFrame({"op": ["attention_prefill", "attention_prefill", "attention_decode"],
+                          "seq_len": [1, 512, None]})  # fmt: skip
+    assert list(kind_rows(table, "attention")) == [False, True, False]
+    assert list(kind_rows(table, "attention_decode")) == [True, False, True]
+
+
+def test_written_profile_loads_back(tmp_path):
+    profile = fit_profile(_synthetic("a100-sxm-80gb", TRUE), "a100-sxm-80gb", max_evals=200)
+    path = write_profile(profile, tmp_path / "a100-sxm-80gb.yaml")
+    from hardware.presets import read_data_file
+
+    loaded = Profile.model_validate(read_data_file(path))
+    assert loaded.kinds == profile.kinds
+    assert loaded.provenance["fit"]["gemm"]["rows"] == 80
+    assert "default" in loaded.kinds

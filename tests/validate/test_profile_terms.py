@@ -1,0 +1,127 @@
+"""The calibrated profile's terms (hardware/profiles.py) against their closed forms, and the
+ideal profile as the identity: the plain roofline max(FLOPs / peak, bytes / bandwidth)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hardware.presets import default_system, get_gpu
+from hardware.profiles import IDEAL, KindEfficiency, Profile, get_profile, thread_blocks
+from model.ops import attention_op, gemm_op
+from model.pricing import price_op
+
+A100 = get_gpu("a100-sxm-80gb")
+SYSTEM = default_system(A100)
+
+
+def test_ideal_prices_the_plain_roofline():
+    # [M, N, K] = [300, 5000, 4096] bf16 on A100: closed form, no other term.
+    op = gemm_op("g", "kernel", 1, 300.0, 5000.0, 4096.0, "bf16", "bf16")
+    flops = 2 * 300 * 5000 * 4096
+    nbytes = 2 * (300 * 4096 + 5000 * 4096 + 300 * 5000)
+    expected = max(flops / 312e12, nbytes / 2.039e12)
+    assert float(price_op(op, SYSTEM, IDEAL).time_s) == pytest.approx(expected, rel=1e-12)
+
+
+def test_neutral_efficiency_is_the_identity_on_arrays():
+    compute = np.array([1e-6, 5e-6, 0.0, 2e-3])
+    memory = np.array([3e-6, 1e-6, 0.0, 2e-3])
+    busy = KindEfficiency().busy_s(compute, memory, "gemm", {"m": 1.0, "n": 1.0}, 108)
+    np.testing.assert_array_equal(busy, np.maximum(compute, memory))
+
+
+def test_overlap_power_one_is_the_sum_and_large_power_the_max():
+    eff_sum = KindEfficiency(overlap_power=1.0)
+    assert eff_sum.busy_s(2e-6, 3e-6, "norm", {}, 108) == pytest.approx(5e-6)
+    eff_max = KindEfficiency(overlap_power=200.0)
+    assert eff_max.busy_s(2e-6, 3e-6, "norm", {}, 108) == pytest.approx(3e-6, rel=1e-2)
+    eff_two = KindEfficiency(overlap_power=2.0)
+    assert eff_two.busy_s(3e-6, 4e-6, "norm", {}, 108) == pytest.approx(5e-6)  # 3-4-5
+
+
+def test_wave_latency_counts_waves_of_gemm_tiles():
+    # m = 128·27, n = 128·10: 270 tiles on 108 SMs -> 3 waves.
+    shape = {"m": 128.0 * 27, "n": 128.0 * 10}
+    assert float(thread_blocks("gemm", shape, 108)) == 270
+    eff = KindEfficiency(wave_latency_s=1e-6)
+    assert eff.busy_s(0.0, 0.0, "gemm", shape, 108) == pytest.approx(3e-6)
+
+
+def test_saturation_scales_memory_time_by_occupancy():
+    # 16 tiles, 2 blocks per SM to saturate on 108 SMs: bandwidth share 16 / 216.
+    shape = {"m": 256.0, "n": 1024.0}
+    eff = KindEfficiency(saturation_blocks_per_sm=2.0)
+    assert eff.busy_s(0.0, 1e-6, "gemm", shape, 108) == pytest.approx(1e-6 * 216 / 16)
+    big = {"m": 8192.0, "n": 8192.0}  # 4096 tiles: saturated, unchanged
+    assert eff.busy_s(0.0, 1e-6, "gemm", big, 108) == pytest.approx(1e-6)
+
+
+def test_attention_grid_splits_decode_until_the_gpu_is_full():
+    # Decode, B=1, 8 KV heads, group 4: 8 programs; splits want ceil(2·108/8) = 27, and
+    # L = 4096 allows 16 splits of 256 -> 128 programs.
+    shape = {"batch": 1.0, "new_tokens": 1.0, "kv_len": 4096.0, "n_heads": 32, "n_kv_heads": 8}
+    assert float(thread_blocks("attention", shape, 108)) == 8 * 16
+    # Prefill, T = 1000, group 4: ceil(4000 / 128) = 32 query blocks per KV head, no split.
+    prefill = {**shape, "new_tokens": 1000.0, "kv_len": 1000.0, "batch": 2.0}
+    assert float(thread_blocks("attention", prefill, 108)) == 2 * 8 * 32
+    stated = {**shape, "thread_blocks": 5.0}  # an op stating its own grid wins
+    assert float(thread_blocks("attention", stated, 108)) == 5
+
+
+def test_terms_broadcast_over_grids():
+    B = np.array([1.0, 8.0, 64.0])
+    L = np.array([1024.0, 4096.0, 131072.0])
+    op = attention_op("decode", 1, B, 1.0, L, 32, 8, 128, "bf16", "bf16")
+    profile = get_profile("calibrated", A100)
+    grid = price_op(op, SYSTEM, profile).time_s
+    for i in range(3):
+        one = attention_op("decode", 1, B[i], 1.0, L[i], 32, 8, 128, "bf16", "bf16")
+        assert grid[i] == pytest.approx(float(price_op(one, SYSTEM, profile).time_s), rel=1e-12)
+
+
+def test_decode_attention_takes_its_own_terms():
+    decode = KindEfficiency(memory_fraction=0.5)
+    profile = Profile(name="t", kinds={"attention": KindEfficiency(), "attention_decode": decode},
+                      source="test")  # fmt: skip
+    assert profile.kind_for("attention", {"new_tokens": 1.0}) is decode
+    assert profile.kind_for("attention", {"new_tokens": 512.0}) is profile.kinds["attention"]
+    mixed = {"new_tokens": np.array([1.0, 64.0])}
+    assert profile.kind_for("attention", mixed) is profile.kinds["attention"]
+    assert profile.kind_for("gemm", {"new_tokens": 1.0}) == KindEfficiency()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cf=st.floats(0.05, 1.0), mf=st.floats(0.05, 1.0), overhead=st.floats(0, 2e-5),
+    power=st.one_of(st.none(), st.floats(1.0, 8.0)), wave=st.floats(0, 1e-5),
+    sat=st.floats(0, 4.0), m=st.integers(1, 9000), n=st.integers(1, 70000),
+    k=st.integers(1, 70000),
+)  # fmt: skip
+def test_any_calibrated_profile_is_at_least_the_ideal(cf, mf, overhead, power, wave, sat, m, n, k):
+    eff = KindEfficiency(
+        compute_fraction=cf,
+        memory_fraction=mf,
+        overhead_s=overhead,
+        overlap_power=power,
+        wave_latency_s=wave,
+        saturation_blocks_per_sm=sat,
+    )
+    profile = Profile(name="calibrated", kinds={"gemm": eff}, source="test")  # fmt: skip
+    op = gemm_op("g", "kernel", 1, float(m), float(n), float(k), "bf16", "bf16")
+    ideal = float(price_op(op, SYSTEM, IDEAL).time_s)
+    assert float(price_op(op, SYSTEM, profile).time_s) >= ideal * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("gpu_id", ["a100-sxm-80gb", "a40", "h100-sxm", "l40s", "b200"])
+def test_calibrated_profiles_load_and_are_fitted(gpu_id):
+    profile = get_profile("calibrated", get_gpu(gpu_id))
+    assert {"gemm", "attention", "attention_decode"} <= set(profile.kinds)
+    assert profile.provenance["git_commit"]
+    # Own file for the measured GPUs, the derived generic profile for the rest.
+    assert profile.gpu_id == (gpu_id if gpu_id in ("a100-sxm-80gb", "a40") else None)
+    assert all(math.isfinite(e.overhead_s) for e in profile.kinds.values())

@@ -142,16 +142,20 @@ def memory_breakdown(sc: Scenario, pipeline: Pipeline) -> MemoryBreakdown:
     return MemoryBreakdown(**{**asdict(mem), "max_batch": _max_batch(total, capacity - extra)})
 
 
-def _max_batch(total: Any, capacity: float) -> int:
-    """Largest B with total(B) ≤ capacity (total is non-decreasing in B): exponential + bisect."""
+def _max_batch(total: Any, capacity: float, points: int = 64) -> int:
+    """Largest B with total(B) ≤ capacity, total non-decreasing in B and broadcast-safe.
+
+    Each round prices `points` batches in one vectorised call and keeps the bracket where the
+    total crosses the capacity: a million candidates resolve in four calls.
+    """
     if total(1.0) > capacity:
         return 0
-    lo, hi = 1, 2
-    while hi < MAX_BATCH_SEARCH and total(float(hi)) <= capacity:
-        lo, hi = hi, hi * 2
-    if hi >= MAX_BATCH_SEARCH:
-        return MAX_BATCH_SEARCH
+    lo, hi = 1, MAX_BATCH_SEARCH  # total(lo) fits; hi is the search ceiling
+    if total(float(hi)) <= capacity:
+        return hi
     while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if total(float(mid)) <= capacity else (lo, mid)
+        grid = np.unique(np.linspace(lo, hi, points).round())
+        fits = np.asarray(total(grid)) <= capacity
+        lo = int(grid[fits].max())
+        hi = int(grid[~fits].min())
     return lo

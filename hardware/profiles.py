@@ -71,9 +71,19 @@ class KindEfficiency(BaseModel):
     )
 
     def busy_s(
-        self, compute_s: Num, memory_s: Num, kind: str, shape: dict[str, Any], sm_count: int
+        self,
+        compute_s: Num,
+        memory_s: Num,
+        kind: str,
+        shape: dict[str, Any],
+        sm_count: int,
+        streamed_share: Num = 1.0,
     ) -> Num:
-        """Busy time of one call from its compute and memory roofs (overhead not included)."""
+        """Busy time of one call from its compute and memory roofs (overhead not included).
+
+        `streamed_share` is the part of the bytes the grid streams in parallel (an attention
+        op's KV-cache reads); only it is throttled by occupancy, the rest moves at full rate.
+        """
         blocks = None
         if self.wave_latency_s > 0 or self.saturation_blocks_per_sm > 0:
             blocks = thread_blocks(kind, shape, sm_count)
@@ -83,7 +93,7 @@ class KindEfficiency(BaseModel):
             if self.saturation_blocks_per_sm > 0:
                 with np.errstate(over="ignore"):  # a vanishing saturation means "always full"
                     used = np.minimum(1.0, blocks / (sm_count * self.saturation_blocks_per_sm))
-                memory_s = memory_s / used
+                memory_s = memory_s * (streamed_share / used + 1.0 - streamed_share)
             latency_s = self.wave_latency_s * np.ceil(blocks / sm_count)
         top = np.maximum(np.maximum(compute_s, memory_s), latency_s)
         p = self.overlap_power

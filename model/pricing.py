@@ -61,7 +61,11 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     if op.kind == "comm":
         comm_s = collective_time_s(op, system, profile)
     # max(compute, memory) under `ideal`; calibrated terms in hardware/profiles.py
-    busy = eff.busy_s(compute_s, memory_s, op.kind, op.shape, gpu.sm_count) + comm_s
+    streamed: Num = 1.0
+    if "kv_read_bytes" in op.shape:  # only the KV stream is throttled by the grid's occupancy
+        with np.errstate(divide="ignore", invalid="ignore"):
+            streamed = np.where(op.bytes > 0, op.shape["kv_read_bytes"] / op.bytes, 1.0)
+    busy = eff.busy_s(compute_s, memory_s, op.kind, op.shape, gpu.sm_count, streamed) + comm_s
     overhead = eff.overhead_s if _does_work(op) else 0.0
     return PricedOp(op, compute_s, memory_s, comm_s, busy + overhead)
 

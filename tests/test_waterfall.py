@@ -20,6 +20,7 @@ from model.waterfall import DEFAULT_STACK, split_stack, waterfall
 ISSUE3 = {
     "no-kv-cache", "gqa", "mqa", "quant", "eager-attention", "flash-decoding", "paged-kv",
     "contiguous-kv", "sliding-window", "sparsity-2:4", "activation-sparsity", "offload", "fusion",
+    "unsplit-decode",
 }  # fmt: skip
 
 

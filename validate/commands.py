@@ -43,8 +43,15 @@ ERROR_COLUMNS = ("ideal_median", "ideal_p90", "calibrated_median", "calibrated_p
                  "calibrated_bias", "ideal_under_share")  # fmt: skip
 
 
+SHORT_NAMES = {"excluded_cache": "cache effects", "ideal_under_share": "ideal under",
+               "ideal_median": "ideal med", "ideal_p90": "ideal p90",
+               "calibrated_median": "calib med", "calibrated_p90": "calib p90",
+               "calibrated_bias": "calib bias"}  # fmt: skip
+
+
 def print_summary(summary: pd.DataFrame, title: str) -> None:
-    console.print(_table(title, summary, percent=ERROR_COLUMNS))
+    percent = [SHORT_NAMES.get(c, c) for c in ERROR_COLUMNS]
+    console.print(_table(title, summary.rename(columns=SHORT_NAMES), percent=percent))
 
 
 # ---------------------------------------------------------------- validate run

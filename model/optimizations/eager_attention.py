@@ -76,7 +76,12 @@ class EagerAttention(Optimization):
     switches_off: ClassVar[str] = "FlashAttention"
 
     def ops(self, ops: list[Op], sc: Scenario, step: Step) -> list[Op]:
-        return [self._eager(op, sc) if op.kind == "attention" else op for op in ops]
+        # the score matrix replaces Flash-Decoding's split: no combine kernel runs
+        return [
+            self._eager(op, sc) if op.kind == "attention" else op
+            for op in ops
+            if op.name != "attn.combine"
+        ]
 
     def _eager(self, op: Op, sc: Scenario) -> Op:
         s = op.shape
@@ -95,7 +100,7 @@ class EagerAttention(Optimization):
             act_bytes=op.act_bytes + SCORE_PASSES * scores * ab + repeat,
             live_bytes=op.live_bytes + 2 * scores * ab,
             bandwidth_fraction=attention_bandwidth_fraction(blocks, sc.gpu.sm_count),
-            shape={**s, "eager": True},
+            shape={**s, "eager": True, "kv_splits": 1.0, "thread_blocks": blocks},
         )
 
     def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:

@@ -29,11 +29,14 @@ def test_score_matrix_traffic_closed_form(b: int, t: float, l: float) -> None:
 
 
 def test_flops_unchanged_everywhere() -> None:
+    # The model's FLOPs are equal; only Flash-Decoding's split-combine kernel (a reduction of
+    # partials, not attention math) is absent on the eager path.
     sc = scenario("llama-3-8b", batch=2, prompt_len=700, output_len=8)
     for step in (Step("prefill", 2.0, 700.0, 700.0), Step("decode", 2.0, 1.0, 705.0)):
-        assert total(step_ops(sc, ["eager-attention"], step), "flops") == total(
-            step_ops(sc, [], step), "flops"
-        )
+        flash = [op for op in step_ops(sc, [], step) if op.name != "attn.combine"]
+        eager = step_ops(sc, ["eager-attention"], step)
+        assert "attn.combine" not in {op.name for op in eager}
+        assert total(eager, "flops") == total(flash, "flops")
 
 
 def test_gqa_eager_path_expands_kv_per_query_head() -> None:

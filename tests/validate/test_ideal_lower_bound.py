@@ -1,6 +1,7 @@
 """Foundation requirement: the `ideal` profile is a lower bound on the real A100 GEMM and
-attention measurements (aiconfigurator's vLLM and SGLang tables, Vidur's GEMMs). Rows measured faster than the
-roofline are excluded only when L2 could explain them (validate/compare.py) and are counted."""
+attention measurements (aiconfigurator's vLLM and SGLang tables, Vidur's GEMMs). Rows measured
+faster than the roofline are excluded only when L2 could explain them (validate/compare.py) and
+are counted."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes files owner-only; results are meant to be shared
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -14,303 +14,62 @@ once, each result written once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from hardware.errors import RooflensError
+from model.attention import (
+    ATTENTION_QUERY_TILE,
+    KEYS_PER_SPLIT_MIN,
+    PARTIAL_BYTES,
+    attended_keys,
+    attention_bandwidth_fraction,
+    attention_op,
+    attention_thread_blocks,
+    combine_op,
+    decode_splits,
+    kv_positions,
+    resplit_attention,
+    streamed_fraction,
+)
 from model.dtypes import compute_dtype, dtype_bytes
+from model.op import (
+    DEQUANT_ROW_TILE,
+    DEQUANT_VECTOR_FLOPS_PER_WEIGHT,
+    SCALE_BYTES,
+    Num,
+    Op,
+    dequant_vector_flops,
+    gemm_op,
+    weight_storage_bytes,
+)
 from model.scenario import Scenario
 from model.spec import ModelSpec
 
-Num = float | npt.NDArray[np.float64]
-SCALE_BYTES = 2.0  # one fp16 scale per group of quantized weights (GPTQ/AWQ layout)
-
-
-@dataclass(frozen=True)
-class Op:
-    """One operator instance of a step. Quantities are per instance; multiply by `count`."""
-
-    name: str  # stable id shared with validate/, e.g. "attn.qkv_proj"
-    phase: str  # "prefill" | "decode" (or an optimization's own phase name)
-    kind: str  # "gemm" | "attention" | "elementwise" | "norm" | "embedding" | "comm"
-    count: int
-    flops: Num
-    weight_bytes: Num
-    act_bytes: Num
-    kv_bytes: Num
-    compute_dtype: str
-    comm_bytes: Num = 0.0
-    live_bytes: Num = 0.0  # activation bytes alive while it runs (inputs, outputs, workspace)
-    shape: dict[str, Any] = field(default_factory=dict)  # e.g. m, n, k for a GEMM
-    # CUDA-core work overlapping the tensor-core work of the same kernel (weight dequantization,
-    # fused epilogues), priced at the fp32 non-tensor peak; not part of `flops`.
-    vector_flops: Num = 0.0
-    # Share of HBM bandwidth the kernel can reach (< 1 when it launches fewer blocks than SMs).
-    bandwidth_fraction: Num = 1.0
-
-    @property
-    def bytes(self) -> Num:
-        return self.weight_bytes + self.act_bytes + self.kv_bytes
-
-    def scaled(self, **factors: float) -> Op:
-        """A copy with named quantities multiplied (e.g. scaled(weight_bytes=0.5))."""
-        return replace(self, **{k: getattr(self, k) * v for k, v in factors.items()})
-
-
-def weight_storage_bytes(n_params: Num, weight_dtype: str, group_size: int) -> Num:
-    """Bytes to store n weights: packed elements plus one fp16 scale per group if quantized."""
-    scales = n_params / group_size * SCALE_BYTES if weight_dtype in ("int8", "int4", "nf4") else 0.0
-    return n_params * dtype_bytes(weight_dtype) + scales
-
-
-# Weight-only dequantization (W4A16, W8A16): an int→float convert and a scale multiply-add per
-# weight element, on CUDA cores (Frantar et al. 2024, "MARLIN", §3), redone for every
-# activation row tile; Marlin's largest tile is 64 rows (4 × 16-row m-blocks).
-DEQUANT_VECTOR_FLOPS_PER_WEIGHT = 2.0
-DEQUANT_ROW_TILE = 64.0
-
-
-def dequant_vector_flops(M: Num, N: Num, K: Num, weight_dtype: str, act_dtype: str) -> Num:
-    """CUDA-core work to widen quantized weights to the compute unit's dtype (0 if none)."""
-    narrower = dtype_bytes(weight_dtype) < dtype_bytes(compute_dtype(weight_dtype, act_dtype))
-    if weight_dtype not in ("int8", "int4", "nf4", "fp8") or not narrower:
-        return 0.0 * M
-    tiles = np.ceil(np.asarray(M, dtype=np.float64) / DEQUANT_ROW_TILE)
-    out = DEQUANT_VECTOR_FLOPS_PER_WEIGHT * N * K * tiles
-    return float(out) if np.ndim(out) == 0 else out
-
-
-# FlashAttention-2 launches one thread block per (sequence, KV head, 128-row query tile) in
-# decode-shaped calls (query heads of a GQA group packed into the tile); with fewer blocks than
-# SMs the idle SMs issue no loads, so HBM bandwidth scales with occupancy (Dao, Haziza, Massa,
-# Sizov 2023, "Flash-Decoding for long-context inference"). Flash-decoding lifts this.
-ATTENTION_QUERY_TILE = 128
-
-
-def attention_thread_blocks(B: Num, T: Num, n_heads: int, n_kv_heads: int) -> Num:
-    """Thread blocks of an unsplit FlashAttention call: B · K · ⌈T · (H/K) / 128⌉."""
-    group = n_heads // n_kv_heads
-    return B * n_kv_heads * np.ceil(np.asarray(T, dtype=np.float64) * group / ATTENTION_QUERY_TILE)
-
-
-def streamed_fraction(total_bytes: Num, kv_read_bytes: Num, fraction: Num) -> Num:
-    """The one bandwidth share for all of an attention op's bytes such that only the streamed
-    KV-cache reads run at `fraction` and the rest (Q, O, new K/V rows) at full bandwidth:
-    total / (kv_read / fraction + total − kv_read)."""
-    rest = np.asarray(total_bytes, dtype=np.float64) - kv_read_bytes
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(total_bytes > 0, total_bytes / (kv_read_bytes / fraction + rest), 1.0)
-    return float(out) if np.ndim(out) == 0 else out
-
-
-def attention_bandwidth_fraction(blocks: Num, sm_count: int) -> Num:
-    """Reachable share of HBM bandwidth with `blocks` thread blocks on `sm_count` SMs."""
-    out = np.minimum(1.0, np.asarray(blocks, dtype=np.float64) / sm_count)
-    return float(out) if np.ndim(out) == 0 else out
-
-
-KEYS_PER_SPLIT_MIN = 128  # one K/V block: a split shorter than that has nothing to stream
-PARTIAL_BYTES = 4.0  # split partial outputs and log-sum-exps are fp32
-
-
-def decode_splits(B: Num, T: Num, n_heads: int, n_kv_heads: int, positions: Num, sm_count: int,
-                  splits: int = 0) -> Num:  # fmt: skip
-    """Flash-Decoding's KV splits (Dao, Haziza, Massa, Sizov 2023): `splits`, or 0 for enough
-    to fill the SMs, ⌈SMs / blocks⌉, never shorter than 128 keys on average; only decode-shaped
-    calls (one query tile per sequence and KV head) split; prefill has query tiles to spread."""
-    if not sm_count:
-        return 1.0
-    blocks = np.asarray(attention_thread_blocks(B, T, n_heads, n_kv_heads), dtype=np.float64)
-    wanted = float(splits) if splits else np.ceil(sm_count / np.maximum(blocks, 1.0))
-    # continuous in L, so attention time never falls as the context grows (a whole number of
-    # splits would make it a sawtooth): n ≤ L / 128
-    cap = np.maximum(1.0, np.asarray(positions, dtype=np.float64) / KEYS_PER_SPLIT_MIN)
-    n = np.where(
-        blocks <= np.asarray(B) * n_kv_heads, np.maximum(1.0, np.minimum(wanted, cap)), 1.0
-    )
-    return float(n) if np.ndim(n) == 0 else n
-
-
-def combine_op(attn: Op) -> Op | None:
-    """The split's second kernel: rescale and sum N fp32 partials and their log-sum-exps.
-
-    bytes = 2 · B·T·H · N · (Dh + 1) · 4 (written by the split kernel, read here);
-    FLOPs = B·T·H · N · (2·Dh + 4). None when no call splits.
-    """
-    s = attn.shape
-    n = np.asarray(s.get("kv_splits", 1.0), dtype=np.float64)
-    if np.all(n <= 1.0):
-        return None
-    rows = s["batch"] * s["new_tokens"] * s["n_heads"]
-    partial = np.where(n > 1, 2 * rows * n * (s["head_dim"] + 1) * PARTIAL_BYTES, 0.0)
-    return Op(
-        name="attn.combine",
-        phase=attn.phase,
-        kind="elementwise",
-        count=attn.count,
-        flops=np.where(n > 1, rows * n * (2 * s["head_dim"] + 4), 0.0),
-        weight_bytes=0.0,
-        act_bytes=partial,
-        kv_bytes=0.0,
-        compute_dtype="fp32",
-        live_bytes=partial / 2,
-        shape={"kv_splits": n},
-    )
-
-
-def resplit_attention(ops: list[Op], splits_for: Any, sm_count: int) -> list[Op]:
-    """Re-grid every split-capable attention op with `splits_for(op)` KV splits, replacing the
-    combine kernels that follow them (for the flash-decoding and unsplit-decode transforms)."""
-    out: list[Op] = []
-    for op in ops:
-        if op.name == "attn.combine":
-            continue
-        if op.kind != "attention" or op.shape.get("eager") or "kv_splits" not in op.shape:
-            out.append(op)
-            continue
-        s = op.shape
-        blocks = attention_thread_blocks(s["batch"], s["new_tokens"], s["n_heads"], s["n_kv_heads"])
-        n = splits_for(op)
-        share = attention_bandwidth_fraction(blocks * n, sm_count)
-        regridded = replace(
-            op,
-            bandwidth_fraction=streamed_fraction(
-                op.bytes, s.get("kv_read_bytes", op.kv_bytes), share
-            ),
-            shape={**s, "kv_splits": n, "thread_blocks": blocks * n},
-        )
-        out.append(regridded)
-        combine = combine_op(regridded)
-        if combine is not None:
-            out.append(combine)
-    return out
-
-
-def attended_keys(T: Num, L: Num, window: int) -> Num:
-    """Σ over the T new queries (positions L−T+1..L) of the keys each attends (causal, windowed).
-
-    With F(x) = Σ_{p=1..x} min(p, W): F(x) = x(x+1)/2 for x ≤ W, else W(W+1)/2 + (x−W)·W;
-    the sum is F(L) − F(L−T). W = 0 means no window.
-    """
-
-    def F(x: Num) -> Num:
-        x = np.asarray(x, dtype=np.float64)
-        if not window:
-            return x * (x + 1) / 2
-        W = float(window)
-        return np.where(x <= W, x * (x + 1) / 2, W * (W + 1) / 2 + (x - W) * W)
-
-    out = F(L) - F(np.asarray(L, dtype=np.float64) - T)
-    return float(out) if np.ndim(out) == 0 else out
-
-
-def kv_positions(L: Num, window: int) -> Num:
-    """KV-cache positions a step reads: all L, or the last W under a sliding window."""
-    return np.minimum(L, window) if window else L
-
-
-def gemm_op(
-    name: str,
-    phase: str,
-    count: int,
-    M: Num,
-    N: Num,
-    K: Num,
-    weight_dtype: str,
-    act_dtype: str,
-    group_size: int = 128,
-) -> Op:
-    """Y[M,N] = X[M,K] · W[N,K]ᵀ: 2MNK FLOPs; reads W once and X once, writes Y once."""
-    ab = dtype_bytes(act_dtype)
-    act = (M * K + M * N) * ab
-    return Op(
-        name=name,
-        phase=phase,
-        kind="gemm",
-        count=count,
-        flops=2.0 * M * N * K,
-        weight_bytes=weight_storage_bytes(N * K, weight_dtype, group_size),
-        act_bytes=act,
-        kv_bytes=0.0,
-        compute_dtype=compute_dtype(weight_dtype, act_dtype),
-        live_bytes=act,
-        shape={"m": M, "n": N, "k": K},
-        vector_flops=dequant_vector_flops(M, N, K, weight_dtype, act_dtype),
-    )
-
-
-def attention_op(
-    phase: str,
-    count: int,
-    B: Num,
-    T: Num,
-    L: Num,
-    n_heads: int,
-    n_kv_heads: int,
-    head_dim: int,
-    act_dtype: str,
-    kv_dtype: str,
-    window: int = 0,
-    sm_count: int = 0,
-) -> Op:
-    """Fused (Flash) causal attention of T new queries over L positions, per-GPU head counts.
-
-    With `sm_count` the kernel is FlashAttention with Flash-Decoding's split of the KV length
-    for decode-shaped calls (decode_splits), as vLLM, SGLang and TensorRT-LLM run by default; it
-    reaches HBM bandwidth in proportion to its thread blocks (attention_bandwidth_fraction).
-    0 assumes a kernel that fills the GPU. The split's combine kernel is `combine_op`.
-
-    FLOPs: QKᵀ and PV, 2·Dh each per (query head, attended key), causal keys only.
-    Bytes: Q read and O written once; the KV cache read once per KV head (GQA groups share it)
-    and the T new K/V rows written to it (read from the QKV output first).
-    """
-    ab, kvb = dtype_bytes(act_dtype), dtype_bytes(kv_dtype)
-    n = B * T
-    keys = attended_keys(T, L, window)
-    blocks = attention_thread_blocks(B, T, n_heads, n_kv_heads)
-    splits = decode_splits(B, T, n_heads, n_kv_heads, kv_positions(L, window), sm_count)
-    q_and_o = 2 * n * n_heads * head_dim * ab
-    new_kv_act = n * 2 * n_kv_heads * head_dim * ab
-    kv_read = B * kv_positions(L, window) * 2 * n_kv_heads * head_dim * kvb
-    kv_write = n * 2 * n_kv_heads * head_dim * kvb
-    grid = (
-        {"thread_blocks": blocks * splits, "kv_splits": splits, "kv_read_bytes": kv_read}
-        if sm_count
-        else {}
-    )
-    return Op(
-        name="attn.core",
-        phase=phase,
-        kind="attention",
-        count=count,
-        flops=2.0 * B * n_heads * keys * 2 * head_dim,
-        weight_bytes=0.0,
-        act_bytes=q_and_o + new_kv_act,
-        kv_bytes=kv_read + kv_write,
-        compute_dtype=compute_dtype(kv_dtype, act_dtype),
-        live_bytes=q_and_o + new_kv_act,
-        shape={
-            "batch": B,
-            "new_tokens": T,
-            "kv_len": L,
-            "n_heads": n_heads,
-            "n_kv_heads": n_kv_heads,
-            "head_dim": head_dim,
-            **grid,
-        },
-        bandwidth_fraction=(
-            streamed_fraction(
-                q_and_o + new_kv_act + kv_read + kv_write,
-                kv_read,
-                attention_bandwidth_fraction(blocks * splits, sm_count),
-            )
-            if sm_count
-            else 1.0
-        ),
-    )
+__all__ = [
+    "ATTENTION_QUERY_TILE",
+    "DEQUANT_ROW_TILE",
+    "DEQUANT_VECTOR_FLOPS_PER_WEIGHT",
+    "KEYS_PER_SPLIT_MIN",
+    "PARTIAL_BYTES",
+    "SCALE_BYTES",
+    "Num",
+    "Op",
+    "attended_keys",
+    "attention_bandwidth_fraction",
+    "attention_op",
+    "attention_thread_blocks",
+    "build_ops",
+    "combine_op",
+    "decode_ops",
+    "decode_splits",
+    "dequant_vector_flops",
+    "gemm_op",
+    "kv_positions",
+    "prefill_ops",
+    "resplit_attention",
+    "streamed_fraction",
+    "weight_storage_bytes",
+]  # fmt: skip
 
 
 class _Builder:

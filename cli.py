@@ -7,13 +7,11 @@ printed as one line on stderr with exit status 2 (3 when the model does not fit 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from rich.console import Console, Group
 from rich.table import Table
@@ -23,7 +21,9 @@ from hardware.errors import RooflensError
 from hardware.presets import get_gpu, gpu_ids
 from model.api import make_pipeline, make_scenario
 from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
+from model.io import to_json
 from model.params import count_params
+from model.planner.commands import add_plan_parser
 from model.presets import get_model, model_ids
 from model.units import fmt_bytes, fmt_flops, fmt_time
 
@@ -95,13 +95,7 @@ def scenario_from_args(args: argparse.Namespace, memory_only: bool = False) -> A
 
 
 def print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, default=_json_default))
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+    print(to_json(data))
 
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Group:
@@ -401,80 +395,6 @@ def cmd_kernels_predict(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(result.to_csv(index=False))
     return 0
-
-
-# ---------------------------------------------------------------- plan
-def add_plan_parser(sub: Any) -> None:
-    p = sub.add_parser("plan", help="capacity plan: cheapest GPUs meeting a load and its SLOs")
-    p.add_argument("--model", required=True, help="preset id or spec file")
-    p.add_argument("--gpus", default="all", help="GPU ids, comma-separated, or 'all' (default)")
-    p.add_argument("--rate", type=float, required=True, help="request arrival rate, requests/s")
-    p.add_argument("--prompt-len", default="512", help="N, lognormal:mean=N,p99=M or file:PATH")
-    p.add_argument("--prompt-len-p99", type=float, help="with --prompt-len N: lognormal p99")
-    p.add_argument("--output-len", default="128", help="N, lognormal:mean=N,p99=M or file:PATH")
-    p.add_argument("--output-len-p99", type=float, help="with --output-len N: lognormal p99")
-    p.add_argument("--ttft-slo", type=float, help="p99 time to first token target, s")
-    p.add_argument("--tpot-slo", type=float, help="p99 time per output token target, s")
-    p.add_argument("--ttft-slo-mean", type=float, help="mean TTFT target, s")
-    p.add_argument("--tpot-slo-mean", type=float, help="mean TPOT target, s")
-    p.add_argument("--tp", default="1,2,4,8", help="tensor-parallel degrees (default 1,2,4,8)")
-    p.add_argument("--pp", default="1", help="pipeline-parallel degrees (default 1)")
-    p.add_argument("--ep", default="1", help="expert-parallel degrees (default 1)")
-    p.add_argument("--weight-dtypes", default="bf16,fp8", help="default bf16,fp8")
-    p.add_argument("--kv-dtypes", default="bf16,fp8", help="default bf16,fp8")
-    p.add_argument("--max-batch", help="batch caps to try (default 1..1024)")
-    p.add_argument("--modes", default="colocated,chunked,disaggregated", help="schedulers")
-    p.add_argument("--max-gpus", type=int, default=64, help="GPUs at most (default 64)")
-    p.add_argument("--chunk", type=int, default=2048, help="chunked-prefill token budget")
-    p.add_argument("--profile", default="calibrated", choices=("ideal", "calibrated"))
-    p.add_argument("--opt", action="append", default=[], metavar="NAME[:k=v,...]")
-    p.add_argument("--sweep-opt", action="append", default=[], help="tried on and off")
-    p.add_argument("--price", action="append", default=[], metavar="GPU=USD", help="per GPU-hour")
-    p.add_argument("--prices", help="YAML/JSON file of GPU: USD per GPU-hour")
-    p.add_argument("--sim-requests", type=int, default=2000, help="0 = no simulation")
-    p.add_argument("--seed", type=int, default=0)
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="machine-readable output")
-    out.add_argument("--md", action="store_true", help="markdown report on stdout")
-    p.add_argument("--csv", metavar="FILE", help="write the kept configurations as CSV")
-    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
-    p.set_defaults(handler=cmd_plan)
-
-
-def cmd_plan(args: argparse.Namespace) -> int:
-    from model.io import atomic_write_csv, atomic_write_text
-    from model.planner import report
-    from model.planner.plan import plan
-    from model.planner.request import build_request
-
-    space, workload = build_request(
-        model=args.model, gpus=args.gpus, rate=args.rate, prompt_len=args.prompt_len,
-        output_len=args.output_len, prompt_len_p99=args.prompt_len_p99,
-        output_len_p99=args.output_len_p99, ttft_slo=args.ttft_slo, tpot_slo=args.tpot_slo,
-        ttft_slo_mean=args.ttft_slo_mean, tpot_slo_mean=args.tpot_slo_mean, tp=args.tp,
-        pp=args.pp, ep=args.ep, weight_dtypes=args.weight_dtypes, kv_dtypes=args.kv_dtypes,
-        max_batch=args.max_batch, modes=args.modes, max_gpus=args.max_gpus, chunk=args.chunk,
-        profile=args.profile, opts=args.opt, sweep_opts=args.sweep_opt, prices=args.price,
-        price_file=args.prices,
-    )  # fmt: skip
-    err = Console(stderr=True)
-    bar = report.LazyProgress(err, "sweeping configurations")
-    try:
-        result = plan(space, workload, simulate_requests=args.sim_requests, seed=args.seed,
-                      progress=bar)  # fmt: skip
-    finally:
-        bar.close()
-    if args.csv:
-        atomic_write_csv(args.csv, report.csv_frame(result))
-    if args.html:
-        atomic_write_text(args.html, report.html(result))
-    if args.json:
-        print_json(result.to_dict())
-    elif args.md:
-        sys.stdout.write(report.markdown(result))
-    else:
-        report.terminal(result, console)
-    return 0 if result.recommended else EXIT_DOES_NOT_FIT
 
 
 # ---------------------------------------------------------------- parser and main

@@ -3,10 +3,13 @@ interrupted run never leaves a half-written result."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 
@@ -27,3 +30,14 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
 
 def atomic_write_csv(path: str | Path, frame: pd.DataFrame) -> Path:
     return atomic_write_text(path, frame.to_csv(index=False))
+
+
+def to_json(data: Any) -> str:
+    """JSON text for scripts; numpy scalars become plain numbers."""
+
+    def default(value: Any) -> Any:
+        if isinstance(value, np.generic):
+            return value.item()
+        raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+    return json.dumps(data, indent=2, default=default)

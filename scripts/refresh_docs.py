@@ -1,0 +1,87 @@
+"""Re-run every `$ rooflens …` example in README.md and docs/*.md and rewrite its output, so the
+documentation shows what the current code prints.
+
+An example is a fenced block whose first line starts with `$ rooflens`; continuation lines end
+with a backslash. Blocks with several commands are re-run command by command. Output is captured
+at a fixed terminal width (COLUMNS=130) so tables render the same everywhere.
+
+    python scripts/refresh_docs.py            # rewrite in place
+    python scripts/refresh_docs.py --check    # exit 1 if any example's output changed or failed
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FENCE = re.compile(r"^```[a-z]*\n(.*?)^```\n", re.S | re.M)
+WIDTH = "130"
+
+
+def commands_in(block: str) -> list[tuple[str, str]]:
+    """(command as written, command to run) for each `$ rooflens` line of a block."""
+    out, lines, i = [], block.splitlines(), 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("$ rooflens"):
+            written = [line]
+            while written[-1].endswith("\\") and i + 1 < len(lines):
+                i += 1
+                written.append(lines[i])
+            text = "\n".join(written)
+            out.append((text, " ".join(w.rstrip("\\").strip() for w in written)[2:]))
+        i += 1
+    return out
+
+
+def run(command: str) -> str:
+    env = {**os.environ, "COLUMNS": WIDTH, "TERM": "dumb"}
+    argv = shlex.split(command)
+    argv[0] = str(Path(sys.executable).with_name("rooflens"))
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env, check=False)
+    return (done.stdout + done.stderr).rstrip()
+
+
+def refresh(text: str) -> tuple[str, int]:
+    changed = 0
+
+    def one(match: re.Match[str]) -> str:
+        nonlocal changed
+        block = match.group(1)
+        cmds = commands_in(block)
+        if not cmds or not block.startswith("$ rooflens"):
+            return match.group(0)
+        body = "\n".join(f"{written}\n{run(command)}" for written, command in cmds) + "\n"
+        changed += body != block
+        fence = match.group(0).split("\n", 1)[0]
+        return f"{fence}\n{body}```\n"
+
+    return FENCE.sub(one, text), changed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="report changes, write nothing")
+    parser.add_argument("files", nargs="*", help="default: README.md and docs/*.md")
+    args = parser.parse_args()
+    files = [Path(f).resolve() for f in args.files] or [REPO / "README.md", *sorted(REPO.glob("docs/*.md"))]
+    stale = 0
+    for path in files:
+        new, changed = refresh(path.read_text())
+        if changed:
+            stale += changed
+            verb = "differ" if args.check else "refreshed"
+            print(f"{path.relative_to(REPO)}: {changed} example(s) {verb}")
+            if not args.check:
+                path.write_text(new)
+    return 1 if (args.check and stale) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

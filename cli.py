@@ -285,7 +285,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     )
     headline = [
         ["TTFT (prefill)", fmt_time(pred.ttft_s), pred.prefill.bound + "-bound"],
-        ["TPOT (mean decode step)", fmt_time(pred.tpot_s), pred.decode.bound + "-bound"],
+        ["TPOT (mean decode step)", fmt_time(pred.tpot_s), pred.decode.bound + "-bound"]
+        if w.output_len > 1
+        else ["TPOT (mean decode step)", "n/a", "one output token: no decode step"],
         ["end-to-end", fmt_time(pred.e2e_s),
          f"{fmt_time(pred.e2e_per_output_token_s)}/token incl."],
         ["output throughput", f"{pred.output_tokens_per_s:,.0f} tokens/s", f"batch {w.batch}"],

@@ -22,7 +22,7 @@ def validation_message(err: ValidationError, what: str) -> str:
     """One line naming the offending field(s) of a pydantic validation error."""
     parts = []
     for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "spec"
+        loc = ".".join(str(x) for x in e["loc"])
         msg = str(e["msg"]).removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}")
+        parts.append(f"{loc}: {msg}" if loc else msg)  # a whole-spec check names its fields
     return f"invalid {what}: " + "; ".join(parts)

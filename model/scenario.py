@@ -102,7 +102,8 @@ class Scenario(_Frozen):
         if self.context_tokens > m.max_context:
             raise ValueError(
                 f"the sequence reaches {self.context_tokens} positions (prompt + output − 1), "
-                f"over {m.id}'s max context {m.max_context}; shorten the prompt or output"
+                f"over {m.id}'s max context of {m.max_context} tokens; use a shorter "
+                "--context (memory) or --prompt-len/--output-len"
             )
         return self
 

@@ -178,6 +178,7 @@ class Pipeline:
             tpot_s=decode_s,
             e2e_s=prefill_s + decode_s * (w.output_len - 1),
             memory=self.memory(),
+            notes=_unit_fallbacks(prefill + decode, sc),
         )
         if sc.parallel.pp > 1:
             from model.pipeline_parallel import apply_pipeline_parallel
@@ -186,6 +187,17 @@ class Pipeline:
         for opt in self.opts:
             pred = opt.result(pred, sc, self)
         return pred
+
+
+def _unit_fallbacks(priced: list[PricedOp], sc: Scenario) -> list[str]:
+    """Say when a compute dtype has no unit on this GPU and runs on another (GPUSpec.peak)."""
+    gpu = sc.gpu
+    missing = sorted({p.op.compute_dtype for p in priced} - set(gpu.peak_flops_per_s))
+    return [
+        f"{gpu.id} has no {dtype} tensor-core rate in its datasheet: {dtype} math is priced at "
+        f"{gpu.peak(dtype) / 1e12:.0f} TFLOP/s, the unit kernels fall back to"
+        for dtype in missing
+    ]
 
 
 def _phase(name: str, priced: list[PricedOp], time_s: float) -> PhaseResult:

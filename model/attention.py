@@ -133,9 +133,11 @@ def attended_keys(T: Num, L: Num, window: int) -> Num:
     return float(out) if np.ndim(out) == 0 else out
 
 
-def kv_positions(L: Num, window: int) -> Num:
-    """KV-cache positions a step reads: all L, or the last W under a sliding window."""
-    return np.minimum(L, window) if window else L
+def kv_positions(L: Num, window: int, T: Num = 1.0) -> Num:
+    """KV-cache positions a step of T new queries (positions L−T+1..L) reads: all L, or under a
+    sliding window the union of their windows, min(L, T + W − 1) (Mistral 7B §2: a query at p
+    attends p−W+1..p), which is the last W at decode (T = 1) and the whole prompt in prefill."""
+    return np.minimum(L, T + (window - 1)) if window else L
 
 
 def attention_op(
@@ -167,10 +169,11 @@ def attention_op(
     n = B * T
     keys = attended_keys(T, L, window)
     blocks = attention_thread_blocks(B, T, n_heads, n_kv_heads)
-    splits = decode_splits(B, T, n_heads, n_kv_heads, kv_positions(L, window), sm_count)
+    positions = kv_positions(L, window, T)
+    splits = decode_splits(B, T, n_heads, n_kv_heads, positions, sm_count)
     q_and_o = 2 * n * n_heads * head_dim * ab
     new_kv_act = n * 2 * n_kv_heads * head_dim * ab
-    kv_read = B * kv_positions(L, window) * 2 * n_kv_heads * head_dim * kvb
+    kv_read = B * positions * 2 * n_kv_heads * head_dim * kvb
     kv_write = n * 2 * n_kv_heads * head_dim * kvb
     grid = (
         {"thread_blocks": blocks * splits, "kv_splits": splits, "kv_read_bytes": kv_read}

@@ -3,8 +3,8 @@ token; whether it fits; the largest batch that fits.
 
 - Weights: linear layers at the weight dtype (plus one fp16 scale per group when quantized, as
   GPTQ/AWQ store them); embeddings, lm_head and norms stay 16-bit, as quantizers leave them.
-  Split by TP (Megatron) and by PP stage (the worst stage holds the larger of embedding and
-  lm_head; with PP = 1 it holds both).
+  Split by TP (Megatron), except the tensors TP replicates (tp_replicated_params), and by PP
+  stage (the worst stage holds the larger of embedding and lm_head; with PP = 1 it holds both).
 - KV cache: B × tokens held per sequence × bytes per token, bytes per token = layers (per stage)
   × 2 · K_gpu · Dh · kv bytes (MLA: the latent, replicated). Tokens held = P + O − 1, capped by a
   sliding window; optimizations adjust it (paging granularity, contiguous reservation, sinks).
@@ -22,8 +22,9 @@ import numpy as np
 
 from model.dtypes import dtype_bytes
 from model.ops import Num, weight_storage_bytes
-from model.params import count_params
+from model.params import count_params, router_params
 from model.scenario import Scenario
+from model.spec import ModelSpec
 
 if TYPE_CHECKING:
     from model.pipeline import Pipeline
@@ -62,16 +63,44 @@ class MemoryBreakdown:
         return out
 
 
+def tp_replicated_params(spec: ModelSpec, tp: int) -> float:
+    """Linear-layer parameters each GPU holds beyond a 1/tp share, because TP copies them
+    (vLLM's QKVParallelLinear and ReplicatedLinear; the operator table reads them whole):
+    - K/V projections (and biases) once tp exceeds the KV heads: max(1, K/tp) heads per GPU;
+    - MLA's q_a_proj and kv_a_proj_with_mqa with their latent RMSNorms (vLLM deepseek_v2.py);
+    - MoE routers (vLLM mixtral.py and deepseek_v2.py gate: ReplicatedLinear)."""
+    m = spec
+    if m.attention == "mla":
+        q_a = m.d_model * m.q_lora_rank + m.q_lora_rank if m.q_lora_rank else 0
+        kv_a = m.d_model * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
+        extra = m.n_layers * (q_a + kv_a) * (1.0 - 1.0 / tp)
+    else:
+        bias = 1 if m.linear_bias or m.qkv_bias else 0
+        per_kv_head = 2 * m.head_dim * (m.d_model + bias)  # K and V rows of the QKV weight
+        extra = m.n_layers * per_kv_head * (max(1, m.n_kv_heads // tp) - m.n_kv_heads / tp)
+    if m.is_moe:
+        extra += m.n_moe_layers * router_params(m) * (1.0 - 1.0 / tp)
+    return extra
+
+
+def linear_params_per_gpu(sc: Scenario) -> float:
+    """Linear-layer parameters one GPU holds over all layers (divide by pp for one stage)."""
+    pc = count_params(sc.model)
+    tp = sc.parallel.tp
+    linear = pc.layers - pc.n_layers * pc.norms_per_layer
+    # Routed experts: TP slices them /tp; EP (ep a multiple of tp) spreads whole experts /ep.
+    experts = pc.n_moe_layers * pc.n_experts * pc.expert_per_expert
+    split = (linear - experts) / tp + experts / max(tp, sc.parallel.ep)
+    return split + tp_replicated_params(sc.model, tp)
+
+
 def weights_bytes_per_gpu(sc: Scenario) -> float:
     pc = count_params(sc.model)
     tp, pp = sc.parallel.tp, sc.parallel.pp
     p = sc.precision
-    linear = pc.layers - pc.n_layers * pc.norms_per_layer
     norms = pc.n_layers * pc.norms_per_layer + pc.final_norm
     plain = 4.0 if p.weight_dtype == "fp32" else 2.0
-    # Routed experts: TP slices them /tp; EP (ep a multiple of tp) spreads whole experts /ep.
-    experts = pc.n_moe_layers * pc.n_experts * pc.expert_per_expert
-    per_gpu = (linear - experts) / tp + experts / max(tp, sc.parallel.ep)
+    per_gpu = linear_params_per_gpu(sc)
     layer_bytes = weight_storage_bytes(per_gpu, p.weight_dtype, p.weight_group_size) / pp
     ends = (
         pc.embedding + pc.positional + pc.lm_head
@@ -122,11 +151,6 @@ def memory_breakdown(sc: Scenario, pipeline: Pipeline) -> MemoryBreakdown:
     per_sequence = per_token * held
     weights = weights_bytes_per_gpu(sc)
     capacity = sc.gpu.memory_bytes
-    fixed = weights + sc.overhead_bytes
-
-    def total(batch: Num) -> Num:
-        return fixed + batch * per_sequence + activation_bytes(sc, pipeline, batch)
-
     mem = MemoryBreakdown(
         weights_bytes=weights,
         kv_cache_bytes=sc.workload.batch * per_sequence,
@@ -138,8 +162,13 @@ def memory_breakdown(sc: Scenario, pipeline: Pipeline) -> MemoryBreakdown:
     )
     for opt in pipeline.opts:
         mem = opt.memory(mem, sc)
-    extra = mem.extra_bytes
-    return MemoryBreakdown(**{**asdict(mem), "max_batch": _max_batch(total, capacity - extra)})
+    # what the hooks left per GPU (offloaded, sparse or extra weights), whatever the batch
+    fixed = mem.weights_bytes + mem.overhead_bytes + mem.extra_bytes
+
+    def total(batch: Num) -> Num:
+        return fixed + batch * per_sequence + activation_bytes(sc, pipeline, batch)
+
+    return MemoryBreakdown(**{**asdict(mem), "max_batch": _max_batch(total, capacity)})
 
 
 def _max_batch(total: Any, capacity: float, points: int = 64) -> int:

@@ -10,8 +10,8 @@ and norms stay 16-bit, as quantizers leave them (GPTQ, AWQ and bitsandbytes skip
 from __future__ import annotations
 
 from model.dtypes import dtype_bytes
+from model.memory import linear_params_per_gpu
 from model.ops import SCALE_BYTES, Num, Op
-from model.params import count_params
 from model.scenario import Scenario
 
 QUANTIZED_STORAGE = ("int8", "int4", "nf4")
@@ -37,10 +37,9 @@ def weight_elements(op: Op, sc: Scenario) -> Num:
 
 
 def linear_weight_elements_per_gpu(sc: Scenario) -> float:
-    """Linear-layer weight elements one GPU stores (TP split, worst PP stage)."""
-    pc = count_params(sc.model)
-    linear = pc.layers - pc.n_layers * pc.norms_per_layer
-    return linear / sc.parallel.tp / sc.parallel.pp
+    """Linear-layer weight elements one GPU stores (TP split with its replicated tensors, EP's
+    share of the experts, one PP stage), as model/memory.py counts them."""
+    return linear_params_per_gpu(sc) / sc.parallel.pp
 
 
 def linear_weight_bytes_per_gpu(sc: Scenario) -> float:

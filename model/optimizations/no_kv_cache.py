@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
-from model.dtypes import dtype_bytes
 from model.ops import Num, Op, build_ops
 from model.optimizations.base import Optimization, Param
 
@@ -51,22 +50,18 @@ class NoKVCache(Optimization):
     def ops(self, ops: list[Op], sc: Scenario, step: Step) -> list[Op]:
         lm_tokens = step.L if self["all_logits"] else step.lm_tokens
         rebuilt = build_ops(sc, step.phase, step.B, step.L, step.L, lm_tokens)
-        return [_without_cache(op, sc) for op in rebuilt]
+        return [_without_cache(op) for op in rebuilt]
 
     def kv_tokens_per_sequence(self, tokens: Num, sc: Scenario) -> Num:
         return 0.0 * tokens
 
 
-def _without_cache(op: Op, sc: Scenario) -> Op:
+def _without_cache(op: Op) -> Op:
     """Attention reads fresh K/V as activations, not from a cache.
 
-    Standard attention already counts the fresh K/V rows in act_bytes; MLA's latent comes from
-    the kv_a_proj output instead of the cache, so it moves to act_bytes at the activation dtype.
+    Both attention paths already count the fresh K/V rows (MLA: the latent rows of kv_a_proj's
+    output) in act_bytes, so only the cache traffic goes.
     """
     if op.kind != "attention":
         return op
-    act = op.act_bytes
-    if sc.model.attention == "mla":
-        s = op.shape
-        act = act + s["batch"] * s["kv_len"] * s["head_dim"] * dtype_bytes(sc.precision.act_dtype)
-    return replace(op, act_bytes=act, kv_bytes=0.0 * op.kv_bytes)
+    return replace(op, kv_bytes=0.0 * op.kv_bytes)

@@ -210,6 +210,7 @@ class Quant(Optimization):
 def _eight_bit_input(op: Op, unit: str, sc: Scenario) -> Op:
     """W8A8: the GEMM reads X at 1 byte and runs on the 8-bit unit; no weight widening."""
     act = op.act_bytes
-    if "m" in op.shape:
-        act = act - op.shape["m"] * op.shape["k"] * (dtype_bytes(sc.precision.act_dtype) - 1.0)
+    if "m" in op.shape:  # a per-head batched GEMM (MLA's absorbed products) reads `heads` X's
+        x = op.shape["m"] * op.shape["k"] * op.shape.get("heads", 1)
+        act = act - x * (dtype_bytes(sc.precision.act_dtype) - 1.0)
     return replace(op, compute_dtype=unit, act_bytes=act, vector_flops=0.0 * op.vector_flops)

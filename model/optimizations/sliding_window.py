@@ -8,7 +8,8 @@ keep quality once the window slides. The cache keeps only those W + S positions 
 
 Formulas: a query at position p attends min(p, W + S) keys (the S sinks and the last W overlap
 while p ≤ W + S), so the table's windowed causal sum applies with window W + S
-(model/ops.py attended_keys: Σ min(p, W+S)); a decode step reads min(L, W + S) cached positions;
+(model/ops.py attended_keys: Σ min(p, W+S)); a decode step reads min(L, W + S) cached positions
+and a step of T new tokens the union of their windows, min(L, T + W + S − 1) (kv_positions);
 a sequence holds min(P + O − 1, W + S) positions (model/memory.py).
 
 Limits: a what-if on cost; a model not trained with a window loses quality unless sinks are kept

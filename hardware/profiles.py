@@ -11,6 +11,7 @@ The time of one kernel call under a profile (`KindEfficiency.busy_s` plus the fi
     M = bytes / (bandwidth · memory_fraction · u)     memory roof, u = min(1, blocks / (SMs · s))
     W = wave_latency_s · ceil(blocks / SMs)           latency roof: each wave of thread blocks
                                                        costs at least one dependent-load chain
+                                                       (split KV grids: waves of the unsplit ones)
     busy = (C^p + M^p + W^p)^(1/p)                    p = overlap_power (None: the max)
     time = busy + overhead_s
 
@@ -21,7 +22,8 @@ parallelism: a thread block keeps a bounded number of bytes in flight, so bandwi
 s blocks per SM (Little's law; Volkov, "Better performance at lower occupancy", GTC 2010). W is
 the wave quantization of a grid over the SMs (NVIDIA Deep Learning Performance Guide, "Wave
 quantization"); `thread_blocks` gives a kernel's grid from its shape. The ideal profile has
-none of these terms (u = 1, W = 0, p = ∞), so it stays a bound.
+none of these terms (u = 1, W = 0, p = ∞), so it stays a bound. Fused MoE experts (ops with
+`experts_read` in their shape, model/moe.py) take the `moe` kind's terms when fitted.
 """
 
 from __future__ import annotations
@@ -94,7 +96,11 @@ class KindEfficiency(BaseModel):
                 with np.errstate(over="ignore"):  # a vanishing saturation means "always full"
                     used = np.minimum(1.0, blocks / (sm_count * self.saturation_blocks_per_sm))
                 memory_s = memory_s * (streamed_share / used + 1.0 - streamed_share)
-            latency_s = self.wave_latency_s * np.ceil(blocks / sm_count)
+            # Flash-Decoding picks its KV split count to fill one wave (FlashAttention-2's
+            # num_splits_heuristic maximises wave efficiency), so splitting never adds a wave:
+            # count the waves of the unsplit programs (a stated grid of kv_splits per program).
+            splits = np.maximum(np.asarray(shape.get("kv_splits", 1.0), dtype=np.float64), 1.0)
+            latency_s = self.wave_latency_s * np.ceil(np.maximum(blocks / splits, 1.0) / sm_count)
         top = np.maximum(np.maximum(compute_s, memory_s), latency_s)
         p = self.overlap_power
         if p is None:
@@ -153,7 +159,12 @@ class Profile(BaseModel):
         """The terms pricing uses for one op. Decode-shaped attention (one new token per
         sequence: flash-decoding kernels, CUDA-core bound when compute-bound) takes the
         `attention_decode` terms when the profile has them; prefill, chunked prefill and
-        verification (T > 1, or a grid mixing both) take `attention`."""
+        verification (T > 1, or a grid mixing both) take `attention`. A fused MoE layer's
+        routed experts (a `gemm` op with `experts_read` in its shape, model/moe.py) take the
+        `moe` terms when the profile has them: a grouped GEMM over ragged per-expert batches,
+        not one dense cuBLAS call."""
+        if kind == "gemm" and "experts_read" in shape and "moe" in self.kinds:
+            return self.kinds["moe"]
         if kind == "attention" and "attention_decode" in self.kinds:
             new_tokens = shape.get("new_tokens")
             if new_tokens is not None and bool(np.all(np.asarray(new_tokens) <= 1)):

@@ -1,10 +1,19 @@
 """Single-kernel prediction with the CSV contract of DESIGN.md (`rooflens kernels predict`).
 
 Each row is priced through the same operator constructors the model's tables use (gemm_op,
-attention_op), so a measured kernel table joins with predictions on identical keys.
+attention_op, moe_op), so a measured kernel table joins with predictions on identical keys.
+
+`moe` (an extension of DESIGN.md's contract) is one fused MoE layer's routed experts on one GPU
+(vLLM fused_moe: gated experts, gate+up then down): `num_tokens` routed top-`topk` over
+`num_experts`, of which num_experts / moe_ep_size live on this GPU, each inter_size /
+moe_tp_size wide; optional `weight_dtype` (and `group_size`) for quantized experts, and
+`assignments` (token-expert pairs this GPU computes) and `experts_read` (its distinct experts
+touched) where the routing is known; without them routing is uniform (model/moe.py).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,6 +23,8 @@ from hardware.presets import default_system
 from hardware.profiles import get_profile
 from hardware.spec import GPUSpec
 from model.dtypes import STORAGE_DTYPES
+from model.moe import moe_op
+from model.op import Num
 from model.ops import Op, attention_op, gemm_op
 from model.pricing import price_op
 
@@ -24,6 +35,10 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     ),
     "attention_decode": (
         "batch", "kv_len", "n_heads", "n_kv_heads", "head_dim", "dtype", "kv_dtype",
+    ),
+    "moe": (
+        "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
+        "moe_ep_size", "dtype",
     ),
 }  # fmt: skip
 OUTPUT_COLUMNS = ("flops", "bytes", "predicted_s", "bound")
@@ -58,6 +73,8 @@ def row_op(op_name: str, row: pd.Series, index: int) -> Op:
             return default
         return normalize_dtype(value, col, index)
 
+    if op_name == "moe":
+        return moe_row_op(row, index, num, dtype)
     if op_name == "gemm":
         act = dtype("dtype")
         group = (
@@ -77,11 +94,44 @@ def row_op(op_name: str, row: pd.Series, index: int) -> Op:
                         dtype("dtype"), dtype("kv_dtype", dtype("dtype")))  # fmt: skip
 
 
+def check_moe_layout(inter: Num, experts: Num, topk: Num, tp: Num, ep: Num, where: str) -> None:
+    """moe_tp_size must divide inter_size, moe_ep_size num_experts, and topk ≤ num_experts."""
+    if np.any(np.mod(inter, tp) != 0):
+        raise RooflensError(f"{where}: moe_tp_size must divide inter_size")
+    if np.any(np.mod(experts, ep) != 0):
+        raise RooflensError(f"{where}: moe_ep_size must divide num_experts")
+    if np.any(np.asarray(topk) > np.asarray(experts)):
+        raise RooflensError(f"{where}: topk must not exceed num_experts")
+
+
+def moe_row_op(row: pd.Series, index: int, num: Any, dtype: Any) -> Op:
+    """A `moe` row's Op: model/moe.py's formula with this GPU's experts and inter slice."""
+    inter, experts, topk = num("inter_size"), num("num_experts"), num("topk")
+    tp, ep = num("moe_tp_size"), num("moe_ep_size")
+    check_moe_layout(inter, experts, topk, tp, ep, f"row {index}")
+    act = dtype("dtype")
+    group = int(row["group_size"]) if "group_size" in row and pd.notna(row["group_size"]) else 128
+    return moe_op("kernel", 1, num("num_tokens"), num("hidden_size"), inter / tp, topk, experts,
+                  ep, dtype("weight_dtype", act), act, group,
+                  assignments=optional_positive(row, "assignments", index),
+                  experts_read=optional_positive(row, "experts_read", index))  # fmt: skip
+
+
+def optional_positive(row: pd.Series, column: str, index: int) -> float | None:
+    """An optional numeric cell: None when absent or empty, else a positive number."""
+    value = row.get(column)
+    if value is None or pd.isna(value) or value == "":
+        return None
+    if float(value) <= 0:
+        raise RooflensError(f"row {index}: {column} must be positive, got {value!r}")
+    return float(value)
+
+
 def predict_kernels(table: pd.DataFrame, gpu: GPUSpec, profile: str = "ideal") -> pd.DataFrame:
     """Every input column unchanged plus flops, bytes, predicted_s and bound."""
     if "op" not in table.columns:
         raise RooflensError(
-            "input needs an 'op' column (gemm, attention_prefill, attention_decode)"
+            "input needs an 'op' column (gemm, attention_prefill, attention_decode, moe)"
         )
     system = default_system(gpu)
     prof = get_profile(profile, gpu)

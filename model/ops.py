@@ -14,6 +14,7 @@ once, each result written once.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hardware.errors import RooflensError
@@ -32,6 +33,7 @@ from model.attention import (
     streamed_fraction,
 )
 from model.dtypes import compute_dtype, dtype_bytes
+from model.moe import moe_op
 from model.op import (
     DEQUANT_ROW_TILE,
     DEQUANT_VECTOR_FLOPS_PER_WEIGHT,
@@ -42,6 +44,7 @@ from model.op import (
     gemm_op,
     weight_storage_bytes,
 )
+from model.params import norms_per_block
 from model.scenario import Scenario
 from model.spec import ModelSpec
 
@@ -93,6 +96,16 @@ class _Builder:
         self.ops.append(
             gemm_op(name, self.phase, count, M, N, K, wdt, self.sc.precision.act_dtype, self.group)
         )
+
+    def per_head_gemm(self, name: str, count: int, heads: int, N: float, K: float) -> None:
+        """`heads` products [n, K] · [K, N], each head with its own weight and its own input (a
+        batched GEMM): the FLOPs and weights of one [n, K] · [K, heads·N] GEMM, but each head
+        reads its own n×K slice, so the activations are heads · n · (K + N)."""
+        self.gemm(name, count, self.tokens, heads * N, K)
+        act = heads * self.tokens * (K + N) * self.ab
+        op = self.ops[-1]
+        shape = {**op.shape, "heads": heads}
+        self.ops[-1] = replace(op, act_bytes=act, live_bytes=act, shape=shape)
 
     def elementwise(
         self,
@@ -231,11 +244,12 @@ class _Builder:
         else:
             self.gemm("attn.q_proj", m.n_layers, n, Hg * m.head_dim, D)
         self.gemm("attn.kv_a_proj", m.n_layers, n, R + rope, D)
-        self.gemm("attn.q_absorb", m.n_layers, n, Hg * R, nope)  # q_nope · W_UK per head
+        self.per_head_gemm("attn.q_absorb", m.n_layers, Hg, R, nope)  # q_nope · W_UK per head
         keys = attended_keys(T, L, m.sliding_window)
-        latent = B * kv_positions(L, m.sliding_window) * (R + rope) * self.kvb
+        latent = B * kv_positions(L, m.sliding_window, T) * (R + rope) * self.kvb
         q_act = n * Hg * (R + rope) * self.ab
-        o_act = n * Hg * R * self.ab
+        # o, and the n new latent rows read from kv_a_proj's output to be cached (attention_op)
+        o_act = n * Hg * R * self.ab + n * (R + rope) * self.ab
         self.ops.append(
             Op(
                 name="attn.core",
@@ -258,7 +272,7 @@ class _Builder:
                 },
             )
         )
-        self.gemm("attn.v_absorb", m.n_layers, n, Hg * Dv, R)
+        self.per_head_gemm("attn.v_absorb", m.n_layers, Hg, Dv, R)
         self.gemm("attn.o_proj", m.n_layers, n, D, Hg * Dv)
 
     def mlp(self, prefix: str, count: int, d_ff: float) -> None:
@@ -290,38 +304,17 @@ class _Builder:
         E, k = m.n_experts, m.experts_per_token
         Fe = m.d_ff_expert / tp if ep == 1 else float(m.d_ff_expert)
         self.gemm("moe.router", count, n, E, D)
-        matrices = 3 if m.gated_mlp else 2
         routed_tokens = n * (ep // tp if ep > 1 else 1)
-        distinct = E / ep * (1.0 - (1.0 - k / E) ** routed_tokens)
-        assignments = n * k / tp if ep > 1 else n * k
         if ep > 1:
             rows = n / tp * k * D * self.ab
             self.comm("ep.dispatch", "all_to_all", count, rows, n_gpus=ep)
             self.comm("ep.combine", "all_to_all", count, rows, n_gpus=ep)
-        act = assignments * (2 * D + (matrices - 1) * Fe + Fe * 2) * self.ab
-        self.ops.append(
-            Op(
-                name="moe.experts",
-                phase=self.phase,
-                kind="gemm",
-                count=count,
-                flops=2.0 * assignments * matrices * D * Fe,
-                weight_bytes=distinct
-                * weight_storage_bytes(matrices * D * Fe, self.wdt, self.group),
-                act_bytes=act,
-                kv_bytes=0.0,
-                compute_dtype=self.mm_dtype,
-                live_bytes=act,
-                shape={
-                    "tokens": n,
-                    "experts_read": distinct,
-                    "n_experts": E,
-                    "topk": k,
-                },
-            )
-        )
-        if m.n_shared_experts:
-            self.mlp("moe.shared", count, m.n_shared_experts * Fe)
+        act_dtype = self.sc.precision.act_dtype  # model/moe.py: shared with kernel prediction
+        experts = moe_op(self.phase, count, routed_tokens, D, Fe, k, E, ep, self.wdt, act_dtype,
+                         self.group, m.gated_mlp, shape_tokens=n)  # fmt: skip
+        self.ops.append(experts)
+        if m.n_shared_experts:  # TP-split like the dense MLP (its output joins the all-reduce)
+            self.mlp("moe.shared", count, m.n_shared_experts * m.d_ff_expert / tp)
 
     def build(self) -> list[Op]:
         m, n, D = self.m, self.tokens, self.m.d_model
@@ -332,6 +325,8 @@ class _Builder:
         self.tp_all_reduce(m.n_layers)
         if not m.parallel_block:
             self.norm("norm.mlp", m.n_layers)
+        elif norms_per_block(m) == 2:  # GPT-NeoX's parallel residual: ln2 on the same input
+            self.norm("norm.mlp", m.n_layers, fused_residual=False)
         self.mlp("mlp", m.n_dense_layers, m.d_ff / self.tp)
         self.moe()
         gather = m.n_moe_layers if self.ep > 1 and not m.n_shared_experts else 0

@@ -66,16 +66,20 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
         with np.errstate(divide="ignore", invalid="ignore"):
             streamed = np.where(op.bytes > 0, op.shape["kv_read_bytes"] / op.bytes, 1.0)
     busy = eff.busy_s(compute_s, memory_s, op.kind, op.shape, gpu.sm_count, streamed) + comm_s
-    overhead = eff.overhead_s if _does_work(op) else 0.0
+    # A collective's fixed cost is its protocol's base latency (model/comm.py; fitted on NCCL
+    # under `calibrated`): a kernel's per-call overhead on top would count it twice.
+    # Per grid point: an op emitted for a whole grid (Flash-Decoding's combine where some
+    # points split) costs nothing where it does no work, as a scalar call would not emit it.
+    works = _does_work(op)
+    overhead: Num = 0.0
+    if op.kind != "comm" and np.any(works):
+        overhead = eff.overhead_s if np.all(works) else np.where(works, eff.overhead_s, 0.0)
     return PricedOp(op, compute_s, memory_s, comm_s, busy + overhead)
 
 
-def _does_work(op: Op) -> bool:
-    return bool(
-        np.any(np.asarray(op.flops) > 0)
-        or np.any(np.asarray(op.bytes) > 0)
-        or np.any(np.asarray(op.comm_bytes) > 0)
-    )
+def _does_work(op: Op) -> np.ndarray:
+    """Elementwise: does the op move or compute anything at each grid point."""
+    return (np.asarray(op.flops) > 0) | (np.asarray(op.bytes) > 0) | (np.asarray(op.comm_bytes) > 0)
 
 
 def price_ops(ops: list[Op], system: SystemSpec, profile: Profile) -> list[PricedOp]:

@@ -18,7 +18,7 @@ from rich.table import Table
 from hardware.errors import RooflensError
 from validate.datasets import DEFAULT_ROOT
 
-console = Console(width=140)
+console = Console(width=200)
 PROFILES = ("ideal", "calibrated")
 
 
@@ -143,8 +143,11 @@ def _measurements(args: argparse.Namespace) -> tuple[pd.DataFrame, tuple[str, ..
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from validate.compare import join, summarize
+    from validate.frontier import best_of_impls
 
     measured, profiles = _measurements(args)
+    if args.frontier:  # attention as the calibrated profile describes it: the fastest impl
+        measured, _ = best_of_impls(measured)
     summary = summarize(join(measured, profiles), tuple(args.by.split(",")), profiles)
     if args.json:
         print(summary.to_json(orient="records", indent=2))
@@ -221,6 +224,9 @@ def add_validate_parsers(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")
         if name == "compare":
             q.add_argument("--by", default="gpu,op", help="group columns (e.g. gpu,op,impl)")
+            q.add_argument("--frontier", action="store_true",
+                           help="attention rows: per shape, the fastest implementation (what "
+                           "the calibrated attention terms are fitted to)")  # fmt: skip
             q.add_argument("--json", action="store_true")
         else:
             q.add_argument("-o", "--output", default="artifacts/validation",

@@ -6,8 +6,9 @@ plus `measured_s` (seconds per call), `impl` (engine and kernel), `gpu` (preset 
 keys. Beyond the contract's `gemm`, `attention_prefill` and `attention_decode`, the memory-bound
 operators of Vidur's tables use three validator ops (priced in validate/predict.py):
 `norm` (rows, hidden, residual, norm), `elementwise` (elements_read, elements_written) and
-`embedding` (rows, hidden). MoE and NCCL tables have their own columns (`load_moe`,
-`load_nccl`); the cost model has no single-kernel CSV op for them yet.
+`embedding` (rows, hidden). The fused-MoE table loads as the contract's `moe` op
+(`load_moe`; `load_moe_kernels` adds the benchmark's routing and keeps moe_ep_size = 1); the
+NCCL table has its own columns (`load_nccl`; comm is fitted in model/comm_fit.py).
 
 Units on disk: aiconfigurator `latency` is milliseconds per call (CUDA-graph replay); Vidur
 `time_stats.*.median` is milliseconds of CUDA time (eager PyTorch, profiler); NCCL
@@ -23,12 +24,14 @@ import numpy as np
 import pandas as pd
 
 from hardware.errors import RooflensError
+from validate.moe_routing import with_routing
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "measured"
 MS = 1e-3
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "int8": "int8"}
 DEVICE_IDS = {"NVIDIA A100-SXM4-80GB": "a100-sxm-80gb", "a100": "a100-sxm-80gb", "a40": "a40"}
-KERNEL_OPS = ("gemm", "attention_prefill", "attention_decode", "norm", "elementwise", "embedding")
+KERNEL_OPS = ("gemm", "attention_prefill", "attention_decode", "moe", "norm", "elementwise",
+              "embedding")  # fmt: skip
 # Vidur op -> (validator op, projection) with the GEMM shapes of the measurement README.
 VIDUR_GEMMS = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
 
@@ -184,9 +187,27 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 def _load_kernels(root: str) -> pd.DataFrame:
     path = Path(root)
     frame = _concat(
-        [load_aiconfigurator_gemm(path), load_aiconfigurator_attention(path), load_vidur(path)]
+        [
+            load_aiconfigurator_gemm(path),
+            load_aiconfigurator_attention(path),
+            load_vidur(path),
+            load_moe_kernels(path),
+        ]
     )
     return frame[frame["measured_s"] > 0].reset_index(drop=True)
+
+
+def load_moe_kernels(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
+    """The MoE rows the kernel comparison and calibration use: moe_ep_size = 1, with the work
+    the benchmark's power-law routing gave the GPU (validate/moe_routing.py).
+
+    The expert-parallel rows are left out: the collector feeds all N tokens to one GPU and
+    masks the experts it does not hold, so the kernel sorts and pads every token's picks, and
+    the GPU holds the heaviest expert group by construction; neither is what an EP deployment
+    runs (its GPUs receive only their own tokens after the all-to-all dispatch).
+    """
+    moe = load_moe(root)
+    return with_routing(moe[moe["moe_ep_size"] == 1]) if len(moe) else moe
 
 
 def load_kernels(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
@@ -195,14 +216,16 @@ def load_kernels(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
 
 
 def load_moe(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
-    """Fused MoE layer times (vLLM fused_moe, bf16): tokens, hidden, inter, top-k, experts, TP/EP,
-    and the routing `distribution` of the benchmark."""
+    """Fused MoE layer times (vLLM fused_moe, bf16) in the kernel contract's `moe` columns
+    (num_tokens, hidden_size, inter_size, topk, num_experts, moe_tp_size, moe_ep_size, dtype)
+    plus the benchmark's routing `distribution` (power-law token counts per expert, exponent
+    1.01 or 1.2; no uniform rows)."""
     frames = []
     for path in sorted(_check_root(root).glob("aiconfigurator-*/moe/*/*/moe_perf.parquet")):
         d = pd.read_parquet(path)
         keep = ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
                 "moe_ep_size", "distribution"]  # fmt: skip
-        frame = d[keep].rename(columns={"num_tokens": "tokens", "hidden_size": "hidden"})
+        frame = d[keep].copy()
         frame.insert(0, "op", "moe")
         frame["dtype"] = _dtype(d["moe_dtype"])
         frame["measured_s"] = d["latency"] * MS

@@ -3,9 +3,10 @@
 
 A measurement table has 10⁵ rows; pricing each row alone takes minutes, and calibration prices
 them thousands of times. Rows of one op and dtype become one `Op` whose shapes are numpy arrays
-(every formula in model/ops.py is elementwise), priced once. tests/validate/test_predict.py
-checks the result equals predict_kernels row for row. Besides the contract's ops this prices the
-validator's memory-bound ops (see validate/datasets.py) with model/ops.py's own formulas.
+(every formula in model/ops.py is elementwise), priced once.
+tests/validate/test_vectorised_predict.py checks the result equals predict_kernels row for row
+(`moe` included: model/moe.py). Besides the contract's ops this prices the validator's
+memory-bound ops (see validate/datasets.py) with model/ops.py's own formulas.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from hardware.presets import default_system
 from hardware.profiles import Profile, get_profile
 from hardware.spec import GPUSpec
 from model.dtypes import dtype_bytes
-from model.kernel_predict import normalize_dtype
+from model.kernel_predict import check_moe_layout, normalize_dtype
+from model.moe import moe_op
 from model.ops import Op, attention_op, gemm_op
 from model.pricing import price_op
 
 ATTENTION_OPS = ("attention_prefill", "attention_decode")
+WEIGHT_OPS = ("gemm", "moe")  # ops with an optional weight_dtype (weight-only quantization)
 NORM_WEIGHT_BYTES = 2.0  # norm weights stay 16-bit (model/ops.py, _Builder.norm)
 EMBED_WEIGHT_BYTES = 2.0  # embedding rows are read in 16 bits (model/ops.py, _Builder.build)
 
@@ -42,6 +45,17 @@ def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
         raise RooflensError(f"op {frame['op'].iloc[0]} needs a '{name}' column")
     values = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=np.float64)
     if np.isnan(values).any() or (values <= 0).any():
+        op = frame["op"].iloc[0]
+        raise RooflensError(f"column {name} must hold positive numbers for op {op}")
+    return values
+
+
+def _optional(frame: pd.DataFrame, name: str) -> np.ndarray | None:
+    """An optional numeric column (NaN where a row leaves it empty), None when absent."""
+    if name not in frame.columns:
+        return None
+    values = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=np.float64)
+    if (values <= 0).any():
         op = frame["op"].iloc[0]
         raise RooflensError(f"column {name} must hold positive numbers for op {op}")
     return values
@@ -81,6 +95,14 @@ def _group_op(op_name: str, g: pd.DataFrame, dtype: str, extra: str, group_size:
             T, L = np.ones(len(g)), _col(g, "kv_len")
         return attention_op("kernel", 1, _col(g, "batch"), T, L, heads, kv_heads,
                             _col(g, "head_dim"), dtype, extra)  # fmt: skip
+    if op_name == "moe":  # model/moe.py: this GPU's experts and its slice of their width
+        inter, experts, topk = _col(g, "inter_size"), _col(g, "num_experts"), _col(g, "topk")
+        tp, ep = _col(g, "moe_tp_size"), _col(g, "moe_ep_size")
+        check_moe_layout(inter, experts, topk, tp, ep, "op moe")
+        return moe_op("kernel", 1, _col(g, "num_tokens"), _col(g, "hidden_size"), inter / tp,
+                      topk, experts, ep, extra, dtype, group_size,
+                      assignments=_optional(g, "assignments"),
+                      experts_read=_optional(g, "experts_read"))  # fmt: skip
     ab = dtype_bytes(dtype)
     if op_name == "norm":  # model/ops.py _Builder.norm: 5 FLOPs per element, 1 or 2 streams
         n, D = _col(g, "rows"), _col(g, "hidden")
@@ -94,8 +116,8 @@ def _group_op(op_name: str, g: pd.DataFrame, dtype: str, extra: str, group_size:
         n, D = _col(g, "rows"), _col(g, "hidden")
         return _memory_op("embed", "embedding", 0 * n, n * D * ab, n * D * EMBED_WEIGHT_BYTES)
     raise RooflensError(
-        f"unknown op '{op_name}'; use one of gemm, attention_prefill, attention_decode, norm, "
-        "elementwise, embedding"
+        f"unknown op '{op_name}'; use one of gemm, attention_prefill, attention_decode, moe, "
+        "norm, elementwise, embedding"
     )
 
 
@@ -106,7 +128,7 @@ def batches(table: pd.DataFrame) -> list[Batch]:
     frame = table.reset_index(drop=True)
     dtype = _dtype(frame, "dtype")
     extra = pd.Series("", index=frame.index, dtype=object)
-    is_gemm, is_attn = frame["op"] == "gemm", frame["op"].isin(ATTENTION_OPS)
+    is_gemm, is_attn = frame["op"].isin(WEIGHT_OPS), frame["op"].isin(ATTENTION_OPS)
     if is_gemm.any():
         extra[is_gemm] = _dtype(frame[is_gemm], "weight_dtype", dtype[is_gemm])
     if is_attn.any():

@@ -105,6 +105,25 @@ def test_kernels_predict_csv_contract(tmp_path: Path, capsys: pytest.CaptureFixt
     assert decode["bytes"] >= 16 * 4096 * 2 * 8 * 128
 
 
+def test_kernels_predict_moe_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Mixtral's experts (D 4096, F 14336, top-2 of 8) with expert TP 2: 64 tokens touch all 8.
+    row = {"op": "moe", "num_tokens": 64, "hidden_size": 4096, "inter_size": 14336, "topk": 2,
+           "num_experts": 8, "moe_tp_size": 2, "moe_ep_size": 1, "dtype": "bf16"}  # fmt: skip
+    src, dst = tmp_path / "in.csv", tmp_path / "out.csv"
+    pd.DataFrame([row]).to_csv(src, index=False)
+    code, _, _ = run_cli(capsys, "kernels", "predict", "--gpu", "a100-sxm-80gb", str(src),
+                         "-o", str(dst))  # fmt: skip
+    assert code == 0
+    out = pd.read_csv(dst).iloc[0]
+    assert out["flops"] == pytest.approx(2 * 64 * 2 * 3 * 4096 * 14336 / 2)
+    experts_read = 8 * (1 - (1 - 2 / 8) ** 64)
+    weights = experts_read * 3 * 4096 * 14336 / 2 * 2
+    assert out["bytes"] == pytest.approx(weights + 64 * 2 * (2 * 4096 + 4 * 7168) * 2)
+    pd.DataFrame([{**row, "moe_ep_size": 3}]).to_csv(src, index=False)
+    code, _, err = run_cli(capsys, "kernels", "predict", "--gpu", "a100-sxm-80gb", str(src))
+    assert code == 2 and "moe_ep_size must divide num_experts" in err
+
+
 ERRORS = [
     (["predict", "--model", "llama-3-7b", "--gpu", "h100-sxm"], "did you mean"),
     (["predict", "--model", "llama-2-7b", "--gpu", "h100"], "unknown gpu 'h100'"),

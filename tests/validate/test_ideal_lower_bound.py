@@ -1,5 +1,5 @@
-"""Foundation requirement: the `ideal` profile is a lower bound on the real A100 GEMM and
-attention measurements (aiconfigurator's vLLM and SGLang tables, Vidur's GEMMs). Rows measured
+"""Foundation requirement: the `ideal` profile is a lower bound on the real A100 GEMM, attention
+and fused-MoE measurements (aiconfigurator's vLLM and SGLang tables, Vidur's GEMMs). Rows measured
 faster than the roofline are excluded only when L2 could explain them (validate/compare.py) and
 are counted."""
 
@@ -10,7 +10,7 @@ import pytest
 from validate.compare import join, summarize
 from validate.datasets import load_kernels
 
-OPS = ("gemm", "attention_prefill", "attention_decode")
+OPS = ("gemm", "attention_prefill", "attention_decode", "moe")
 
 
 @pytest.fixture(scope="module")

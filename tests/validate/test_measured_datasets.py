@@ -67,7 +67,7 @@ def test_vidur_phi2_has_one_layernorm_and_no_gate(kernels):
 
 def test_moe_and_nccl_tables(measured_dir):
     moe = load_moe(measured_dir)
-    assert len(moe) == 6360 and {"tokens", "topk", "num_experts"} <= set(moe.columns)
+    assert len(moe) == 6360 and {"num_tokens", "topk", "num_experts"} <= set(moe.columns)
     nccl = load_nccl(measured_dir)
     half = nccl[(nccl.dtype == "fp16")].iloc[0]
     raw = pd.read_parquet(measured_dir / "aiconfigurator-a100/comm/nccl/2.27.3/nccl_perf.parquet")

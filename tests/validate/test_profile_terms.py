@@ -52,6 +52,29 @@ def test_wave_latency_counts_waves_of_gemm_tiles():
     assert eff.busy_s(0.0, 0.0, "gemm", shape, 108) == pytest.approx(3e-6)
 
 
+def test_flash_decoding_splits_never_add_a_wave():
+    # 11 sequences x 1 KV head split 9.82 ways = 108.02 programs on 108 SMs: still one wave of
+    # the 11 unsplit programs (the split count is chosen to fill one wave). Unsplit, 110
+    # programs do take two.
+    eff = KindEfficiency(wave_latency_s=1e-6)
+    split = {"thread_blocks": 11 * 9.8203125, "kv_splits": 9.8203125}
+    assert eff.busy_s(0.0, 0.0, "attention", split, 108) == pytest.approx(1e-6)
+    assert eff.busy_s(0.0, 0.0, "attention", {"thread_blocks": 110.0}, 108) == pytest.approx(2e-6)
+    # So a calibrated decode step never gets faster with one more sequence across that edge
+    # (a 1-head model at 1,257 keys: 11 -> 12 sequences was 57.0 -> 53.3 us before).
+    from model.api import make_pipeline, make_scenario
+    from model.pipeline import Step
+    from model.pricing import step_time_s
+    from model.spec import ModelSpec
+
+    spec = ModelSpec(id="tiny", name="tiny", family="llama", n_layers=1, d_model=32, n_heads=1,
+                     n_kv_heads=1, head_dim=32, d_ff=32, gated_mlp=False, vocab_size=1000,
+                     attention="mha", max_context=1 << 17)  # fmt: skip
+    pipe = make_pipeline(make_scenario(spec, "a100-sxm-80gb", profile="calibrated"))
+    times = [float(step_time_s(pipe.price_step(Step("decode", b, 1, 1257)))) for b in (11, 12)]
+    assert times[1] >= times[0]
+
+
 def test_saturation_scales_memory_time_by_occupancy():
     # 16 tiles, 2 blocks per SM to saturate on 108 SMs: bandwidth share 16 / 216.
     shape = {"m": 256.0, "n": 1024.0}

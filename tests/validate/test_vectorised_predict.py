@@ -25,6 +25,11 @@ TABLE = pd.DataFrame(
          "head_dim": 128, "dtype": "bf16", "kv_dtype": "fp8"},
         {"op": "attention_decode", "batch": 1, "kv_len": 2, "n_heads": 8, "n_kv_heads": 8,
          "head_dim": 64, "dtype": "fp16", "kv_dtype": "fp16"},
+        {"op": "moe", "num_tokens": 1, "hidden_size": 4096, "inter_size": 14336, "topk": 2,
+         "num_experts": 8, "moe_tp_size": 2, "moe_ep_size": 1, "dtype": "bf16"},
+        {"op": "moe", "num_tokens": 3000, "hidden_size": 7168, "inter_size": 2048, "topk": 8,
+         "num_experts": 256, "moe_tp_size": 1, "moe_ep_size": 8, "dtype": "bf16",
+         "weight_dtype": "int4", "group_size": 64},
     ]
 )  # fmt: skip
 
@@ -69,4 +74,8 @@ def test_bad_rows_raise_one_line_errors():
     with pytest.raises(RooflensError, match="divide"):
         bad = {"op": "attention_decode", "batch": 1, "kv_len": 8, "n_heads": 6, "n_kv_heads": 4,
                "head_dim": 64, "dtype": "bf16"}  # fmt: skip
+        predict_frame(pd.DataFrame([bad]), A100)
+    with pytest.raises(RooflensError, match="moe_ep_size must divide"):
+        bad = {"op": "moe", "num_tokens": 4, "hidden_size": 64, "inter_size": 64, "topk": 2,
+               "num_experts": 8, "moe_tp_size": 1, "moe_ep_size": 3, "dtype": "bf16"}  # fmt: skip
         predict_frame(pd.DataFrame([bad]), A100)

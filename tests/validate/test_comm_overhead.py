@@ -1,0 +1,53 @@
+"""A collective pays its protocol's latency once: under `calibrated` the fitted NCCL protocols
+(hardware/calibration/comm-a100.yaml, model/comm.py) already hold the base latency of a call,
+so pricing must not add a kernel's per-call overhead to comm ops (it still does to kernels)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hardware.profiles import get_profile
+from model.api import make_scenario
+from model.comm import all_reduce_s, all_to_all_s, protocols_for
+from model.ops import decode_ops
+from model.pricing import price_op
+
+
+@pytest.fixture(scope="module")
+def tp_scenario():
+    return make_scenario("llama-3-70b", "a100-sxm-80gb", tp=4, batch=8, profile="calibrated")
+
+
+def test_calibrated_comm_op_costs_exactly_its_collective(tp_scenario):
+    profile = get_profile("calibrated", tp_scenario.gpu)
+    assert profile.kind("comm").overhead_s > 0  # the fallback kind a comm op would have taken
+    ops = decode_ops(tp_scenario, 1024.0)
+    comm = [op for op in ops if op.kind == "comm"]
+    assert comm and {op.name for op in comm} == {"tp.all_reduce"}
+    for op in comm:
+        expected = all_reduce_s(op.comm_bytes, 4, tp_scenario.system, protocols_for(profile))
+        assert float(price_op(op, tp_scenario.system, profile).time_s) == pytest.approx(
+            float(expected), rel=1e-12
+        )
+
+
+def test_expert_parallel_all_to_all_pays_no_kernel_overhead():
+    sc = make_scenario("mixtral-8x7b", "a100-sxm-80gb", tp=1, ep=2, batch=16,
+                       profile="calibrated")  # fmt: skip
+    profile = get_profile("calibrated", sc.gpu)
+    dispatch = [op for op in decode_ops(sc, 512.0) if op.name == "ep.dispatch"]
+    assert dispatch
+    op = dispatch[0]
+    expected = all_to_all_s(op.comm_bytes, 2, sc.system, protocols_for(profile))
+    assert float(price_op(op, sc.system, profile).time_s) == pytest.approx(float(expected))
+
+
+def test_kernels_still_pay_their_overhead(tp_scenario):
+    profile = get_profile("calibrated", tp_scenario.gpu)
+    ops = decode_ops(tp_scenario, 1024.0)
+    norm = next(op for op in ops if op.name == "norm.attn")
+    priced = price_op(norm, tp_scenario.system, profile)
+    busy = np.maximum(priced.compute_s, priced.memory_s)
+    overhead = profile.kind("norm").overhead_s
+    assert float(priced.time_s) == pytest.approx(float(busy) + overhead)

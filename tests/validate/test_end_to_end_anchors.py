@@ -1,0 +1,88 @@
+"""End-to-end accuracy against published engine runs: TTFT and output throughput of LLaMA-7B on
+one A100 under TensorRT-LLM (shared/data/anchors.md M1 and M2), predicted through the same
+entry point the CLI uses (model.api.make_scenario / run).
+
+Source (both rows): TensorRT-LLM `docs/source/performance.md` (v0.5-0.6 era), A100, FP16,
+LLaMA-7B, TP1; M1 is its "Low Latency" table (batch 1, time to first token), M2 its
+max-throughput table (output tokens/s per GPU) as quoted in LLM-Viewer issue #4. These rows are
+a check, not fit data: the calibration is fitted on kernel tables only (validate/calibrate.py).
+
+`pytest -s` prints the table of predicted vs published.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from model.api import make_scenario, run
+
+MODEL, GPU = "llama-2-7b", "a100-sxm-80gb"  # LLaMA-7B's shape (32 x 4096, MHA, d_ff 11008)
+# (anchor, metric, batch, prompt tokens, output tokens, published value in SI units)
+ANCHORS = [
+    ("M1", "ttft_s", 1, 128, 1, 16e-3),
+    ("M1", "ttft_s", 1, 2048, 1, 133e-3),
+    ("M2", "output_tokens_per_s", 256, 128, 128, 5353.0),
+    ("M2", "output_tokens_per_s", 32, 128, 2048, 1518.0),
+    ("M2", "output_tokens_per_s", 32, 2048, 128, 547.0),
+    ("M2", "output_tokens_per_s", 16, 2048, 2048, 613.0),
+]
+# Calibrated error bands (predicted / published - 1), set after the frontier attention refit
+# (docs/validation.md, 2026-11-21): TTFT -6.5 % and +3.6 %; throughput -18.7 % (batch 256,
+# 128/128), -11.8 %, -13.5 %, -8.3 %. Before that refit throughput was -18 % to -21 % (decode
+# attention fitted between vLLM's and SGLang's kernels), which the 20 % band rejects. The
+# remaining deficit is mostly decode GEMMs near the ridge (m = 256: the p-norm overlap prices
+# the QKV projection at 149 us where the engines measured 104-112 us) and Vidur's unfused eager
+# norm and activation kernels, which TensorRT-LLM fuses.
+TTFT_BAND = 0.10
+THROUGHPUT_BAND = 0.20
+
+
+def _predict(profile: str, batch: int, prompt: int, output: int) -> dict[str, float]:
+    sc = make_scenario(MODEL, GPU, batch=batch, prompt_len=prompt, output_len=output,
+                       weight_dtype="fp16", act_dtype="fp16", profile=profile)  # fmt: skip
+    pred = run(sc)
+    return {"ttft_s": pred.ttft_s, "output_tokens_per_s": pred.output_tokens_per_s}
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    rows = []
+    for anchor, metric, batch, prompt, output, published in ANCHORS:
+        row = {"anchor": anchor, "metric": metric, "batch": batch, "prompt": prompt,
+               "output": output, "published": published}  # fmt: skip
+        for profile in ("ideal", "calibrated"):
+            row[profile] = _predict(profile, batch, prompt, output)[metric]
+            row[f"{profile}_error"] = row[profile] / published - 1.0
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    shown = frame.copy()
+    is_ttft = shown["metric"] == "ttft_s"
+    for column in ("published", "ideal", "calibrated"):  # ms for TTFT, tokens/s for throughput
+        shown[column] = shown[column].where(~is_ttft, shown[column] * 1e3).round(1)
+    shown["metric"] = shown["metric"].map({"ttft_s": "TTFT (ms)",
+                                           "output_tokens_per_s": "output tokens/s"})  # fmt: skip
+    for column in ("ideal_error", "calibrated_error"):
+        shown[column] = (100 * shown[column]).map("{:+.1f} %".format)
+    print("\nLLaMA-7B fp16 on A100 vs TensorRT-LLM (anchors M1, M2):\n" + shown.to_string())
+    return frame
+
+
+def test_ideal_profile_is_optimistic_on_every_row(table):
+    ttft = table["metric"] == "ttft_s"
+    assert (table.loc[ttft, "ideal"] < table.loc[ttft, "published"]).all()
+    assert (table.loc[~ttft, "ideal"] > table.loc[~ttft, "published"]).all()
+
+
+def test_calibrated_ttft_within_band(table):
+    errors = table.loc[table["metric"] == "ttft_s", "calibrated_error"]
+    assert (errors.abs() <= TTFT_BAND).all(), errors.tolist()
+
+
+def test_calibrated_throughput_within_band(table):
+    errors = table.loc[table["metric"] == "output_tokens_per_s", "calibrated_error"]
+    assert (errors.abs() <= THROUGHPUT_BAND).all(), errors.tolist()
+
+
+def test_calibrated_is_closer_than_ideal_on_every_row(table):
+    assert (table["calibrated_error"].abs() < table["ideal_error"].abs()).all()

@@ -60,59 +60,54 @@ def decode_splits(B: Num, T: Num, n_heads: int, n_kv_heads: int, positions: Num,
     return float(n) if np.ndim(n) == 0 else n
 
 
-def combine_op(attn: Op) -> Op | None:
-    """The split's second kernel: rescale and sum N fp32 partials and their log-sum-exps.
+def combine_cost(shape: dict[str, Any], n: Num) -> tuple[Num, Num]:
+    """Flash-Decoding's second kernel, rescaling and summing N fp32 partials and log-sum-exps:
+    bytes = 2 · B·T·H · N · (Dh + 1) · 4 (written by the split kernel, read back),
+    FLOPs = B·T·H · N · (2·Dh + 4); nothing when N = 1."""
+    n = np.asarray(n, dtype=np.float64)
+    rows = shape["batch"] * shape["new_tokens"] * shape["n_heads"]
+    dh = shape["head_dim"]
+    partial = np.where(n > 1, 2 * rows * n * (dh + 1) * PARTIAL_BYTES, 0.0)
+    flops = np.where(n > 1, rows * n * (2 * dh + 4), 0.0)
+    return partial, flops
 
-    bytes = 2 · B·T·H · N · (Dh + 1) · 4 (written by the split kernel, read here);
-    FLOPs = B·T·H · N · (2·Dh + 4). None when no call splits.
-    """
-    s = attn.shape
-    n = np.asarray(s.get("kv_splits", 1.0), dtype=np.float64)
-    if np.all(n <= 1.0):
-        return None
-    rows = s["batch"] * s["new_tokens"] * s["n_heads"]
-    partial = np.where(n > 1, 2 * rows * n * (s["head_dim"] + 1) * PARTIAL_BYTES, 0.0)
-    return Op(
-        name="attn.combine",
-        phase=attn.phase,
-        kind="elementwise",
-        count=attn.count,
-        flops=np.where(n > 1, rows * n * (2 * s["head_dim"] + 4), 0.0),
-        weight_bytes=0.0,
-        act_bytes=partial,
-        kv_bytes=0.0,
-        compute_dtype="fp32",
-        live_bytes=partial / 2,
-        shape={"kv_splits": n},
+
+def regrid(op: Op, n: Num, sm_count: int) -> Op:
+    """The attention op run with N KV splits: its grid, the bandwidth share that grid reaches
+    for the KV stream, and the combine kernel's traffic and work folded into the op (measured
+    decode-attention latencies include the combine, so calibration and table agree)."""
+    s = op.shape
+    old_bytes, old_flops = s.get("combine_act_bytes", 0.0), s.get("combine_vector_flops", 0.0)
+    new_bytes, new_flops = combine_cost(s, n)
+    act = op.act_bytes - old_bytes + new_bytes
+    blocks = attention_thread_blocks(s["batch"], s["new_tokens"], s["n_heads"], s["n_kv_heads"])
+    share = attention_bandwidth_fraction(blocks * n, sm_count)
+    total = op.weight_bytes + act + op.kv_bytes
+    return replace(
+        op,
+        act_bytes=act,
+        vector_flops=op.vector_flops - old_flops + new_flops,
+        live_bytes=op.live_bytes + (new_bytes - old_bytes) / 2,
+        bandwidth_fraction=streamed_fraction(total, s.get("kv_read_bytes", op.kv_bytes), share),
+        shape={
+            **s,
+            "kv_splits": n,
+            "thread_blocks": blocks * n,
+            "combine_act_bytes": new_bytes,
+            "combine_vector_flops": new_flops,
+        },
     )
 
 
 def resplit_attention(ops: list[Op], splits_for: Any, sm_count: int) -> list[Op]:
-    """Re-grid every split-capable attention op with `splits_for(op)` KV splits, replacing the
-    combine kernels that follow them (for the flash-decoding and unsplit-decode transforms)."""
-    out: list[Op] = []
-    for op in ops:
-        if op.name == "attn.combine":
-            continue
-        if op.kind != "attention" or op.shape.get("eager") or "kv_splits" not in op.shape:
-            out.append(op)
-            continue
-        s = op.shape
-        blocks = attention_thread_blocks(s["batch"], s["new_tokens"], s["n_heads"], s["n_kv_heads"])
-        n = splits_for(op)
-        share = attention_bandwidth_fraction(blocks * n, sm_count)
-        regridded = replace(
-            op,
-            bandwidth_fraction=streamed_fraction(
-                op.bytes, s.get("kv_read_bytes", op.kv_bytes), share
-            ),
-            shape={**s, "kv_splits": n, "thread_blocks": blocks * n},
-        )
-        out.append(regridded)
-        combine = combine_op(regridded)
-        if combine is not None:
-            out.append(combine)
-    return out
+    """Re-grid every split-capable attention op with `splits_for(op)` KV splits (for the
+    flash-decoding and unsplit-decode transforms)."""
+    return [
+        regrid(op, splits_for(op), sm_count)
+        if op.kind == "attention" and not op.shape.get("eager") and "kv_splits" in op.shape
+        else op
+        for op in ops
+    ]
 
 
 def attended_keys(T: Num, L: Num, window: int) -> Num:
@@ -168,19 +163,12 @@ def attention_op(
     ab, kvb = dtype_bytes(act_dtype), dtype_bytes(kv_dtype)
     n = B * T
     keys = attended_keys(T, L, window)
-    blocks = attention_thread_blocks(B, T, n_heads, n_kv_heads)
     positions = kv_positions(L, window, T)
-    splits = decode_splits(B, T, n_heads, n_kv_heads, positions, sm_count)
     q_and_o = 2 * n * n_heads * head_dim * ab
     new_kv_act = n * 2 * n_kv_heads * head_dim * ab
     kv_read = B * positions * 2 * n_kv_heads * head_dim * kvb
     kv_write = n * 2 * n_kv_heads * head_dim * kvb
-    grid = (
-        {"thread_blocks": blocks * splits, "kv_splits": splits, "kv_read_bytes": kv_read}
-        if sm_count
-        else {}
-    )
-    return Op(
+    op = Op(
         name="attn.core",
         phase=phase,
         kind="attention",
@@ -198,15 +186,10 @@ def attention_op(
             "n_heads": n_heads,
             "n_kv_heads": n_kv_heads,
             "head_dim": head_dim,
-            **grid,
         },
-        bandwidth_fraction=(
-            streamed_fraction(
-                q_and_o + new_kv_act + kv_read + kv_write,
-                kv_read,
-                attention_bandwidth_fraction(blocks * splits, sm_count),
-            )
-            if sm_count
-            else 1.0
-        ),
     )
+    if not sm_count:  # a kernel that fills the GPU (single-kernel prediction)
+        return op
+    splits = decode_splits(B, T, n_heads, n_kv_heads, positions, sm_count)
+    op = replace(op, shape={**op.shape, "kv_read_bytes": kv_read, "kv_splits": 1.0})
+    return regrid(op, splits, sm_count)

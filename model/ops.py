@@ -26,9 +26,10 @@ from model.attention import (
     attention_bandwidth_fraction,
     attention_op,
     attention_thread_blocks,
-    combine_op,
+    combine_cost,
     decode_splits,
     kv_positions,
+    regrid,
     resplit_attention,
     streamed_fraction,
 )
@@ -62,13 +63,14 @@ __all__ = [
     "attention_op",
     "attention_thread_blocks",
     "build_ops",
-    "combine_op",
+    "combine_cost",
     "decode_ops",
     "decode_splits",
     "dequant_vector_flops",
     "gemm_op",
     "kv_positions",
     "prefill_ops",
+    "regrid",
     "resplit_attention",
     "streamed_fraction",
     "weight_storage_bytes",
@@ -227,23 +229,68 @@ class _Builder:
             sm_count=self.sc.gpu.sm_count,
         )
         self.ops.append(attention)
-        combine = combine_op(attention)
-        if combine is not None:
-            self.ops.append(combine)
         self.gemm("attn.o_proj", m.n_layers, n, m.d_model, Hg * Dh)
 
-    def _mla_attention(self, Hg: int) -> None:
-        """DeepSeek MLA in its weight-absorbed form (DeepSeek-V2 paper §2.1.2): attention runs on
-        the cached latent (kv_lora_rank + rope dims, shared by all heads, replicated across TP)."""
+    def _mla_prefill(self, Hg: int) -> None:
+        """MLA prefill as vLLM and SGLang run it: K and V decompressed from the latent by
+        kv_b_proj (W_UK, W_UV) for every attended position, then standard multi-head attention
+        with q·k over nope + rope dims and values of v_head_dim (DeepSeek-V2 §2.1.2); only the
+        latent (kv_lora_rank + rope) is written to the cache. Absorption, which trades these
+        GEMMs for wider attention, pays off only at decode, where it is used."""
         m, B, T, L = self.m, self.B, self.T, self.L
         n, D, R, rope = self.tokens, m.d_model, m.kv_lora_rank, m.qk_rope_head_dim
-        nope, Dv = m.head_dim - rope, m.value_head_dim
+        Dqk, Dv = m.head_dim, m.value_head_dim
+        self._mla_q_and_latent(Hg)
+        positions = kv_positions(L, m.sliding_window, T)
+        self.gemm("attn.kv_b_proj", m.n_layers, B * positions, Hg * (Dqk - rope + Dv), R)
+        keys = attended_keys(T, L, m.sliding_window)
+        q_and_o = n * Hg * (Dqk + Dv) * self.ab
+        k_and_v = B * positions * Hg * (Dqk + Dv) * self.ab  # decompressed, per head
+        new_latent = n * (R + rope)
+        self.ops.append(
+            Op(
+                name="attn.core",
+                phase=self.phase,
+                kind="attention",
+                count=m.n_layers,
+                flops=2.0 * B * Hg * keys * (Dqk + Dv),  # QKᵀ over Dqk, PV over Dv
+                weight_bytes=0.0,
+                act_bytes=q_and_o + k_and_v + new_latent * self.ab,
+                kv_bytes=new_latent * self.kvb,  # the cache holds the latent only
+                compute_dtype=self.attn_dtype,
+                live_bytes=q_and_o + k_and_v,
+                shape={
+                    "batch": B,
+                    "new_tokens": T,
+                    "kv_len": L,
+                    "n_heads": Hg,
+                    "n_kv_heads": Hg,
+                    "head_dim": (Dqk + Dv) / 2,  # FLOPs and bytes as a head of the mean width
+                },
+            )
+        )
+        self.gemm("attn.o_proj", m.n_layers, n, D, Hg * Dv)
+
+    def _mla_q_and_latent(self, Hg: int) -> None:
+        m, n, D = self.m, self.tokens, self.m.d_model
         if m.q_lora_rank:
             self.gemm("attn.q_a_proj", m.n_layers, n, m.q_lora_rank, D)
             self.gemm("attn.q_b_proj", m.n_layers, n, Hg * m.head_dim, m.q_lora_rank)
         else:
             self.gemm("attn.q_proj", m.n_layers, n, Hg * m.head_dim, D)
-        self.gemm("attn.kv_a_proj", m.n_layers, n, R + rope, D)
+        self.gemm("attn.kv_a_proj", m.n_layers, n, m.kv_lora_rank + m.qk_rope_head_dim, D)
+
+    def _mla_attention(self, Hg: int) -> None:
+        """DeepSeek MLA in its weight-absorbed form (DeepSeek-V2 paper §2.1.2): attention runs on
+        the cached latent (kv_lora_rank + rope dims, shared by all heads, replicated across TP).
+        Used for decode and speculative verification; prefill decompresses (`_mla_prefill`)."""
+        if self.phase == "prefill":
+            self._mla_prefill(Hg)
+            return
+        m, B, T, L = self.m, self.B, self.T, self.L
+        n, D, R, rope = self.tokens, m.d_model, m.kv_lora_rank, m.qk_rope_head_dim
+        nope, Dv = m.head_dim - rope, m.value_head_dim
+        self._mla_q_and_latent(Hg)
         self.per_head_gemm("attn.q_absorb", m.n_layers, Hg, R, nope)  # q_nope · W_UK per head
         keys = attended_keys(T, L, m.sliding_window)
         latent = B * kv_positions(L, m.sliding_window, T) * (R + rope) * self.kvb

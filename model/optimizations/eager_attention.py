@@ -36,6 +36,7 @@ from model.ops import (
     attention_bandwidth_fraction,
     attention_thread_blocks,
     kv_positions,
+    regrid,
 )
 from model.optimizations.base import Optimization
 from model.units import fmt_bytes
@@ -68,6 +69,10 @@ def flash_kv_rows_streamed(T: Num, L: Num, tile_rows: int, causal: bool = True) 
     return float(out) if np.ndim(out) == 0 else out
 
 
+def unsplit(op: Op, sc: Scenario) -> Op:
+    return regrid(op, 1.0, sc.gpu.sm_count) if "kv_splits" in op.shape else op
+
+
 class EagerAttention(Optimization):
     name = "eager-attention"
     summary = "switch FlashAttention off: the T×L score matrix goes through HBM"
@@ -77,11 +82,7 @@ class EagerAttention(Optimization):
 
     def ops(self, ops: list[Op], sc: Scenario, step: Step) -> list[Op]:
         # the score matrix replaces Flash-Decoding's split: no combine kernel runs
-        return [
-            self._eager(op, sc) if op.kind == "attention" else op
-            for op in ops
-            if op.name != "attn.combine"
-        ]
+        return [self._eager(unsplit(op, sc), sc) if op.kind == "attention" else op for op in ops]
 
     def _eager(self, op: Op, sc: Scenario) -> Op:
         s = op.shape

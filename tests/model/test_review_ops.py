@@ -22,7 +22,7 @@ def named(ops: list[Op], name: str) -> Op:
 
 
 @pytest.mark.parametrize(("phase", "B", "T", "L"), [("decode", 64.0, 1.0, 900.0),
-                                                    ("prefill", 2.0, 512.0, 512.0)])  # fmt: skip
+                                                    ("verify", 2.0, 5.0, 512.0)])  # fmt: skip
 @pytest.mark.parametrize("tp", [1, 8])
 def test_mla_absorbed_products_are_one_gemm_per_head(
     phase: str, B: float, T: float, L: float, tp: int
@@ -182,3 +182,27 @@ def test_w8a8_reads_every_heads_input_of_an_absorbed_product_at_one_byte() -> No
     B, Hg, nope, R = 32.0, m.n_heads // 8, m.head_dim - m.qk_rope_head_dim, m.kv_lora_rank
     ops = make_pipeline(sc, ["quant:scheme=smoothquant"]).step_ops(Step("decode", B, 1.0, 65.0))
     assert named(ops, "attn.q_absorb").act_bytes == Hg * B * (nope * 1 + R * 2)
+
+
+@pytest.mark.parametrize("tp", [1, 8])
+def test_mla_prefill_decompresses_the_latent_and_runs_multi_head_attention(tp: int) -> None:
+    # vLLM/SGLang MLA prefill (DeepSeek-V2 §2.1.2 without absorption): kv_b_proj turns the
+    # latent of every attended position into per-head K_nope and V; attention then costs
+    # 2·(Dqk + Dv) FLOPs per head and attended key; only the latent goes to the cache.
+    m = get_model("deepseek-v3")
+    sc = make_scenario(m, "h100-sxm", tp=tp, prompt_len=4096, output_len=2)
+    B, S = 2.0, 4096.0
+    ops = build_ops(sc, "prefill", B, S, S)
+    names = {op.name for op in ops}
+    assert "attn.q_absorb" not in names and "attn.v_absorb" not in names
+    Hg, R, rope = m.n_heads // tp, m.kv_lora_rank, m.qk_rope_head_dim
+    Dqk, Dv = m.head_dim, m.value_head_dim
+    kv_b = named(ops, "attn.kv_b_proj")
+    assert kv_b.shape == {"m": B * S, "n": Hg * (Dqk - rope + Dv), "k": R}
+    core = named(ops, "attn.core")
+    causal_keys = S * (S + 1) / 2
+    assert core.flops == pytest.approx(2 * B * Hg * causal_keys * (Dqk + Dv))
+    assert core.kv_bytes == pytest.approx(B * S * (R + rope) * 2)  # bf16 latent written once
+    # Absorbed attention would cost 2·B·Hg·keys·(2R + rope): 3.4x more at this length.
+    absorbed = 2 * B * Hg * causal_keys * (2 * R + rope)
+    assert absorbed / core.flops == pytest.approx((2 * R + rope) / (Dqk + Dv))

@@ -7,7 +7,10 @@ it times that peer in the same run on the same kind of configuration (one model,
 batch, dtype, prompt/output lengths -> latency and memory), start-up included, and prints how
 many times faster rooflens is per configuration.
 
-Run: python benchmarks/plan_sweep.py [--peer-configs N]
+`--sweep-opt NAME[:k=v]` adds an optimization tried on and off (e.g. speculative decoding,
+whose draft-and-verify steps the planner prices on the same grids), doubling the grid.
+
+Run: python benchmarks/plan_sweep.py [--peer-configs N] [--sweep-opt OPT]
 """
 
 from __future__ import annotations
@@ -26,11 +29,11 @@ from model.planner.request import build_request  # noqa: E402
 from model.planner.sweep import run_sweep  # noqa: E402
 
 
-def rooflens_rate() -> tuple[int, float]:
+def rooflens_rate(sweep_opts: list[str]) -> tuple[int, float]:
     space, workload = build_request(
         model="llama-2-70b", gpus="all", rate=20.0, prompt_len="1000", output_len="250",
         prompt_len_p99=4000, output_len_p99=1000, ttft_slo=2.0, tpot_slo=0.05,
-        weight_dtypes="bf16,fp8,int8,int4", max_gpus=32,
+        weight_dtypes="bf16,fp8,int8,int4", max_gpus=32, sweep_opts=sweep_opts,
     )  # fmt: skip
     result = run_sweep(space, workload)
     return result.n_configs, time.perf_counter() - START
@@ -67,12 +70,14 @@ def peer_rate(n_configs: int) -> tuple[int, float] | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peer-configs", type=int, default=2000)
+    parser.add_argument("--sweep-opt", action="append", default=[], help="tried on and off")
     args = parser.parse_args()
-    n, elapsed = rooflens_rate()
+    n, elapsed = rooflens_rate(args.sweep_opt)
     ours = elapsed / n
     print(f"python {platform.python_version()} on {platform.machine()}")
-    print(f"rooflens plan sweep: {n:,} configurations in {elapsed:.2f} s (start-up included) "
-          f"= {n / elapsed:,.0f} configurations/s, {ours * 1e6:.2f} µs each")  # fmt: skip
+    extra = f" (--sweep-opt {', '.join(args.sweep_opt)})" if args.sweep_opt else ""
+    print(f"rooflens plan sweep{extra}: {n:,} configurations in {elapsed:.2f} s (start-up "
+          f"included) = {n / elapsed:,.0f} configurations/s, {ours * 1e6:.2f} µs each")  # fmt: skip
     peer = peer_rate(args.peer_configs)
     if peer is None:
         print("llm-analysis not importable: peer comparison skipped (pip install llm-analysis)")

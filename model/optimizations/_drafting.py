@@ -53,11 +53,14 @@ def leviathan_speedup(alpha: Num, gamma: Num, cost_ratio: Num) -> Num:
     return expected_tokens(alpha, gamma) / (np.asarray(gamma) * cost_ratio + 1.0)
 
 
-def price_verify(pipeline: Pipeline, width: int, kv_lens: np.ndarray) -> list[PricedOp]:
-    """One target step verifying `width` tokens per sequence after positions kv_lens − 1."""
+def price_verify(
+    pipeline: Pipeline, width: int, kv_lens: Num, batch: Num | None = None
+) -> list[PricedOp]:
+    """One target step verifying `width` tokens per sequence after positions kv_lens − 1, for
+    `batch` sequences (default: the scenario's batch; arrays welcome)."""
     from model.pipeline import Step
 
-    B = float(pipeline.scenario.workload.batch)
+    B = float(pipeline.scenario.workload.batch) if batch is None else batch
     w = float(width)
     return pipeline.price_step(Step("verify", B, w, kv_lens + w - 1.0, lm_tokens=w))
 
@@ -68,14 +71,15 @@ def retime_decode(
     step_s: Num,
     tokens_per_step: float,
     note: str,
-    extra_ttft_s: float = 0.0,
+    ttft_s: float | None = None,
 ) -> Prediction:
-    """A prediction whose decode emits `tokens_per_step` tokens per sequence every `step_s`."""
+    """A prediction whose decode emits `tokens_per_step` tokens per sequence every `step_s`
+    (and whose TTFT becomes `ttft_s` when given)."""
     from model.pipeline import _phase, with_updates
 
     O = pred.scenario.workload.output_len
     tpot_s = float(np.mean(step_s)) / tokens_per_step if O > 1 else 0.0
-    ttft_s = pred.ttft_s + extra_ttft_s
+    ttft_s = pred.ttft_s if ttft_s is None else ttft_s
     return with_updates(
         pred,
         decode=_phase("decode", priced, tpot_s),

@@ -8,7 +8,11 @@ setting changes nothing. Hooks run in `order` (lower first) at these pipeline st
 - `kv_tokens_per_sequence(tokens, sc)`: KV positions a sequence holds in memory (paging, windows);
 - `memory(mem, sc)`: other memory changes (a draft model's weights);
 - `result(pred, sc, pipeline)`: change the step structure (speculative decoding, early exit),
-  with `pipeline` able to price any extra step.
+  with `pipeline` able to price any extra step;
+- `prompt_tokens(tokens)` and `timing(t, sc, pipeline)`: the same changes on numpy arrays
+  (model/optimizations/_timing.py), for callers that price grids (the capacity planner). A
+  `result` hook that changes TTFT, TPOT or end-to-end time must come with `timing` and be
+  written in terms of it (tests/optimizations/test_timing_hooks.py checks both).
 
 Each subclass sets `name`, `summary`, `citation` and declares its parameters in `params`.
 
@@ -34,6 +38,7 @@ from hardware.errors import RooflensError
 if TYPE_CHECKING:
     from model.memory import MemoryBreakdown
     from model.ops import Num, Op
+    from model.optimizations._timing import StepTiming
     from model.pipeline import Pipeline, Prediction, Step
     from model.scenario import Scenario
 
@@ -103,3 +108,11 @@ class Optimization:
 
     def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
         return pred
+
+    def prompt_tokens(self, tokens: Num) -> Num:
+        """Prompt tokens the target prefills for requests of `tokens` (array-safe)."""
+        return tokens
+
+    def timing(self, t: StepTiming, sc: Scenario, pipeline: Pipeline) -> StepTiming:
+        """`result`'s step-structure change on array step times (array-safe)."""
+        return t

@@ -24,6 +24,7 @@ Limits: candidates are not independent in practice, and α is an input (the pape
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -31,6 +32,7 @@ import numpy as np
 from hardware.errors import RooflensError
 from model.ops import Num
 from model.optimizations._drafting import claim_decoding, price_verify, retime_decode
+from model.optimizations._timing import StepTiming, scalar_timing
 from model.optimizations.base import Optimization, Param
 from model.pricing import step_time_s
 
@@ -76,19 +78,28 @@ class Lookahead(Optimization):
     def kv_tokens_per_sequence(self, tokens: Num, sc: Scenario) -> Num:
         return tokens + self.width - 1
 
+    def timing(self, t: StepTiming, sc: Scenario, pipeline: Pipeline) -> StepTiming:
+        """The formula above on arrays: one step of 1 + (W + G)(N − 1) tokens, τ accepted."""
+        if self.width == 1:
+            return t
+        verify = price_verify(pipeline, self.width, t.kv_lens, t.batch)
+        return replace(
+            t,
+            decode_priced=verify,
+            decode_step_s=step_time_s(verify),
+            tokens_per_step=float(lookahead_tokens(self["alpha"], self["ngram"], self["guesses"])),
+            rows_per_sequence=float(self.width),
+        )
+
     def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
         if self.width == 1:
             return pred
-        kv_lens = pipeline.decode_kv_lens()
-        if not kv_lens.size:
-            kv_lens = np.array([sc.workload.prompt_len + 1.0])
-        verify = price_verify(pipeline, self.width, kv_lens)
-        tau = float(lookahead_tokens(self["alpha"], self["ngram"], self["guesses"]))
-        step_s = step_time_s(verify)
-        speedup = pred.tpot_s / (float(np.mean(step_s)) / tau)
+        t = self.timing(scalar_timing(pred, pipeline), sc, pipeline)
+        tau = t.tokens_per_step
+        speedup = pred.tpot_s / (float(np.mean(t.decode_step_s)) / tau)
         note = (
             f"lookahead: N={self['ngram']}, W={self['window']}, G={self['guesses']}, "
             f"α={self['alpha']:g}: {self.width} tokens per step, {tau:.2f} accepted, "
             f"decode speedup {speedup:.2f}x at batch {sc.workload.batch}"
         )
-        return retime_decode(pred, verify, step_s, tau, note)
+        return retime_decode(pred, t.decode_priced, t.decode_step_s, tau, note)

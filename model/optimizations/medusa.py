@@ -35,6 +35,7 @@ from model.optimizations._drafting import (
     price_verify,
     retime_decode,
 )
+from model.optimizations._timing import StepTiming, scalar_timing
 from model.optimizations.base import Optimization, Param
 from model.pricing import price_ops, step_time_s
 
@@ -68,7 +69,7 @@ class Medusa(Optimization):
     def width(self) -> int:
         return self["tree"] or self["heads"] + 1
 
-    def head_ops(self, sc: Scenario, B: float) -> list[Op]:
+    def head_ops(self, sc: Scenario, B: Num) -> list[Op]:
         """The H heads on B rows: residual block (replicated) and vocab projection (TP-split)."""
         m, H, act = sc.model, self["heads"], sc.precision.act_dtype
         return [
@@ -92,20 +93,29 @@ class Medusa(Optimization):
         head_bytes = self["heads"] * (D * D + D + V * D / tp) * 2.0
         return replace(mem, extra_bytes=mem.extra_bytes + head_bytes)
 
+    def timing(self, t: StepTiming, sc: Scenario, pipeline: Pipeline) -> StepTiming:
+        """The formula above on arrays: one verify step of W tokens plus the heads, τ tokens."""
+        if not self["heads"]:
+            return t
+        verify = price_verify(pipeline, self.width, t.kv_lens, t.batch)
+        heads = price_ops(self.head_ops(sc, t.batch), sc.system, pipeline.profile)
+        return replace(
+            t,
+            decode_priced=verify + heads,
+            decode_step_s=step_time_s(verify) + step_time_s(heads),
+            tokens_per_step=float(expected_tokens(self["alpha"], self["heads"])),
+            rows_per_sequence=float(self.width),
+        )
+
     def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
         if not self["heads"]:
             return pred
-        kv_lens = pipeline.decode_kv_lens()
-        if not kv_lens.size:
-            kv_lens = np.array([sc.workload.prompt_len + 1.0])
-        verify = price_verify(pipeline, self.width, kv_lens)
-        heads = price_ops(self.head_ops(sc, float(sc.workload.batch)), sc.system, pipeline.profile)
-        step_s = step_time_s(verify) + step_time_s(heads)
-        tau = float(expected_tokens(self["alpha"], self["heads"]))
-        speedup = pred.tpot_s / (float(np.mean(step_s)) / tau)
+        t = self.timing(scalar_timing(pred, pipeline), sc, pipeline)
+        tau = t.tokens_per_step
+        speedup = pred.tpot_s / (float(np.mean(t.decode_step_s)) / tau)
         note = (
             f"medusa: {self['heads']} heads, α={self['alpha']:g}, {self.width} tokens verified "
             f"per step: {tau:.2f} tokens per step, decode speedup {speedup:.2f}x "
             f"at batch {sc.workload.batch}"
         )
-        return retime_decode(pred, verify + heads, step_s, tau, note)
+        return retime_decode(pred, t.decode_priced, t.decode_step_s, tau, note)

@@ -28,8 +28,9 @@ import numpy as np
 
 from hardware.errors import RooflensError
 from model.memory import MemoryBreakdown
+from model.optimizations._timing import StepTiming, scalar_timing
 from model.optimizations.base import Optimization, Param
-from model.pricing import PricedOp, step_time_s
+from model.pricing import PricedOp
 from model.units import fmt_time
 
 if TYPE_CHECKING:
@@ -68,19 +69,30 @@ class Offload(Optimization):
         staging = F * mem.weights_bytes / sc.model.n_layers * (2 if self["overlap"] else 1)
         return replace(mem, weights_bytes=(1 - F) * mem.weights_bytes + staging)
 
+    def timing(self, t: StepTiming, sc: Scenario, pipeline: Pipeline) -> StepTiming:
+        """step_s = max(G, F·W/PCIe) (or the sum without overlap) for prefill and decode."""
+        F = self["fraction"]
+        if F == 0.0:
+            return t
+        link = sc.gpu.pcie_bytes_per_s
+        prefill_host_s = F * weight_bytes_read(t.prefill_priced) / link
+        decode_host_s = F * weight_bytes_read(t.decode_priced) / link
+        return replace(
+            t,
+            prefill_s=self.combine(t.prefill_s, prefill_host_s),
+            decode_step_s=self.combine(t.decode_step_s, decode_host_s),
+        )
+
     def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
         F = self["fraction"]
         if F == 0.0:
             return pred
         link = sc.gpu.pcie_bytes_per_s
-        prefill_host_s = F * float(weight_bytes_read(pred.prefill.priced)) / link
-        ttft = float(self.combine(pred.ttft_s, prefill_host_s))
+        t = self.timing(scalar_timing(pred, pipeline), sc, pipeline)
+        ttft = float(t.prefill_s)
         O = sc.workload.output_len
-        tpot = pred.tpot_s
-        if O > 1:
-            decode_gpu_s = step_time_s(pred.decode.priced)
-            decode_host_s = F * weight_bytes_read(pred.decode.priced) / link
-            tpot = float(np.mean(self.combine(decode_gpu_s, decode_host_s)))
+        tpot = float(np.mean(t.tpot_s)) if O > 1 else pred.tpot_s
+        prefill_host_s = F * float(weight_bytes_read(pred.prefill.priced)) / link
         note = (
             f"offload: {F:.0%} of the weights cross PCIe each step "
             f"({fmt_time(prefill_host_s)} per step at {link / 1e9:.0f} GB/s, "

@@ -15,11 +15,15 @@ optimization and with the target's TP.
 
 from __future__ import annotations
 
-import math
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
+import numpy as np
+
 from hardware.errors import RooflensError
+from model.ops import Num
 from model.optimizations._swap import side_scenario
+from model.optimizations._timing import StepTiming
 from model.optimizations.base import Optimization, Param
 from model.presets import get_model
 
@@ -44,38 +48,55 @@ class PromptCompression(Optimization):
         if self["ratio"] < 1.0:
             raise RooflensError("--opt prompt-compression: ratio is tokens in / out, ≥ 1")
 
+    def prompt_tokens(self, tokens: Num) -> Num:
+        """P' = ceil(P / R), on arrays too."""
+        if self["ratio"] == 1.0:
+            return tokens
+        out = np.ceil(np.asarray(tokens, dtype=np.float64) / self["ratio"])
+        return float(out) if out.ndim == 0 else out
+
     def scenario(self, sc: Scenario) -> Scenario:
         if self["ratio"] == 1.0:
             return sc
         P = sc.workload.prompt_len
-        workload = sc.workload.model_copy(update={"prompt_len": math.ceil(P / self["ratio"])})
+        workload = sc.workload.model_copy(update={"prompt_len": int(self.prompt_tokens(P))})
         return sc.model_copy(update={"workload": workload, "settings": {**sc.settings, SETTING: P}})
+
+    def compressor_s(self, sc: Scenario, batch: Num, prompt_in: Num) -> Num:
+        """The compressor's prefill over the full prompts (logits at every position); 0 when
+        no compressor is named."""
+        if not self["compressor"]:
+            return 0.0
+        from model.pipeline import Pipeline as CompressorPipeline
+        from model.pipeline import Step
+        from model.pricing import step_time_s
+
+        P = int(sc.settings[SETTING])
+        full = sc.model_copy(update={"workload": sc.workload.model_copy(update={"prompt_len": P})})
+        small = side_scenario(full, get_model(self["compressor"]), sc.parallel.tp,
+                              "prompt compressor")  # fmt: skip
+        step = Step("prefill", batch, prompt_in, prompt_in, lm_tokens=prompt_in)
+        return step_time_s(CompressorPipeline(small).price_step(step))
+
+    def timing(self, t: StepTiming, sc: Scenario, pipeline: Pipeline) -> StepTiming:
+        """The compressor's prefill added to TTFT (the target's prefill is already of P')."""
+        if self["ratio"] == 1.0 or not self["compressor"]:
+            return t
+        extra = self.compressor_s(sc, t.prefill_batch, t.prompt_tokens_in)
+        return replace(t, prefill_s=t.prefill_s + extra)
 
     def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
         if self["ratio"] == 1.0:
             return pred
-        from model.pipeline import Pipeline as CompressorPipeline
-        from model.pipeline import Step, with_updates
-        from model.pricing import step_time_s
+        from model.pipeline import with_updates
 
         P, P2 = int(sc.settings[SETTING]), sc.workload.prompt_len
         note = f"prompt-compression: {P} → {P2} prompt tokens (R={self['ratio']:g})"
-        extra_s = 0.0
+        extra_s = float(self.compressor_s(sc, float(sc.workload.batch), float(P)))
         if self["compressor"]:
             spec = get_model(self["compressor"])
-            small = side_scenario(
-                sc.model_copy(
-                    update={"workload": sc.workload.model_copy(update={"prompt_len": P})}
-                ),
-                spec,
-                sc.parallel.tp,
-                "prompt compressor",
-            )
-            B = float(sc.workload.batch)
-            priced = CompressorPipeline(small).price_step(Step("prefill", B, P, P, lm_tokens=P))
-            extra_s = float(step_time_s(priced))
             note += f"; compressor {spec.id} scores {P} tokens in {extra_s * 1e3:.3g} ms"
-        ttft_s = pred.ttft_s + extra_s
         return with_updates(
-            pred, ttft_s=ttft_s, e2e_s=pred.e2e_s + extra_s, notes=[*pred.notes, note]
-        )
+            pred, ttft_s=pred.ttft_s + extra_s, e2e_s=pred.e2e_s + extra_s,
+            notes=[*pred.notes, note],
+        )  # fmt: skip

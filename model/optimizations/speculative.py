@@ -44,6 +44,7 @@ from model.optimizations._drafting import (
     retime_decode,
 )
 from model.optimizations._swap import side_scenario
+from model.optimizations._timing import StepTiming, scalar_timing
 from model.optimizations.base import Optimization, Param
 from model.presets import get_model
 from model.pricing import price_ops, step_time_s
@@ -101,31 +102,44 @@ class Speculative(Optimization):
         draft_weights = weights_bytes_per_gpu(self.draft_scenario(sc))
         return replace(mem, extra_bytes=mem.extra_bytes + draft_weights)
 
-    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+    def timing(self, t: StepTiming, sc: Scenario, pipeline: Pipeline) -> StepTiming:
+        """The formula above on arrays: γ draft steps + one verify step of γ + 1 tokens per
+        iteration, τ tokens per iteration, the draft's prefill added to TTFT."""
         if not self.active:
-            return pred
+            return t
         from model.pipeline import Pipeline as DraftPipeline
         from model.pipeline import Step
 
         gamma, alpha = self["gamma"], self["alpha"]
-        w = sc.workload
-        B, P = float(w.batch), float(w.prompt_len)
-        kv_lens = pipeline.decode_kv_lens()
-        if not kv_lens.size:
-            kv_lens = np.array([P + 1.0])
         draft = DraftPipeline(self.draft_scenario(sc))
-        draft_ops = draft.step_ops(Step("draft", B, 1.0, kv_lens + (gamma - 1) / 2.0))
+        draft_ops = draft.step_ops(Step("draft", t.batch, 1.0, t.kv_lens + (gamma - 1) / 2.0))
         draft_ops = [replace(op, count=op.count * gamma) for op in draft_ops]
         drafted = price_ops(draft_ops, draft.scenario.system, draft.profile)
-        verify = price_verify(pipeline, gamma + 1, kv_lens)
-        iteration_s = step_time_s(drafted) + step_time_s(verify)
-        tau = float(expected_tokens(alpha, gamma))
-        draft_prefill_s = float(step_time_s(draft.price_step(Step("prefill", B, P, P))))
-        cost_ratio = float(np.mean(step_time_s(drafted))) / gamma / pred.decode.time_s
-        speedup = pred.tpot_s / (float(np.mean(iteration_s)) / tau)
+        verify = price_verify(pipeline, gamma + 1, t.kv_lens, t.batch)
+        prompt = t.prompt_tokens
+        draft_prefill = draft.price_step(Step("prefill", t.prefill_batch, prompt, prompt))
+        return replace(
+            t,
+            decode_priced=verify + drafted,
+            decode_step_s=step_time_s(drafted) + step_time_s(verify),
+            tokens_per_step=float(expected_tokens(alpha, gamma)),
+            rows_per_sequence=float(gamma + 1),
+            prefill_s=t.prefill_s + step_time_s(draft_prefill),
+        )
+
+    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+        if not self.active:
+            return pred
+        gamma, alpha, w = self["gamma"], self["alpha"], sc.workload
+        t = self.timing(scalar_timing(pred, pipeline), sc, pipeline)
+        tau = t.tokens_per_step
+        drafted = [p for p in t.decode_priced if p.op.phase == "draft"]
+        plain_s = pred.decode.time_s or float("nan")  # no decode step when O = 1
+        cost_ratio = float(np.mean(step_time_s(drafted))) / gamma / plain_s
+        speedup = pred.tpot_s / (float(np.mean(t.decode_step_s)) / tau)
         note = (
-            f"speculative: draft {draft.scenario.model.id}, γ={gamma}, α={alpha:g}: "
+            f"speculative: draft {get_model(self['draft']).id}, γ={gamma}, α={alpha:g}: "
             f"{tau:.2f} tokens per target step, draft/target step cost c={cost_ratio:.3f}, "
             f"decode speedup {speedup:.2f}x over plain decoding at batch {w.batch}"
         )
-        return retime_decode(pred, verify + drafted, iteration_s, tau, note, draft_prefill_s)
+        return retime_decode(pred, t.decode_priced, t.decode_step_s, tau, note, float(t.prefill_s))

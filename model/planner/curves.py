@@ -2,18 +2,25 @@
 serving model and the simulation need, priced in a few vectorised calls of the cost pipeline.
 
 A decode or mixed step at total concurrency M (tokens in flight summed over pipeline
-micro-batches) is priced once on a shared grid of M, split into
-- `body_s`: every operator but attention and lm_head (weights, norms, TP all-reduce), which
-  depends only on the M token rows;
-- `lm_s`: lm_head, which only decode tokens need (prefill keeps the last token's logits);
-- `attn_s`: decode attention of M sequences at the mean KV length (plus its slope in KV length).
-Prefill of one prompt is priced at the prompt-length quantiles. B and L go into
-`Pipeline.price_step` as numpy arrays, so each curve is one call (DESIGN.md step 4).
+micro-batches) is priced once on a shared grid of M:
+- `decode_s`: time per output token of a step of M sequences at the mean KV length, after the
+  optimizations' step-structure hooks (`Optimization.timing`: a draft-and-verify iteration
+  emits τ tokens, weights streamed over PCIe, …), and its slope in Σ KV length for the sim;
+- `body_s`: every operator of a plain step but attention and lm_head (weights, norms, TP
+  all-reduce), which depends only on the token rows: the marginal cost of prompt-chunk rows
+  riding along a decode step (chunked prefill).
+Prefill of one prompt is priced at the prompt-length quantiles (the optimizations' `prompt_tokens`
+hook maps a request's prompt to what the target prefills; their `timing` hook adds side-model
+prefills such as a draft's or a prompt compressor's). B and L go into `Pipeline.price_step` as
+numpy arrays, so each curve is one call (DESIGN.md step 4).
 
 Pipeline parallelism (PP stages, PP micro-batches in flight; Megatron-LM, Narayanan et al. 2021)
 prices a step of M tokens as the full layer stack run on one micro-batch of M/PP, plus PP−1
 activation sends; a lone prompt's prefill traverses all stages (latency S) but holds each stage
-for S/PP only.
+for S/PP only. Expert parallelism (ep a multiple of tp; DeepSeek-V3 §3.4, vLLM/SGLang DP
+attention): a replica is max(tp, ep)·pp GPUs holding E/ep experts each, running ep/tp attention
+groups of TP GPUs side by side; the curves are one attention group's (the cost pipeline prices
+the all-to-all dispatch/combine and the experts read by all groups' tokens).
 """
 
 from __future__ import annotations
@@ -33,10 +40,13 @@ from model.memory import (
     kv_tokens_held,
     weights_bytes_per_gpu,
 )
+from model.ops import Num
 from model.optimizations import Optimization
+from model.optimizations._timing import StepTiming
 from model.pipeline import Pipeline, Step
 from model.planner.prices import price_per_gpu_hour
 from model.planner.workload import ServingWorkload
+from model.pricing import PricedOp, step_time_s
 from model.scenario import Scenario
 from model.spec import ModelSpec
 
@@ -44,6 +54,7 @@ from model.spec import ModelSpec
 # piecewise linear in M, so interpolation on this grid is within a fraction of a percent).
 TOKEN_GRID = np.unique(np.concatenate([np.arange(1.0, 17.0), np.geomspace(16, 65536, 280)]))
 N_POINTS = 32  # quantile points per length distribution
+NOT_BODY = ("attn.core", "lm_head")
 
 
 @dataclass(frozen=True)
@@ -58,28 +69,35 @@ class Group:
     opts: tuple[str, ...] = ()
 
     @property
+    def attention_groups(self) -> int:
+        """TP groups running attention side by side in one replica: ep/tp with EP, else 1."""
+        return max(1, self.ep // self.tp)
+
+    @property
     def gpus_per_replica(self) -> int:
-        return self.tp * self.pp
+        return max(self.tp, self.ep) * self.pp
 
 
 @dataclass(frozen=True)
 class Curves:
     group: Group
     tokens: np.ndarray  # the M grid, tokens per step
-    body_s: np.ndarray
-    lm_s: np.ndarray
-    attn_s: np.ndarray  # decode attention of M sequences at kv_len_mean
-    attn_s_per_kv_token: np.ndarray  # d attention / d (Σ KV length) at each M, for the sim
+    body_s: np.ndarray  # plain step without attention and lm_head: prompt-row marginal cost
+    decode_s: np.ndarray  # time per output token, M sequences at kv_len_mean
+    decode_s_per_kv_token: np.ndarray  # d decode_s / d (Σ KV length of the M sequences)
+    tokens_per_step: float  # tokens a sequence gains per decode step (τ; 1 plain)
+    rows_per_sequence: float  # rows per sequence the target's step is fed (verify width)
     kv_len_mean: float
-    prompt_points: np.ndarray  # equal-probability prompt lengths
-    prefill_s: np.ndarray  # one prompt's prefill latency at each point
-    prefill_attn_s: np.ndarray  # its attention part
+    prompt_points: np.ndarray  # equal-probability prompt lengths the target prefills
+    prefill_s: np.ndarray  # one prompt's time to first token at each point
+    prefill_extra_s: np.ndarray  # its part outside the body rows: attention, side models
     prefill_p99_s: float  # at the p99 prompt
-    prompt_p99_tokens: float
-    prefill_attn_p99_s: float
-    prefill_grid_tokens: np.ndarray  # prompt lengths 1..max context, for the simulation
+    prompt_p99_tokens: float  # the p99 prompt as the target prefills it
+    prefill_extra_p99_s: float
+    prefill_grid_tokens: np.ndarray  # request prompt lengths 1..max context, for the sim
+    prefill_grid_target_tokens: np.ndarray  # the same as the target prefills them
     prefill_grid_s: np.ndarray
-    prefill_attn_grid_s: np.ndarray
+    prefill_extra_grid_s: np.ndarray
     weights_bytes: float
     kv_bytes_per_token: float  # per GPU
     kv_tokens_per_sequence: float  # held at the end of a mean request (P + O − 1)
@@ -91,12 +109,19 @@ class Curves:
     kv_transfer_latency_s: float
     usd_per_gpu_hour: float
 
-    @property
-    def decode_s(self) -> np.ndarray:
-        return self.body_s + self.lm_s + self.attn_s
-
     def memory_bytes(self, batch: float) -> float:
         return self.fixed_bytes + batch * self.kv_bytes_per_token * self.kv_tokens_per_sequence
+
+
+def _total(
+    priced: list[PricedOp], shape: tuple[int, ...], names: tuple[str, ...] = ()
+) -> np.ndarray:
+    """Σ total_s of the priced ops (only those named, if names are given), broadcast."""
+    out = np.zeros(shape)
+    for p in priced:
+        if not names or p.op.name in names:
+            out = out + np.broadcast_to(np.asarray(p.total_s, dtype=np.float64), shape)
+    return out
 
 
 def build_curves(
@@ -130,23 +155,35 @@ def build_curves(
     )
     pipe = make_pipeline(sc, opts)
     sc = pipe.scenario
-    pp = float(group.pp)
-    kv_len = workload.kv_len_mean_tokens()
-    M = TOKEN_GRID
 
-    # Decode / mixed step: B = M/PP sequences (one micro-batch), L at the mean and twice it.
-    kv_lens = np.array([[kv_len, 2 * kv_len]])
-    priced = pipe.price_step(Step("decode", (M / pp)[:, None], 1.0, kv_lens))
-    body, lm, attn = np.zeros(M.size), np.zeros(M.size), np.zeros((M.size, 2))
-    for p in priced:
-        t = np.broadcast_to(np.asarray(p.total_s, dtype=np.float64), (M.size, 2))
-        if p.op.name == "attn.core":
-            attn = attn + t
-        elif p.op.name == "lm_head":
-            lm = lm + t[:, 0]
-        else:
-            body = body + t[:, 0]
-    hop_link = sc.system.link_for(group.tp * group.pp)
+    def target(tokens: Num) -> Num:
+        """Prompt tokens the target prefills (prompt compression), on arrays."""
+        for opt in pipe.opts:
+            tokens = opt.prompt_tokens(tokens)
+        return tokens
+
+    pp = float(group.pp)
+    points_in = workload.prompt.points(N_POINTS)
+    points = np.asarray(target(points_in), dtype=np.float64)
+    kv_len = float(np.mean(points)) + workload.kv_len_mean_tokens() - workload.prompt.mean()
+    M = TOKEN_GRID
+    grid_top = max(sc.model.max_context, prompt_p99)
+    lengths = np.unique(np.concatenate([points_in, [prompt_p99], np.geomspace(1, grid_top, 40)]))
+    lengths_target = np.asarray(target(lengths), dtype=np.float64)
+
+    # Plain steps: decode at B = M/PP sequences (one micro-batch), L at the mean and twice it;
+    # prefill of one prompt at each length. Then the optimizations' step-structure hooks.
+    B, kv_lens = (M / pp)[:, None], np.array([[kv_len, 2 * kv_len]])
+    decode = pipe.price_step(Step("decode", B, 1.0, kv_lens))
+    prefill = pipe.price_step(Step("prefill", 1.0, lengths_target, lengths_target))
+    plain_prefill_s = _total(prefill, lengths.shape)
+    t = StepTiming(batch=B, kv_lens=kv_lens, prefill_batch=1.0, prompt_tokens=lengths_target,
+                   prompt_tokens_in=lengths, prefill_priced=prefill, prefill_s=plain_prefill_s,
+                   decode_priced=decode, decode_step_s=step_time_s(decode))  # fmt: skip
+    for opt in pipe.opts:
+        t = opt.timing(t, sc, pipe)
+
+    hop_link = sc.system.link_for(group.gpus_per_replica)
     act_b = dtype_bytes(sc.precision.act_dtype)
 
     def pp_send_s(tokens: np.ndarray) -> np.ndarray:
@@ -154,23 +191,22 @@ def build_curves(
         per_hop = tokens * sc.model.d_model * act_b / hop_link.bytes_per_s + hop_link.latency_s
         return (pp - 1.0) * per_hop
 
+    body = _total(decode, (M.size, 2))[:, 0] - _total(decode, (M.size, 2), NOT_BODY)[:, 0]
     body = body + pp_send_s(M / pp)
-    # Σ L over the batch grows by M/PP positions when L grows by one: slope per KV token (at
-    # each M: attention's achieved bandwidth may depend on the batch).
-    slope = (attn[:, 1] - attn[:, 0]) / (kv_len * M / pp)
+    tau, width = float(t.tokens_per_step), float(t.rows_per_sequence)
+    per_token = np.broadcast_to(t.tpot_s, (M.size, 2)) + (pp_send_s(M / pp * width) / tau)[:, None]
+    # Non-decreasing in M (running maximum): the cost model's Flash-Decoding split heuristic
+    # makes a few batches cheaper than smaller ones (on an H100, 17 sequences of 8 KV heads
+    # fill the SMs unsplit while 16 split and pay a combine kernel), which would let latency
+    # fall as load rises; the planner takes the envelope (conservative, < 1 % at those M).
+    per_token = np.maximum.accumulate(per_token, axis=0)
+    # Σ L over the M sequences grows by M positions when L grows by one: slope per KV token
+    # (at each M: attention's achieved bandwidth may depend on the batch).
+    slope = (per_token[:, 1] - per_token[:, 0]) / (kv_len * M)
 
-    points = workload.prompt.points(N_POINTS)
-    grid_top = max(sc.model.max_context, prompt_p99)
-    lengths = np.unique(np.concatenate([points, [prompt_p99], np.geomspace(1, grid_top, 40)]))
-    pre = pipe.price_step(Step("prefill", 1.0, lengths, lengths))
-    pre_total = np.zeros(lengths.size)
-    pre_attn = np.zeros(lengths.size)
-    for p in pre:
-        t = np.broadcast_to(np.asarray(p.total_s, dtype=np.float64), lengths.shape)
-        pre_total = pre_total + t
-        if p.op.name == "attn.core":
-            pre_attn = pre_attn + t
-    pre_total = pre_total + pp_send_s(lengths)
+    pre_total = np.broadcast_to(t.prefill_s, lengths.shape) + pp_send_s(lengths_target)
+    pre_extra = _total(prefill, lengths.shape, ("attn.core",)) + pre_total - plain_prefill_s
+    pre_extra = pre_extra - pp_send_s(lengths_target)
 
     mem = _memory(sc, pipe, chunk_tokens=max(chunk_tokens, math.ceil(prompt_p99)))
     per_sequence = mem.kv_bytes_per_token * float(np.mean(kv_tokens_held(sc, pipe)))
@@ -182,19 +218,21 @@ def build_curves(
         group=group,
         tokens=M,
         body_s=body,
-        lm_s=lm,
-        attn_s=attn[:, 0],
-        attn_s_per_kv_token=slope,
+        decode_s=per_token[:, 0].copy(),
+        decode_s_per_kv_token=slope,
+        tokens_per_step=tau,
+        rows_per_sequence=width,
         kv_len_mean=kv_len,
         prompt_points=points,
-        prefill_s=np.interp(points, lengths, pre_total),
-        prefill_attn_s=np.interp(points, lengths, pre_attn),
+        prefill_s=np.interp(points_in, lengths, pre_total),
+        prefill_extra_s=np.interp(points_in, lengths, pre_extra),
         prefill_p99_s=float(np.interp(prompt_p99, lengths, pre_total)),
-        prompt_p99_tokens=prompt_p99,
-        prefill_attn_p99_s=float(np.interp(prompt_p99, lengths, pre_attn)),
+        prompt_p99_tokens=float(target(prompt_p99)),
+        prefill_extra_p99_s=float(np.interp(prompt_p99, lengths, pre_extra)),
         prefill_grid_tokens=lengths,
+        prefill_grid_target_tokens=lengths_target,
         prefill_grid_s=pre_total,
-        prefill_attn_grid_s=pre_attn,
+        prefill_extra_grid_s=pre_extra,
         weights_bytes=mem.weights_bytes,
         kv_bytes_per_token=mem.kv_bytes_per_token,
         kv_tokens_per_sequence=per_sequence / max(mem.kv_bytes_per_token, 1e-30),

@@ -31,7 +31,8 @@ REASON_LABEL = {
 
 def describe(row: dict[str, Any]) -> str:
     """One line naming a configuration."""
-    unit = f"TP {row['tp']}" + (f" × PP {row['pp']}" if row["pp"] > 1 else "")
+    unit = f"TP {row['tp']}" + (f" × EP {row['ep']}" if row["ep"] > 1 else "")
+    unit += f" × PP {row['pp']}" if row["pp"] > 1 else ""
     if row["mode"] == "disaggregated":
         layout = (
             f"{row['prefill_replicas']} prefill + {row['decode_replicas']} decode "
@@ -124,8 +125,9 @@ def explain_recommendation(
     if fewer:
         lines.append(f"Why not fewer GPUs: {fewer}.")
     else:
+        per_replica = row["n_gpus"] // row["replicas"]
         lines.append(
-            f"Why not fewer GPUs: this is the smallest layout of its kind ({row['tp'] * row['pp']}"
+            f"Why not fewer GPUs: this is the smallest layout of its kind ({per_replica}"
             " GPU(s) per replica, one replica per role); every cheaper configuration swept "
             "either does not fit, cannot keep up or misses an SLO."
         )
@@ -155,7 +157,8 @@ def explain_infeasible(
         lightest = min(result.curves.values(), key=lambda c: c.fixed_bytes / c.capacity_bytes)
         g = lightest.group
         lines.append(
-            f"Smallest footprint tried: {g.gpu} TP {g.tp} × PP {g.pp}, {g.weight_dtype} weights "
+            f"Smallest footprint tried: {g.gpu} TP {g.tp}{f' × EP {g.ep}' if g.ep > 1 else ''}"
+            f" × PP {g.pp}, {g.weight_dtype} weights "
             f"need {fmt_bytes(lightest.weights_bytes)} per GPU (+ runtime and activations "
             f"{fmt_bytes(lightest.fixed_bytes - lightest.weights_bytes)}) of "
             f"{fmt_bytes(lightest.capacity_bytes)}."

@@ -15,16 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from model.planner.curves import Curves, Group
+from model.planner.check import MAX_SIMULATIONS, RANK, check_by_simulation, verify
 from model.planner.explain import describe, explain_infeasible, explain_recommendation
 from model.planner.pareto import pareto_mask
-from model.planner.sim import CurveCosts, SimResult, simulate
-from model.planner.sweep import SweepResult, SweepSpace, records, run_sweep
+from model.planner.sweep import SweepResult, SweepSpace, group_of, records, run_sweep
 from model.planner.workload import ServingWorkload
-from model.units import fmt_time
-
-RANK = ["cost_per_hour", "n_gpus", "tpot_p99_s", "ttft_p99_s"]
-OPTIMISTIC = 1.10  # flag when the simulation's p99 exceeds the analytical one by 10 %
 
 
 @dataclass
@@ -38,6 +33,7 @@ class Plan:
     alternatives: list[dict[str, Any]] = field(default_factory=list)
     simulations: list[dict[str, Any]] = field(default_factory=list)
     elapsed_s: float = 0.0
+    verified: bool | None = None  # the recommendation passed the simulation (None: not run)
 
     def to_dict(self) -> dict[str, Any]:
         w = self.workload
@@ -53,6 +49,7 @@ class Plan:
             },
             "space": self.space.model_dump(),
             "recommended": self.recommended,
+            "recommended_verified_by_simulation": self.verified,
             "pareto": self.pareto,
             "n_configs_evaluated": self.sweep.n_configs,
             "elapsed_s": self.elapsed_s,
@@ -80,80 +77,6 @@ def frontier(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[mask].sort_values("tokens_per_s_per_gpu", ascending=False)
 
 
-def group_of(row: dict[str, Any]) -> Group:
-    opts = tuple(o for o in str(row.get("opts") or "").split(",") if o)
-    return Group(row["gpu"], int(row["tp"]), int(row["pp"]), int(row["ep"]), row["weight_dtype"],
-                 row["act_dtype"], row["kv_dtype"], opts)  # fmt: skip
-
-
-def simulate_row(
-    c: Curves, row: dict[str, Any], w: ServingWorkload, chunk_tokens: int,
-    n_requests: int = 2000, seed: int = 0,
-) -> SimResult:  # fmt: skip
-    """Simulate one replica of a configuration (random routing: rate / replicas each)."""
-    rng = np.random.default_rng(seed)
-    max_ctx = int(c.prefill_grid_tokens.max())
-    prompts = w.prompt.sample(rng, n_requests, max_ctx - 1)
-    outputs = np.minimum(w.output.sample(rng, n_requests, max_ctx - 1), max_ctx - prompts)
-    decode_rate = w.rate_per_s / row["decode_replicas"]
-    if row["mode"] == "disaggregated":
-        arrivals = np.cumsum(rng.exponential(row["prefill_replicas"] / w.rate_per_s, n_requests))
-        decode_arrivals = np.cumsum(rng.exponential(1.0 / decode_rate, n_requests))
-    else:
-        arrivals = np.cumsum(rng.exponential(1.0 / decode_rate, n_requests))
-        decode_arrivals = None
-    xfer = prompts * c.kv_transfer_s_per_token + c.kv_transfer_latency_s
-    return simulate(CurveCosts(c), row["mode"], arrivals, prompts, outputs, int(row["batch"]),
-                    chunk_tokens, decode_arrivals, xfer)  # fmt: skip
-
-
-def check_by_simulation(
-    rows: list[tuple[str, dict[str, Any]]], sweep: SweepResult, space: SweepSpace,
-    w: ServingWorkload, n_requests: int, seed: int,
-) -> list[dict[str, Any]]:  # fmt: skip
-    out = []
-    for role, row in rows:
-        sim = simulate_row(
-            sweep.curves[group_of(row)], row, w, space.chunk_tokens, n_requests, seed
-        )
-        flags = []
-        for name, analytical, simulated in (
-            ("TTFT p99", row["ttft_p99_s"], sim.ttft_p99_s),
-            ("TPOT p99", row["tpot_p99_s"], sim.tpot_p99_s),
-            ("TPOT mean", row["tpot_s"], sim.tpot_mean_s),
-        ):
-            if simulated > OPTIMISTIC * analytical:
-                flags.append(f"{name}: simulated {fmt_time(simulated)} > {fmt_time(analytical)}")
-        slo = w.slo
-        misses = [
-            name
-            for name, value, target in (("TTFT p99", sim.ttft_p99_s, slo.ttft_p99_s),
-                                        ("TPOT p99", sim.tpot_p99_s, slo.tpot_p99_s),
-                                        ("TTFT mean", sim.ttft_mean_s, slo.ttft_mean_s),
-                                        ("TPOT mean", sim.tpot_mean_s, slo.tpot_mean_s))
-            if target is not None and value > target
-        ]  # fmt: skip
-        config = {k: row[k] for k in ("gpu", "n_gpus", "tp", "pp", "mode", "batch")}
-        out.append({"role": role, "config": config, **sim.to_dict(), "optimistic": flags,
-                    "sim_misses_slo": misses})  # fmt: skip
-    return out
-
-
-def verify(
-    feasible: pd.DataFrame, sweep: SweepResult, space: SweepSpace, w: ServingWorkload,
-    n_requests: int, seed: int, tries: int = 6,
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:  # fmt: skip
-    """Simulate the cheapest feasible configurations in order; return the first that meets
-    every SLO in the simulation too (None if none of `tries` does), and the simulations."""
-    done: list[dict[str, Any]] = []
-    for row in records(feasible.sort_values(RANK).head(tries)):
-        done += check_by_simulation([("recommended", row)], sweep, space, w, n_requests, seed)
-        if not done[-1]["sim_misses_slo"]:
-            return row, done
-        done[-1]["role"] = "rejected by simulation"
-    return None, done
-
-
 def plan(
     space: SweepSpace,
     workload: ServingWorkload,
@@ -161,6 +84,7 @@ def plan(
     simulate_requests: int = 2000,
     seed: int = 0,
     max_simulated_pareto: int = 4,
+    max_simulations: int = MAX_SIMULATIONS,
     progress: Callable[[int, int], None] | None = None,
     explain: bool = True,
 ) -> Plan:
@@ -174,8 +98,9 @@ def plan(
     alternatives: list[dict[str, Any]] = []
     sims: list[dict[str, Any]] = []
     checks: list[str] = []
+    verified_flag: bool | None = None
     if simulate_requests and rec is not None:
-        verified, tried = verify(feasible, sweep, space, workload, simulate_requests, seed)
+        verified, tried = verify(sweep, space, workload, simulate_requests, seed, max_simulations)
         sims.extend(tried)
         if verified is not None and len(tried) > 1:
             checks.append(
@@ -188,9 +113,12 @@ def plan(
         elif verified is None:
             checks.append(
                 f"Simulation warning: none of the {len(tried)} cheapest configurations passes "
-                "every SLO when simulated; the analytical steady state is optimistic here."
+                "every SLO when simulated; the analytical steady state is optimistic here, and "
+                "the recommendation shown is the analytical cheapest, not verified."
             )
-        picks = [("pareto", p) for p in pareto[:: max(1, len(pareto) // max_simulated_pareto)]]
+        verified_flag = verified is not None
+        stride = max(1, len(pareto) // max(max_simulated_pareto, 1))
+        picks = [("pareto", p) for p in pareto[::stride]]
         sims += check_by_simulation(picks[:max_simulated_pareto], sweep, space, workload,
                                     simulate_requests, seed)  # fmt: skip
     lines: list[str] = []
@@ -200,7 +128,7 @@ def plan(
         lines, alternatives = explain_infeasible(space, workload, sweep, run_sweep)
     lines += checks
     return Plan(space, workload, sweep, rec, pareto, lines, alternatives, sims,
-                time.perf_counter() - start)  # fmt: skip
+                time.perf_counter() - start, verified_flag)  # fmt: skip
 
 
 def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, chunk: int) -> Any:
@@ -214,7 +142,7 @@ def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, c
         tp=int(row["tp"]), pp=int(row["pp"]), ep=int(row["ep"]), profile=profile,
         prefill_chunk_tokens=chunk,
     )  # fmt: skip
-    opts = [o for o in str(row.get("opts") or "").split(",") if o]
+    opts = list(group_of(row).opts)
     single = run(make_scenario(model, row["gpu"], batch=1, **common), opts)  # type: ignore[arg-type]
     per_stage = int(np.ceil(row["batch"] / int(row["pp"])))
     full = run(make_scenario(model, row["gpu"], batch=per_stage, **common), opts)  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
 """Rendering a plan: terminal (rich), markdown, CSV (the kept configurations) and a
-self-contained HTML report with the Pareto plot (plotly, its JavaScript inlined). Also the
-progress bar the CLI shows when a sweep runs longer than a second."""
+self-contained HTML report with the Pareto plot and the verdict counts (plotly, its JavaScript
+inlined once). Also the progress bar the CLI shows when a sweep runs longer than a second."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 
 from model.planner.plan import Plan
+from model.planner.sweep import OPT_SEP
 from model.units import fmt_time
 
 COLUMNS = ["gpu", "GPUs", "layout", "weights/KV", "scheduler", "batch", "TTFT p99", "TPOT p99",
@@ -44,13 +45,27 @@ class LazyProgress:
             self.bar.stop()
 
 
-def _cells(r: dict[str, Any]) -> list[str]:
-    unit = f"TP{r['tp']}" + (f"×PP{r['pp']}" if r["pp"] > 1 else "")
+def _marks(opts: object) -> str:
+    """' +name' per optimization of a row (names only; parameters are in the JSON/CSV)."""
+    return "".join(f" +{o.split(':')[0]}" for o in str(opts or "").split(OPT_SEP) if o)
+
+
+def shared_opts(plan: Plan) -> str | None:
+    """The optimizations every row shown runs, when they all run the same (else None)."""
+    shown = {str(r.get("opts") or "") for _, r in _rows(plan)}
+    shown |= {str(s["config"].get("opts") or "") for s in plan.simulations}
+    return shown.pop() if len(shown) == 1 else None
+
+
+def _cells(r: dict[str, Any], mark: bool = True) -> list[str]:
+    unit = f"TP{r['tp']}" + (f"×EP{r['ep']}" if r["ep"] > 1 else "")
+    unit += f"×PP{r['pp']}" if r["pp"] > 1 else ""
     layout = (
         f"{r['prefill_replicas']}P+{r['decode_replicas']}D × {unit}"
         if r["mode"] == "disaggregated"
         else f"{r['replicas']} × {unit}"
     )
+    layout += _marks(r.get("opts")) if mark else ""
     return [
         r["gpu"], str(r["n_gpus"]), layout, f"{r['weight_dtype']}/{r['kv_dtype']}", r["mode"],
         str(r["batch"]), fmt_time(r["ttft_p99_s"]), fmt_time(r["tpot_p99_s"]),
@@ -66,9 +81,11 @@ def _rows(plan: Plan, limit: int = 12) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def _sim_cells(s: dict[str, Any]) -> list[str]:
+def _sim_cells(s: dict[str, Any], mark: bool = True) -> list[str]:
     c = s["config"]
-    return [s["role"], f"{c['n_gpus']} × {c['gpu']} TP{c['tp']} {c['mode']} batch {c['batch']}",
+    unit = f"TP{c['tp']}" + (f" EP{c['ep']}" if c.get("ep", 1) > 1 else "")
+    unit += _marks(c.get("opts")) if mark else ""
+    return [s["role"], f"{c['n_gpus']} × {c['gpu']} {unit} {c['mode']} batch {c['batch']}",
             fmt_time(s["ttft_p50_s"]), fmt_time(s["ttft_p99_s"]), fmt_time(s["tpot_p50_s"]),
             fmt_time(s["tpot_p99_s"]), "; ".join(s["optimistic"]) or "—"]  # fmt: skip
 
@@ -94,10 +111,18 @@ def footer(plan: Plan) -> str:
     )
 
 
+def opts_line(plan: Plan) -> str | None:
+    shared = shared_opts(plan)
+    return f"Every configuration shown runs {shared.replace(OPT_SEP, ' and ')}." if shared else None
+
+
 def terminal(plan: Plan, console: Console) -> None:
     console.print(f"[bold]{header(plan)}[/bold]")
     for line in plan.explanation:
         console.print(line)
+    mark = shared_opts(plan) is None
+    if opts_line(plan):
+        console.print(opts_line(plan))
     if plan.recommended or plan.pareto:
         t = Table(title="Recommended and Pareto frontier (tokens/s per GPU vs per user)",
                   title_justify="left", header_style="bold")  # fmt: skip
@@ -105,7 +130,7 @@ def terminal(plan: Plan, console: Console) -> None:
         for name in COLUMNS:
             t.add_column(name, justify="right")
         for role, r in _rows(plan):
-            t.add_row("★" if role == "recommended" else "", *_cells(r))
+            t.add_row("★" if role == "recommended" else "", *_cells(r, mark))
         console.print(t)
     if plan.simulations:
         t = Table(title="Simulation check (one replica, Poisson arrivals, seeded)",
@@ -113,7 +138,7 @@ def terminal(plan: Plan, console: Console) -> None:
         for name in SIM_COLUMNS:
             t.add_column(name)
         for s in plan.simulations:
-            t.add_row(*_sim_cells(s))
+            t.add_row(*_sim_cells(s, mark))
         console.print(t)
     for note in plan.sweep.notes:
         console.print(f"note: {note}")
@@ -128,11 +153,14 @@ def _md_table(columns: list[str], rows: list[list[str]]) -> str:
 
 def markdown(plan: Plan) -> str:
     parts = [f"## {header(plan)}", "", *[f"- {line}" for line in plan.explanation], ""]
+    mark = shared_opts(plan) is None
+    if opts_line(plan):
+        parts += [str(opts_line(plan)), ""]
     if plan.recommended or plan.pareto:
-        rows = [["★" if role == "recommended" else "", *_cells(r)] for role, r in _rows(plan)]
+        rows = [["★" if role == "recommended" else "", *_cells(r, mark)] for role, r in _rows(plan)]
         parts += [_md_table(["", *COLUMNS], rows), ""]
     if plan.simulations:
-        parts += [_md_table(SIM_COLUMNS, [_sim_cells(s) for s in plan.simulations]), ""]
+        parts += [_md_table(SIM_COLUMNS, [_sim_cells(s, mark) for s in plan.simulations]), ""]
     parts += [f"*{note}*" for note in plan.sweep.notes]
     parts.append(footer(plan))
     return "\n".join(parts) + "\n"
@@ -144,7 +172,7 @@ def csv_frame(plan: Plan) -> pd.DataFrame:
     return plan.sweep.rows
 
 
-def html(plan: Plan) -> str:
+def pareto_figure(plan: Plan) -> Any:
     import plotly.graph_objects as go
 
     fig = go.Figure()
@@ -173,14 +201,38 @@ def html(plan: Plan) -> str:
         title=header(plan), xaxis_title="output tokens/s per GPU (at the planned load)",
         yaxis_title="output tokens/s per user (1 / mean TPOT)", template="plotly_white",
     )  # fmt: skip
-    body = markdown(plan)
+    return fig
+
+
+def rejected_figure(plan: Plan) -> Any:
+    """Configurations by verdict (first failing reason), counts."""
+    import plotly.graph_objects as go
+
+    counts = {"feasible": plan.sweep.n_configs - sum(plan.sweep.rejected.values())}
+    counts.update({k.replace("_", " "): v for k, v in plan.sweep.rejected.items()})
+    fig = go.Figure(go.Bar(x=list(counts.values()), y=list(counts), orientation="h"))
+    fig.update_layout(
+        title=f"{plan.sweep.n_configs:,} configurations by verdict", height=320,
+        xaxis_title="configurations", template="plotly_white",
+    )  # fmt: skip
+    return fig
+
+
+def html(plan: Plan) -> str:
+    """Self-contained (works offline): plotly.js inlined once in the head, then every figure
+    as a div that uses it."""
     import html as html_lib
 
+    from plotly.offline import get_plotlyjs
+
+    figures = [pareto_figure(plan), rejected_figure(plan)]
+    divs = "".join(f.to_html(full_html=False, include_plotlyjs=False) for f in figures)
     return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>rooflens plan</title></head>"
+        "<!doctype html><html><head><meta charset='utf-8'><title>rooflens plan</title>"
+        f"<script type='text/javascript'>{get_plotlyjs()}</script></head>"
         "<body style='font-family:sans-serif;max-width:1200px;margin:auto'>"
-        + fig.to_html(full_html=False, include_plotlyjs=True)
+        + divs
         + "<pre style='white-space:pre-wrap'>"
-        + html_lib.escape(body)
+        + html_lib.escape(markdown(plan))
         + "</pre></body></html>"
     )

@@ -16,6 +16,10 @@ Queueing: mean wait by Pollaczek–Khinchine, W = λE[S²]/(2(1−ρ)); its p99 
 tail P(W > x) = ρ·exp(−ρx/W) (exact for M/M/1, Kingman's heavy-traffic form otherwise).
 Percentile TPOT is bounded by a full batch (the batch cap) plus the prefill work of the p99
 number of arrivals during a request's decode; the simulation (sim.py) checks all of it.
+Step-structure optimizations enter through the curves: t(B) is the time per output token (a
+draft-and-verify iteration / τ), and a chunked step of B sequences holds B·w of the token
+budget (w: the verification width) and lasts an iteration. With expert parallelism the rate
+arrays are per attention group (sweep.py divides by replicas × ep/tp).
 """
 
 from __future__ import annotations
@@ -153,15 +157,20 @@ def chunked(c: Curves, L: LengthStats, rate: np.ndarray, cap: np.ndarray, chunk:
     t = interp(batch, grid, step)
     tpot = t / free
     batch_p99 = poisson_p99(batch)
-    # Prompt queue: the C − B token budget of a step of length T_full serves prompts FCFS.
-    room = np.maximum(float(chunk) - batch, 1.0)
-    t_full = interp(batch + room, grid, c.body_s) + interp(batch, grid, c.lm_s + c.attn_s)
+    # Prompt queue: the C − B·w token budget of a step of length T_full serves prompts FCFS
+    # (a step is τ tokens' time: one draft-and-verify iteration under speculative decoding).
+    rows = batch * c.rows_per_sequence
+    room = np.maximum(float(chunk) - rows, 1.0)
+    iteration = c.tokens_per_step * t
+    t_full = iteration + interp(rows + room, grid, c.body_s) - interp(rows, grid, c.body_s)
     pts = c.prompt_points[None, :]
     busy = pts / room[:, None] * t_full[:, None]
     rho, wait, w99 = _queue(rate, busy.mean(axis=1), (busy**2).mean(axis=1))
-    own = np.maximum(pts / room[:, None], 1.0) * t[:, None] + chunk_extra_s(c, batch, chunk)
+    own = np.maximum(pts / room[:, None], 1.0) * iteration[:, None] + chunk_extra_s(c, batch, chunk)
     P99 = c.prompt_p99_tokens
-    own_p99 = np.maximum(P99 / room, 1.0) * t + _extra(c, batch, P99, c.prefill_attn_p99_s, chunk)
+    own_p99 = np.maximum(P99 / room, 1.0) * iteration + _extra(
+        c, batch, P99, c.prefill_extra_p99_s, chunk
+    )
     stable = converged & (rate * extra < 1.0) & (rho < 1.0) & (batch_p99 <= cap)
     stable &= batch < grid[-1]
     stable &= rate * O <= interp(cap, grid, grid / step)
@@ -178,23 +187,25 @@ def chunked(c: Curves, L: LengthStats, rate: np.ndarray, cap: np.ndarray, chunk:
     )
 
 
-def _extra(c: Curves, batch: np.ndarray, prompt: np.ndarray | float, attn_s: np.ndarray | float,
+def _extra(c: Curves, batch: np.ndarray, prompt: np.ndarray | float, extra_s: np.ndarray | float,
            chunk: int) -> np.ndarray:  # fmt: skip
-    """Extra step time one prompt adds when cut into chunks of C − B tokens beside B decodes."""
-    room = np.maximum(float(chunk) - batch, 1.0)
+    """Extra step time one prompt adds when cut into chunks of C − B·w tokens beside B decodes
+    (w rows each: 1, or the verification width), plus its attention and side-model prefill."""
+    rows = batch * c.rows_per_sequence
+    room = np.maximum(float(chunk) - rows, 1.0)
     full = np.floor(prompt / room)
     rest = prompt - full * room
-    base = interp(batch, c.tokens, c.body_s)
+    base = interp(rows, c.tokens, c.body_s)
     return (
-        full * (interp(batch + room, c.tokens, c.body_s) - base)
-        + (interp(batch + rest, c.tokens, c.body_s) - base)
-        + attn_s / c.group.pp
+        full * (interp(rows + room, c.tokens, c.body_s) - base)
+        + (interp(rows + rest, c.tokens, c.body_s) - base)
+        + extra_s / c.group.pp
     )
 
 
 def chunk_extra_s(c: Curves, batch: np.ndarray, chunk: int) -> np.ndarray:
     """ΔS of each prompt quantile point at each batch: shape [batch, points]."""
-    return _extra(c, batch[:, None], c.prompt_points[None, :], c.prefill_attn_s[None, :], chunk)
+    return _extra(c, batch[:, None], c.prompt_points[None, :], c.prefill_extra_s[None, :], chunk)
 
 
 def disaggregated(
@@ -204,7 +215,8 @@ def disaggregated(
     pp = c.group.pp
     S, S2 = float(np.mean(c.prefill_s)), float(np.mean(c.prefill_s**2))
     rho, wait, w99 = _queue(rate_prefill, S / pp, S2 / pp**2)
-    xfer_mean = L.prompt_mean * c.kv_transfer_s_per_token + c.kv_transfer_latency_s
+    xfer_mean = float(np.mean(c.prompt_points)) * c.kv_transfer_s_per_token
+    xfer_mean += c.kv_transfer_latency_s
     xfer_p99 = c.prompt_p99_tokens * c.kv_transfer_s_per_token + c.kv_transfer_latency_s
     step = c.decode_s
     demand = rate_decode * L.output_mean

@@ -6,6 +6,9 @@ Poisson arrivals; lengths drawn from the workload's distributions; iteration-lev
 (Orca): every step emits one token per running sequence. Schedulers as in serving.py:
 `colocated` runs a waiting prompt alone before the next decode step (prefill first, FCFS);
 `chunked` fills each step's token budget with decode tokens, then prompt chunks FCFS;
+under a step-structure optimization (speculative decoding…) decode runs in steps of 1/τ of
+an iteration each (one token per sequence), and a mixed step is a whole iteration: τ tokens per
+running sequence, w rows each in the token budget;
 `disaggregated` runs prefill as an FCFS queue (Lindley's recursion) and decode as a replica
 without prefill. Decode-only stretches between events (an arrival that can be admitted, a
 completion) are priced in one vectorised call, so a run of thousands of requests takes well
@@ -25,47 +28,61 @@ from model.planner.curves import Curves
 
 
 class StepCosts(Protocol):
+    """Step costs of one replica. A decode step gives each running sequence one token; under a
+    step-structure optimization it is a 1/τ share of an iteration that gives τ tokens and
+    feeds the target w rows per sequence (`tokens_per_step`, `rows_per_sequence`)."""
+
     pp: int
+    tokens_per_step: float
+    rows_per_sequence: float
 
     def decode_s(self, batch: int, kv_tokens: np.ndarray) -> np.ndarray: ...
 
     def mixed_s(
-        self, batch: int, kv_tokens: float, prompt_tokens: float, attn_s: float
+        self, batch: int, kv_tokens: float, prompt_tokens: float, extra_s: float
     ) -> float: ...
 
     def prefill_s(self, prompt_tokens: np.ndarray) -> np.ndarray: ...
 
-    def prefill_attn_s(self, prompt_tokens: np.ndarray) -> np.ndarray: ...
+    def prefill_extra_s(self, prompt_tokens: np.ndarray) -> np.ndarray: ...
+
+    def target_tokens(self, prompt_tokens: np.ndarray) -> np.ndarray: ...
 
 
 class CurveCosts:
-    """StepCosts of a priced group: the same curves the analytical model reads."""
+    """StepCosts of a priced group: the same curves the analytical model reads. Prompt lengths
+    are the requests'; `target_tokens` maps them to what the target prefills."""
 
     def __init__(self, c: Curves):
         self.c, self.pp = c, c.group.pp
-
-    def _fixed(self, batch: float, prompt_tokens: float = 0.0) -> float:
-        c = self.c
-        return float(
-            np.interp(batch + prompt_tokens, c.tokens, c.body_s)
-            + np.interp(batch, c.tokens, c.lm_s + c.attn_s)
-            - self._slope(batch) * batch * c.kv_len_mean
-        )
+        self.tokens_per_step, self.rows_per_sequence = c.tokens_per_step, c.rows_per_sequence
 
     def _slope(self, batch: float) -> float:
-        return float(np.interp(batch, self.c.tokens, self.c.attn_s_per_kv_token))
+        return float(np.interp(batch, self.c.tokens, self.c.decode_s_per_kv_token))
 
     def decode_s(self, batch: int, kv_tokens: np.ndarray) -> np.ndarray:
-        return self._fixed(batch) + self._slope(batch) * kv_tokens
+        c = self.c
+        at_mean = float(np.interp(batch, c.tokens, c.decode_s))
+        return at_mean + self._slope(batch) * (kv_tokens - batch * c.kv_len_mean)
 
-    def mixed_s(self, batch: int, kv_tokens: float, prompt_tokens: float, attn_s: float) -> float:
-        return self._fixed(batch, prompt_tokens) + self._slope(batch) * kv_tokens + attn_s
+    def mixed_s(self, batch: int, kv_tokens: float, prompt_tokens: float, extra_s: float) -> float:
+        """One iteration (τ tokens per running sequence) carrying `prompt_tokens` prompt rows."""
+        c = self.c
+        rows = batch * self.rows_per_sequence
+        base = float(np.interp(rows, c.tokens, c.body_s)) if rows else 0.0
+        chunk = float(np.interp(rows + prompt_tokens, c.tokens, c.body_s)) - base
+        own = float(self.decode_s(batch, np.asarray(kv_tokens))) if batch else 0.0
+        return self.tokens_per_step * own + chunk + extra_s
 
     def prefill_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
         return np.interp(prompt_tokens, self.c.prefill_grid_tokens, self.c.prefill_grid_s)
 
-    def prefill_attn_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
-        return np.interp(prompt_tokens, self.c.prefill_grid_tokens, self.c.prefill_attn_grid_s)
+    def prefill_extra_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
+        return np.interp(prompt_tokens, self.c.prefill_grid_tokens, self.c.prefill_extra_grid_s)
+
+    def target_tokens(self, prompt_tokens: np.ndarray) -> np.ndarray:
+        c = self.c
+        return np.interp(prompt_tokens, c.prefill_grid_tokens, c.prefill_grid_target_tokens)
 
 
 @dataclass(frozen=True)
@@ -164,7 +181,9 @@ def _replica(
     """(first-token times, finish times, ∫ batch dt, time span) of one replica."""
     n = arrival_s.size
     first, finish = np.full(n, np.nan), np.full(n, np.nan)
-    pre_attn = costs.prefill_attn_s(prompts) / costs.pp
+    pre_extra = costs.prefill_extra_s(prompts) / costs.pp
+    target = costs.target_tokens(prompts)  # what the target prefills and caches
+    tau, width = costs.tokens_per_step, costs.rows_per_sequence
     t, a, done, area = 0.0, 0, 0, 0.0
     waiting: deque[int] = deque()
     prefilling: list[list[float]] = []  # [request, prompt tokens done] (chunked)
@@ -179,7 +198,7 @@ def _replica(
         else:
             idx = np.append(idx, i)
             left = np.append(left, outputs[i] - 1)
-            kv = np.append(kv, prompts[i] + 1)
+            kv = np.append(kv, target[i] + 1)
 
     def retire(at: float) -> None:
         nonlocal idx, left, kv, done
@@ -197,32 +216,34 @@ def _replica(
         if mode == "colocated" and waiting and b < cap:
             i = waiting.popleft()
             join(i, t + prefill_lat_s[i])
+            area += b * prefill_lat_s[i] / costs.pp  # the running sequences stall, still held
             t += prefill_lat_s[i] / costs.pp
             continue
-        if mode == "chunked" and (prefilling or (waiting and b < cap)) and b < chunk_tokens:
+        busy_rows = b * width
+        if mode == "chunked" and (prefilling or (waiting and b < cap)) and busy_rows < chunk_tokens:
             while waiting and b + len(prefilling) < cap:
                 prefilling.append([waiting.popleft(), 0.0])
-            tokens, attn = 0.0, 0.0
+            tokens, extra = 0.0, 0.0
             for entry in prefilling:
                 i = int(entry[0])
-                take = min(prompts[i] - entry[1], chunk_tokens - b - tokens)
+                take = min(target[i] - entry[1], chunk_tokens - busy_rows - tokens)
                 if take <= 0:
                     break
                 entry[1] += take
                 tokens += take
-                attn += pre_attn[i] * take / prompts[i]
-            dt = costs.mixed_s(b, float(kv.sum()), tokens, attn)
+                extra += pre_extra[i] * take / target[i]
+            dt = costs.mixed_s(b, float(kv.sum()), tokens, extra)  # one iteration: τ tokens
             area, t = area + b * dt, t + dt
-            left, kv = left - 1, kv + 1
+            left, kv = left - tau, kv + tau
             retire(t)
-            for entry in [e for e in prefilling if e[1] >= prompts[int(e[0])]]:
+            for entry in [e for e in prefilling if e[1] >= target[int(e[0])]]:
                 prefilling.remove(entry)
                 join(int(entry[0]), t)
             continue
         if b == 0:
             t = max(t, float(arrival_s[a]))
             continue
-        steps = int(left.min())
+        steps = int(np.ceil(left.min()))  # τ-token iterations leave fractional counts
         ends = t + np.cumsum(costs.decode_s(b, float(kv.sum()) + b * np.arange(steps)))
         k = steps
         if b < cap and a < n:  # stop after the step in which the next request arrives

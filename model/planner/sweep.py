@@ -22,14 +22,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hardware.errors import RooflensError
 from hardware.presets import get_gpu
-from model.optimizations import Optimization, parse_opt
+from model.optimizations import parse_opt
 from model.planner.curves import Curves, Group, build_curves
 from model.planner.pareto import pareto_mask
 from model.planner.serving import MODES, LengthStats, Metrics, chunked, colocated, disaggregated
 from model.planner.workload import ServingWorkload
 from model.presets import get_model
 from model.scenario import DEFAULT_OVERHEAD_BYTES
+from model.spec import ModelSpec
 
+OPT_SEP = " + "  # joins a configuration's optimizations (their own text may hold commas)
 REASONS = ("does_not_fit", "over_capacity", "misses_ttft", "misses_tpot")
 DEFAULT_MAX_BATCHES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
@@ -64,6 +66,8 @@ class SweepSpace(BaseModel):
         return value
 
     def groups(self) -> list[Group]:
+        """Every combination; EP only as a multiple of TP (each EP GPU holds whole experts and
+        attention runs on ep/tp TP groups), and only what fits in max_gpus."""
         variants = [
             tuple(self.opts) + tuple(o for o, on in zip(self.sweep_opts, flags, strict=True) if on)
             for flags in itertools.product((False, True), repeat=len(self.sweep_opts))
@@ -72,8 +76,9 @@ class SweepSpace(BaseModel):
         for gpu, tp, pp, ep, w, kv, opts in itertools.product(
             self.gpus, self.tp, self.pp, self.ep, self.weight_dtypes, self.kv_dtypes, variants
         ):
-            if tp * pp <= self.max_gpus:
-                out.append(Group(gpu, tp, pp, ep, w, act_dtype(gpu, w), kv, opts))
+            group = Group(gpu, tp, pp, ep, w, act_dtype(gpu, w), kv, opts)
+            if (ep == 1 or ep % tp == 0) and group.gpus_per_replica <= self.max_gpus:
+                out.append(group)
         return out
 
 
@@ -105,13 +110,21 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
             for r in frame.to_dict("records")]  # fmt: skip
 
 
-def step_structure_notes(opts: list[Optimization]) -> list[str]:
-    return [
-        f"--opt {o.name}: its step-structure hook (result) is not applied by the planner's "
-        "serving model; its operator, memory and scenario hooks are"
-        for o in opts
-        if type(o).result is not Optimization.result
-    ]
+def group_of(row: dict[str, Any]) -> Group:
+    opts = tuple(o for o in str(row.get("opts") or "").split(OPT_SEP) if o)
+    return Group(row["gpu"], int(row["tp"]), int(row["pp"]), int(row["ep"]), row["weight_dtype"],
+                 row["act_dtype"], row["kv_dtype"], opts)  # fmt: skip
+
+
+def space_notes(space: SweepSpace, spec: ModelSpec) -> list[str]:
+    """What the grid leaves out, said once."""
+    notes = []
+    eps = [e for e in space.ep if e > 1]
+    if eps and not spec.is_moe:
+        notes.append(f"--ep {','.join(map(str, eps))}: {spec.id} is dense; only EP 1 was swept")
+    elif eps and not any(e % t == 0 for e in eps for t in space.tp):
+        notes.append("--ep: no EP degree is a multiple of a --tp degree; only EP 1 was swept")
+    return notes
 
 
 def run_sweep(
@@ -170,7 +183,7 @@ def run_sweep(
         elapsed_s=time.perf_counter() - start,
         curves=curves,
         skipped=skipped,
-        notes=step_structure_notes(list(parsed.values())),
+        notes=space_notes(space, spec),
     )
 
 
@@ -194,13 +207,15 @@ def evaluate(
     """Serving metrics of a grid and the batch cap each configuration really gets."""
     cap = np.minimum(grid["max_batch"], c.max_batch_memory)
     safe_cap = np.maximum(cap, 1.0)
+    groups = float(c.group.attention_groups)  # EP: ep/tp attention groups per replica
+    rate_d = w.rate_per_s / (grid["decode_replicas"] * groups)
     if mode == "colocated":
-        m = colocated(c, L, w.rate_per_s / grid["decode_replicas"], safe_cap)
+        m = colocated(c, L, rate_d, safe_cap)
     elif mode == "chunked":
-        m = chunked(c, L, w.rate_per_s / grid["decode_replicas"], safe_cap, space.chunk_tokens)
+        m = chunked(c, L, rate_d, safe_cap, space.chunk_tokens)
     else:
-        rate_p = w.rate_per_s / grid["prefill_replicas"]
-        m = disaggregated(c, L, rate_p, w.rate_per_s / grid["decode_replicas"], safe_cap)
+        rate_p = w.rate_per_s / (grid["prefill_replicas"] * groups)
+        m = disaggregated(c, L, rate_p, rate_d, safe_cap)
     return m, cap
 
 
@@ -277,7 +292,7 @@ def record(
         "gpu": g.gpu, "mode": mode, "n_gpus": n_gpus, "replicas": n_p + n_d,
         "prefill_replicas": n_p, "decode_replicas": n_d, "tp": g.tp, "pp": g.pp, "ep": g.ep,
         "weight_dtype": g.weight_dtype, "act_dtype": g.act_dtype, "kv_dtype": g.kv_dtype,
-        "opts": ",".join(g.opts), "max_batch": int(grid["max_batch"][j]), "batch": int(batch),
+        "opts": OPT_SEP.join(g.opts), "max_batch": int(grid["max_batch"][j]), "batch": int(batch),
         "mean_batch": float(m.mean_batch[j]),
         "ttft_s": float(m.ttft_mean_s[j]), "ttft_p99_s": float(m.ttft_p99_s[j]),
         "tpot_s": float(m.tpot_mean_s[j]), "tpot_p99_s": float(m.tpot_p99_s[j]),

@@ -1,15 +1,19 @@
 """End-to-end plans: the recommendation re-checked through `rooflens predict`, monotonic in
-rate and SLO, the infeasible case explained, the JSON contract, optimizations."""
+rate and SLO (analytical and simulation-checked), the simulation-checked recommendation against
+a brute-force scan, the infeasible case explained, the JSON contract, the HTML report."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import cli
-from model.planner.plan import plan
-from model.planner.sweep import SweepSpace, run_sweep
+from model.planner.check import RANK, check_by_simulation
+from model.planner.plan import cheapest, plan
+from model.planner.serving import LengthStats
+from model.planner.sweep import SweepSpace, classify, configs, evaluate, record, run_sweep
 from model.planner.workload import SLO, LengthDist, ServingWorkload
 
 SMALL = dict(model="llama-3-8b", gpus=("l4", "a10g", "h100-sxm"), tp=(1, 2, 4),
@@ -44,12 +48,15 @@ def test_recommendation_meets_slos_in_rooflens_predict(capsys) -> None:  # type:
     assert r["ttft_p99_s"] >= alone["ttft_s"] and r["tpot_p99_s"] >= full["tpot_s"]
 
 
-def test_more_load_never_fewer_gpus() -> None:
+@pytest.mark.parametrize("sim", [0, 300])
+def test_more_load_never_fewer_gpus(sim: int) -> None:
     space = SweepSpace(**{**SMALL, "gpus": ("h100-sxm",), "max_gpus": 64})
     counts = []
     for rate in (1, 10, 40, 100, 200, 400):
-        r = plan(space, workload(rate), simulate_requests=0, explain=False).recommended
-        counts.append(r["n_gpus"] if r else 10**9)
+        p = plan(space, workload(rate), simulate_requests=sim, explain=False,
+                 max_simulated_pareto=0)  # fmt: skip
+        assert p.verified is (True if sim else None)
+        counts.append(p.recommended["n_gpus"] if p.recommended else 10**9)
     assert counts == sorted(counts) and counts[0] < counts[-1]
 
 
@@ -63,13 +70,67 @@ def test_more_load_never_cheaper_across_gpu_types() -> None:
     assert costs == sorted(costs)
 
 
-def test_tighter_slo_never_cheaper() -> None:
+@pytest.mark.parametrize("sim", [0, 300])
+def test_tighter_slo_never_cheaper(sim: int) -> None:
     costs = []
     for tpot in (0.2, 0.05, 0.025, 0.015, 0.01):
-        r = plan(SweepSpace(**SMALL), workload(8.0, tpot=tpot), simulate_requests=0,
-                 explain=False).recommended  # fmt: skip
+        r = plan(SweepSpace(**SMALL), workload(8.0, tpot=tpot), simulate_requests=sim,
+                 explain=False, max_simulated_pareto=0).recommended  # fmt: skip
         costs.append(r["cost_per_hour"] if r else float("inf"))
     assert costs == sorted(costs) and costs[0] < costs[-1]
+
+
+# Heavy-tailed lengths on small GPUs: the analytical cheapest often fails the simulation.
+TAIL_SPACE = SweepSpace(model="llama-3-8b", gpus=("a10g", "l4"), tp=(1, 2), max_gpus=16,
+                        weight_dtypes=("fp8", "bf16"), kv_dtypes=("fp8",))  # fmt: skip
+
+
+def tail_workload(rate: float, ttft: float = 0.5) -> ServingWorkload:
+    return ServingWorkload(rate_per_s=rate, prompt=LengthDist.parse("1000", 4000),
+                           output=LengthDist.parse("250", 1000),
+                           slo=SLO(ttft_p99_s=ttft, tpot_p99_s=0.05))  # fmt: skip
+
+
+def test_simulated_recommendation_is_monotone_in_rate_and_slo() -> None:
+    rejected = 0
+    by_rate = []
+    for rate in (1, 2, 4, 8, 16):
+        p = plan(TAIL_SPACE, tail_workload(rate), simulate_requests=300, explain=False,
+                 max_simulated_pareto=0)  # fmt: skip
+        rejected += sum(s["role"] == "rejected by simulation" for s in p.simulations)
+        by_rate.append(p.recommended["cost_per_hour"] if p.verified else float("inf"))
+    by_slo = []
+    for ttft in (2.0, 0.7, 0.5, 0.4, 0.3):
+        p = plan(TAIL_SPACE, tail_workload(4, ttft), simulate_requests=300, explain=False,
+                 max_simulated_pareto=0)  # fmt: skip
+        rejected += sum(s["role"] == "rejected by simulation" for s in p.simulations)
+        by_slo.append(p.recommended["cost_per_hour"] if p.verified else float("inf"))
+    assert rejected > 0  # the simulation did overturn analytical choices on the way
+    assert by_rate == sorted(by_rate) and by_slo == sorted(by_slo)
+
+
+def test_recommendation_is_the_cheapest_configuration_passing_both_checks() -> None:
+    """Second route: every analytically feasible configuration of the whole grid, sorted by
+    cost and simulated in that order; the first that passes is the plan's recommendation."""
+    w = tail_workload(2)
+    p = plan(TAIL_SPACE, w, simulate_requests=300, explain=False)
+    assert p.verified and p.simulations[0]["role"] == "rejected by simulation"
+    L = LengthStats.of(w)
+    candidates = []
+    for c in p.sweep.curves.values():
+        for mode in TAIL_SPACE.modes:
+            grid = configs(c, TAIL_SPACE, mode)
+            m, cap = evaluate(c, TAIL_SPACE, w, L, mode, grid)
+            for j in np.flatnonzero(classify(m, cap, w) == 4):
+                candidates.append(record(c, mode, grid, m, cap, int(j), 4, w, L))
+    candidates.sort(key=lambda r: tuple(r[k] for k in RANK))
+    assert candidates[0]["cost_per_hour"] == cheapest(p.sweep.feasible)["cost_per_hour"]
+    for row in candidates:
+        sim = check_by_simulation([("", row)], p.sweep, TAIL_SPACE, w, 300, 0)[0]
+        if not sim["sim_misses_slo"]:
+            break
+    keys = ("gpu", "mode", "n_gpus", "tp", "weight_dtype", "kv_dtype", "batch", "prefill_replicas")
+    assert {k: row[k] for k in keys} == {k: p.recommended[k] for k in keys}
 
 
 def test_infeasible_request_explains_nearest_alternatives(capsys) -> None:  # type: ignore[no-untyped-def]
@@ -115,3 +176,17 @@ def test_optimizations_apply_through_the_pipeline(opt: str) -> None:
     base, with_opt = run_sweep(space, w), run_sweep(space.model_copy(update={"opts": (opt,)}), w)
     assert with_opt.n_configs == base.n_configs
     assert all(g.opts == (opt,) for g in with_opt.curves)
+
+
+def test_html_report_is_self_contained_with_plotly_once(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from plotly.offline import get_plotlyjs
+
+    out = tmp_path / "plan.html"
+    code = cli.main(["plan", "--model", "llama-3-8b", "--gpus", "h100-sxm", "--rate", "5",
+                     "--tp", "1", "--ttft-slo", "1", "--tpot-slo", "0.05", "--sim-requests", "0",
+                     "--html", str(out), "--json"])  # fmt: skip
+    capsys.readouterr()
+    text = out.read_text()
+    assert code == 0 and text.count(get_plotlyjs()[:300]) == 1  # the bundle, inlined once
+    assert text.count("Plotly.newPlot(") == 2 and "<script src=" not in text  # two figures
+    assert len(text) < len(get_plotlyjs()) + 500_000

@@ -100,6 +100,8 @@ def test_neutral_optimization_is_the_identity() -> None:
 
     with_opt = build_curves(get_model("llama-3-8b"), GROUP, W, [Neutral()], profile="calibrated",
                             chunk_tokens=2048, overhead_bytes=1.5 * 2**30)  # fmt: skip
-    for field in ("body_s", "lm_s", "attn_s", "prefill_s", "prefill_attn_s"):
+    for field in ("body_s", "decode_s", "decode_s_per_kv_token", "prefill_s", "prefill_extra_s",
+                  "prefill_grid_s", "prompt_points", "prefill_grid_target_tokens"):  # fmt: skip
         assert np.array_equal(getattr(with_opt, field), getattr(CURVES, field))
+    assert (with_opt.tokens_per_step, with_opt.rows_per_sequence) == (1.0, 1.0)
     assert with_opt.max_batch_memory == CURVES.max_batch_memory

@@ -19,6 +19,8 @@ class Linear:
     """Prefill takes const + k·P seconds; a decode step takes tau (any batch)."""
 
     pp = 1
+    tokens_per_step = 1.0
+    rows_per_sequence = 1.0
 
     def __init__(self, const: float = 0.0, per_token: float = 0.0, tau: float = 0.0):
         self.const, self.k, self.tau = const, per_token, tau
@@ -32,8 +34,11 @@ class Linear:
     def prefill_s(self, prompts: np.ndarray) -> np.ndarray:
         return self.const + self.k * np.asarray(prompts, dtype=float)
 
-    def prefill_attn_s(self, prompts: np.ndarray) -> np.ndarray:
+    def prefill_extra_s(self, prompts: np.ndarray) -> np.ndarray:
         return np.zeros(np.shape(prompts))
+
+    def target_tokens(self, prompts: np.ndarray) -> np.ndarray:
+        return np.asarray(prompts, dtype=float)
 
 
 def arrivals(rate: float, n: int, seed: int = 0) -> np.ndarray:

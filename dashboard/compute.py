@@ -22,11 +22,8 @@ import streamlit as st
 from dashboard import sweeps
 from dashboard.settings import DEFAULTS, UPLOAD_PREFIX, Settings
 from hardware.errors import RooflensError
-from model.advice import fit_advice as _fit_advice
-from model.api import make_pipeline
 from model.pipeline import Prediction
 from model.presets import get_model
-from model.scenario import Scenario
 from model.spec import ModelSpec
 
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "rooflens-uploads"
@@ -90,13 +87,8 @@ def ops_frame(s: Settings) -> pd.DataFrame:
 
 @st.cache_data(max_entries=128, show_spinner=False)
 def _fit_advice_text(s: Settings) -> str:
-    """The one-line 'needs X, Y over: try …' advice, each suggestion checked to fit."""
-    pred = prediction(s)
-
-    def fits(candidate: Scenario) -> bool:
-        return bool(make_pipeline(candidate, s.opts).memory().fits)
-
-    return _fit_advice(pred.scenario, pred.memory, fits)
+    """What to change in the sidebar so it fits, each suggestion checked to fit."""
+    return sweeps.fit_suggestion(s, prediction(s).memory.max_batch)
 
 
 def fit_advice(s: Settings) -> str:
@@ -151,9 +143,36 @@ def _waterfall(s: Settings, stack: str) -> list[dict[str, Any]]:
     return waterfall(sweeps.scenario(s), split_stack([stack]), s.opts)
 
 
-def waterfall(s: Settings, stack: str) -> list[dict[str, Any]]:
-    """`rooflens compare --stack STACK` with the sidebar's optimizations in every stage."""
-    return _waterfall(s.with_(price_per_gpu_hour=0.0), stack.strip())
+def waterfall(s: Settings, stack: str, other: str = "") -> list[dict[str, Any]]:
+    """`rooflens compare --stack STACK` with the sidebar's optimizations in every stage.
+
+    When `other` is this stack followed by ordinary (not switch-off) optimizations, its
+    waterfall starts with this one's stages (stage i depends only on the optimizations before
+    it), so they are taken from its cached result instead of being computed twice.
+    """
+    s = s.with_(price_per_gpu_hour=0.0)
+    if other and _extends(other, stack):
+        return _waterfall(s, other.strip())[: len(_items(stack)) + 1]
+    return _waterfall(s, stack.strip())
+
+
+def _items(stack: str) -> list[str]:
+    from model.waterfall import split_stack
+
+    return split_stack([stack])
+
+
+def _extends(longer: str, stack: str) -> bool:
+    from model.optimizations import parse_opt
+    from model.waterfall import switches_off
+
+    short, long = _items(stack), _items(longer)
+    if not short or len(long) <= len(short) or long[: len(short)] != short:
+        return False
+    try:
+        return not any(switches_off(parse_opt(item)) for item in long[len(short) :])
+    except RooflensError:
+        return False  # let the stack's own computation report it
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

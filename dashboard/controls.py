@@ -214,7 +214,15 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
         right.selectbox("Activations", ACTIVATION_DTYPES, key="act_dtype")
         st.selectbox("KV cache", [SAME_AS_ACT, *STORAGE_DTYPES], key="kv_dtype")
         st.number_input("Tensor-parallel GPUs (TP)", min_value=1, step=1, key="tp")
-        st.radio("Profile", ("ideal", "calibrated"), key="profile", horizontal=True)
+        st.radio(
+            "Profile",
+            ("ideal", "calibrated"),
+            key="profile",
+            horizontal=True,
+            help="ideal: datasheet peaks and bandwidth, a lower bound on time (as `rooflens "
+            "predict`); calibrated: efficiencies and per-call overheads fitted on measured "
+            "kernels (hardware/calibration/, see the Validation page)",
+        )
         opts = _optimizations()
         with st.expander("More settings"):
             st.number_input("Pipeline stages (PP)", min_value=1, step=1, key="pp")
@@ -262,10 +270,16 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
 
 def describe(s: Settings) -> str:
     model = s.model.rsplit("/", 1)[-1] if s.model.startswith(UPLOAD_PREFIX) else s.model
-    opts = f", {' + '.join(s.opts)}" if s.opts else ""
+    gpu = s.gpu.rsplit("/", 1)[-1]
+    return f"{model} on {s.n_gpus} × {gpu}, {workload_text(s)}"
+
+
+def workload_text(s: Settings) -> str:
+    """'batch 8, prompt 512 + output 128 tokens, weights bf16, KV cache bf16, + opts'."""
+    opts = f", + {' + '.join(s.opts)}" if s.opts else ""
     return (
-        f"{model} on {s.tp}×{s.gpu.rsplit('/', 1)[-1]}, batch {s.batch}, "
-        f"{s.prompt_len}+{s.output_len} tokens, W {s.weight_dtype} / KV "
+        f"batch {s.batch:,}, prompt {s.prompt_len:,} + output {s.output_len:,} tokens, "
+        f"weights {s.weight_dtype}, activations {s.act_dtype}, KV cache "
         f"{s.kv_dtype or s.act_dtype}{opts}"
     )
 

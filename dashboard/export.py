@@ -70,7 +70,8 @@ def download_row(
             buttons.append(("Figure (PNG)", lambda: figure_png(fig), f"{stem}.png", "image/png"))
     if not buttons:
         return
-    for column, (label, make, name, mime) in zip(st.columns(len(buttons)), buttons, strict=True):
-        column.download_button(
+    row = st.container(horizontal=True, gap="small")  # side by side, left-aligned
+    for label, make, name, mime in buttons:
+        row.download_button(
             f"⬇ {label}", make, file_name=name, mime=mime, key=f"dl-{name}", on_click="ignore"
         )

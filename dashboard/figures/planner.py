@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.figures import LAYOUT
+from dashboard.numbers import fmt_count, log_axis
 
 REASON_LABELS = {
     "does_not_fit": "does not fit in memory",
@@ -76,8 +77,14 @@ def pareto_figure(
         **LAYOUT,
         height=480,
         title="Throughput per GPU against speed per user (feasible configurations)",
-        xaxis={"title": "output tokens/s per user (1 / TPOT)", "type": "log"},
-        yaxis={"title": "output tokens/s per GPU", "type": "log"},
+        xaxis=log_axis(
+            feasible["tokens_per_s_per_user"],
+            fmt_count,
+            title="output tokens/s per user (1 / TPOT)",
+        ),
+        yaxis=log_axis(
+            feasible["tokens_per_s_per_gpu"], fmt_count, title="output tokens/s per GPU"
+        ),
     )
     return fig
 
@@ -90,16 +97,19 @@ def rejected_figure(rejected: dict[str, int], n_feasible: int) -> go.Figure:
             x=counts,
             y=labels,
             orientation="h",
-            text=[f"{c:,} configurations" for c in counts],
-            textposition="auto",
+            text=[f"{c:,}" for c in counts],
+            textposition="outside",
+            cliponaxis=False,
             marker_color=["#d62728"] * len(rejected) + ["#2ca02c"],
             hovertemplate="%{y}: %{x:,} configurations<extra></extra>",
         )
     )
+    layout = {**LAYOUT, "margin": {**LAYOUT["margin"], "r": 60}}
     fig.update_layout(
-        **LAYOUT,
+        **layout,
         height=300,
         title="Why configurations were rejected (first failing check)",
-        xaxis={"title": "configurations", "type": "log"},
+        xaxis={"title": "configurations (count)", "rangemode": "tozero"},
+        yaxis={"automargin": True},
     )
     return fig

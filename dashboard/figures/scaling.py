@@ -11,13 +11,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.figures import LAYOUT
+from dashboard.numbers import fmt_count, fmt_ms, log_axis
 
 MS = 1e3
 LATENCY = (("ttft_s", "TTFT", "#4c78a8"), ("tpot_s", "TPOT", "#f58518"))
+THROUGHPUT_COLORS = ("#54a24b", "#b279a2")
 PANELS = ((1, "Latency", [0.0, 0.44]), (2, "Output throughput", [0.56, 1.0]))
 
 
@@ -58,12 +61,26 @@ def vline(x: float, panel: int, dash: str, color: str = "black") -> dict[str, An
             "line": {"dash": dash, "color": color, "width": 1.5}}  # fmt: skip
 
 
+def current(x: float, name: str) -> list[dict[str, Any]]:
+    """The current setting: a dotted grey line in both panels, one legend entry."""
+    return [{**vline(x, p, "dot", "grey"), "showlegend": p == 1, "name": name} for p in (1, 2)]
+
+
 def note(x: float, panel: int, text: str, xanchor: str, y: float) -> dict[str, Any]:
     """A label at x on a log axis: annotations take log10 of the data coordinate."""
     s = _suffix(panel)
     return {"x": math.log10(x), "y": y, "xref": f"x{s}", "yref": f"y{s} domain", "text": text,
             "showarrow": False, "xanchor": xanchor, "yanchor": "top",
             "bgcolor": "rgba(255,255,255,0.8)"}  # fmt: skip
+
+
+def x_ticks(values: list[float], most: int = 7) -> dict[str, Any]:
+    """Ticks at the swept values themselves (thinned to `most`), labelled in full: a sweep's
+    grid (1, 2, 4, … sequences; 128 … 131,072 tokens) reads better than plotly's 1-2-5."""
+    ticks = sorted(set(values))
+    step = -(-len(ticks) // most)
+    shown = ticks[::-1][::step][::-1]  # keep the last (largest) value
+    return {"tickmode": "array", "tickvals": shown, "ticktext": [f"{v:,}" for v in shown]}
 
 
 def two_panel(
@@ -79,19 +96,36 @@ def two_panel(
         _series(frame, x, column, MS, f"{name} (ms)", 1, x_title, name + " {:,.3g} ms", color)
         for column, name, color in LATENCY
     ] + [
-        _series(frame, x, column, 1.0, name, 2, x_title, "{:,.4g} tokens/s")
-        for column, name in throughput
+        _series(
+            frame,
+            x,
+            column,
+            1.0,
+            f"{name} (tokens/s)",
+            2,
+            x_title,
+            name + " {:,.4g} tokens/s",
+            color,
+        )
+        for (column, name), color in zip(throughput, THROUGHPUT_COLORS, strict=False)
     ]
-    layout: dict[str, Any] = {**LAYOUT, "title": title, "height": 420,
+    layout: dict[str, Any] = {**LAYOUT, "title": title, "height": 440,
                               "legend": {"orientation": "h", "y": -0.25}}  # fmt: skip
+    latency_ms = [frame[c] * MS for c, _, _ in LATENCY]
+    rates = [frame[c] for c, _ in throughput]
+    x_axis = x_ticks(list(frame[x]))
     for panel, panel_title, domain in PANELS:
         s = _suffix(panel)
         layout[f"xaxis{s}"] = {"domain": domain, "type": "log", "title": x_title,
-                               "anchor": f"y{s}"}  # fmt: skip
-        y_title = "time (ms)" if panel == 1 else "output tokens/s"
-        layout[f"yaxis{s}"] = {"type": "log", "anchor": f"x{s}", "title": y_title}
-        notes = [*notes, {"text": panel_title, "x": sum(domain) / 2, "y": 1.0, "xref": "paper",
-                          "yref": "paper", "showarrow": False, "yanchor": "bottom"}]  # fmt: skip
+                               "anchor": f"y{s}", **x_axis}  # fmt: skip
+        if panel == 1:
+            y = log_axis(np.concatenate(latency_ms), fmt_ms, title="time (log scale)")
+        else:
+            y = log_axis(np.concatenate(rates), fmt_count, title="output tokens/s (log scale)")
+        layout[f"yaxis{s}"] = {**y, "anchor": f"x{s}"}
+        notes = [*notes, {"text": f"<b>{panel_title}</b>", "x": sum(domain) / 2, "y": 1.0,
+                          "xref": "paper", "yref": "paper", "showarrow": False,
+                          "yanchor": "bottom"}]  # fmt: skip
     layout["shapes"] = shapes
     layout["annotations"] = notes
     return go.Figure(data=traces, layout=layout)
@@ -102,22 +136,22 @@ def batch_figure(
 ) -> go.Figure:
     """TTFT/TPOT and throughput over batch; decode's memory→compute crossover shaded, the
     memory limit (max batch) and the current batch drawn as vertical lines."""
-    shapes, notes = [], []
+    shapes, notes = current(batch, f"this batch ({batch:,})"), []
     for panel in (1, 2):
-        shapes.append(vline(batch, panel, "dot", "grey"))
+        legend = {"showlegend": panel == 1}  # one legend entry per marker, not per panel
         if max_batch >= 1:
-            shapes.append(vline(max_batch, panel, "dash"))
+            shapes.append({**vline(max_batch, panel, "dash"), **legend,
+                           "name": f"max batch that fits ({max_batch:,})"})  # fmt: skip
         if crossover is not None:
             s = _suffix(panel)
             shapes.append({"type": "rect", "x0": crossover[0], "x1": crossover[1], "y0": 0,
                            "y1": 1, "xref": f"x{s}", "yref": f"y{s} domain",
-                           "fillcolor": "red", "opacity": 0.15, "line": {"width": 0}})  # fmt: skip
-    if crossover is not None:
-        notes.append(note(crossover[0], 1, "decode turns compute-bound", "right", 0.98))
+                           "fillcolor": "red", "opacity": 0.15, "line": {"width": 0}, **legend,
+                           "name": "decode: memory- → compute-bound"})  # fmt: skip
     if max_batch >= 1:
         notes.append(note(max_batch, 2, f"max batch {max_batch:,}", "left", 0.12))
     return two_panel(
-        frame, "batch", "batch (sequences)", [("output_tokens_per_s", "throughput (tokens/s)")],
+        frame, "batch", "batch (sequences)", [("output_tokens_per_s", "throughput")],
         shapes, notes, "Against batch (prompt and output fixed)",
     )  # fmt: skip
 
@@ -125,20 +159,17 @@ def batch_figure(
 def context_figure(frame: pd.DataFrame, prompt_len: int) -> go.Figure:
     return two_panel(
         frame, "prompt_len", "prompt length (tokens)",
-        [("output_tokens_per_s", "throughput (tokens/s)")],
-        [vline(prompt_len, p, "dot", "grey") for p in (1, 2)], [],
+        [("output_tokens_per_s", "throughput")],
+        current(prompt_len, f"this prompt ({prompt_len:,} tokens)"), [],
         "Against context length (batch and output fixed)",
     )  # fmt: skip
 
 
 def tp_figure(frame: pd.DataFrame, tp: int) -> go.Figure:
-    fig = two_panel(
+    return two_panel(
         frame, "tp", "tensor-parallel GPUs",
-        [("output_tokens_per_s", "all GPUs (tokens/s)"),
-         ("output_tokens_per_s_per_gpu", "per GPU (tokens/s)")],
-        [vline(tp, p, "dot", "grey") for p in (1, 2)], [],
+        [("output_tokens_per_s", "throughput, all GPUs"),
+         ("output_tokens_per_s_per_gpu", "throughput per GPU")],
+        current(tp, f"this TP ({tp})"), [],
         "Against TP degree (batch, prompt and output fixed)",
     )  # fmt: skip
-    ticks = {"tickvals": list(frame["tp"]), "ticktext": [str(t) for t in frame["tp"]]}
-    fig.update_layout(xaxis=ticks, xaxis2=ticks)
-    return fig

@@ -11,6 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from dashboard.figures import LAYOUT
+from dashboard.numbers import fmt_sig, log_ticks
 
 GOOD, BAD, TOTAL = "#2ca02c", "#d62728", "#4c78a8"
 
@@ -48,39 +49,88 @@ def stage_values(stages: list[dict[str, Any]], metric: WaterfallMetric) -> list[
     return out
 
 
+def _gain(before: float, after: float, lower_is_better: bool) -> float:
+    """How many times better `after` is than `before` (> 1 better, < 1 worse)."""
+    if lower_is_better:
+        return before / after if after else math.inf
+    return after / before if before else math.inf
+
+
+def waterfall_range(values: list[float]) -> tuple[float, float, bool]:
+    """(bottom, top, log) of a y axis that holds every value: log when all are positive, so each
+    bar's length is the factor its stage gains (a 17× and a 1.1× speedup both stay visible)."""
+    positive = [v for v in values if v > 0]
+    if positive and len(positive) == len(values):
+        return min(positive) / 2, max(positive) * 3, True
+    return 0.0, max([*values, 0.0]) * 1.25 or 1.0, False
+
+
+def _log_ticks(bottom: float, top: float) -> dict[str, Any]:
+    ticks = log_ticks(bottom, top)
+    return {"tickmode": "array", "tickvals": ticks, "ticktext": [fmt_sig(t) for t in ticks]}
+
+
 def waterfall_figure(
-    stages: list[dict[str, Any]], metric: WaterfallMetric, title: str, y_max: float | None = None
+    stages: list[dict[str, Any]],
+    metric: WaterfallMetric,
+    title: str,
+    y_range: tuple[float, float, bool] | None = None,
 ) -> go.Figure:
+    """Bar 1: the naive baseline's value; each later bar: the change a stage brings; the last:
+    the full stack. Each bar is labelled above its top with the value after it and how many
+    times better that is than the stage before; the hover says it in words."""
     values = stage_values(stages, metric)
-    labels = [s["stage"] for s in stages]
+    labels = [*(s["stage"] for s in stages), "full stack"]
     deltas = [values[0]] + [b - a for a, b in itertools.pairwise(values)]
-    texts = [f"{values[0]:,.4g}"]
-    for a, b in itertools.pairwise(values):
-        # the gain over the previous stage, > 1 when better (a speedup for times)
-        gain = (a / b if b else math.inf) if metric.lower_is_better else (b / a if a else math.inf)
-        texts.append(f"{b:,.4g} ({gain:,.2f}× better)" if gain >= 1 else f"{b:,.4g} ({gain:,.2f}×)")
+    unit = metric.label.split("(")[-1].rstrip(")")
+    texts, hovers = [fmt_sig(values[0])], [f"baseline: {fmt_sig(values[0], unit)}"]
+    tops = [values[0]]
+    for label, (a, b) in zip(labels[1:], itertools.pairwise(values), strict=False):
+        gain = _gain(a, b, metric.lower_is_better)
+        texts.append(f"{fmt_sig(b)}<br>{fmt_sig(gain)}×")
+        hovers.append(f"{label}: {fmt_sig(a)} → {fmt_sig(b, unit)}, {fmt_sig(gain)}× "
+                      f"{'better' if gain >= 1 else 'as good'} than the stage before")  # fmt: skip
+        tops.append(max(a, b))
+    total = _gain(values[0], values[-1], metric.lower_is_better)
+    texts.append(f"{fmt_sig(values[-1])}<br>{fmt_sig(total)}× total")
+    hovers.append(f"full stack: {fmt_sig(values[-1], unit)}, {fmt_sig(total)}× the baseline")
+    tops.append(values[-1])
+    bottom, top, log = y_range if y_range is not None else waterfall_range(values)
+    notes = [
+        {"x": x, "y": math.log10(max(y, bottom)) if log else y, "text": text, "showarrow": False,
+         "yanchor": "bottom", "font": {"size": 12}}
+        for x, y, text in zip(labels, tops, texts, strict=True)
+    ]  # fmt: skip
     good, bad = (GOOD, BAD) if metric.lower_is_better else (BAD, GOOD)
     fig = go.Figure(
         go.Waterfall(
-            x=[*labels, "full stack"],
+            x=labels,
             measure=["absolute"] + ["relative"] * (len(values) - 1) + ["total"],
             y=[*deltas, 0.0],
-            text=[*texts, f"{values[-1]:,.4g}"],
-            textposition="outside",
+            base=0.0,
+            text=texts,
+            textposition="none",  # labelled by annotations above each bar instead
             decreasing={"marker": {"color": good}},
             increasing={"marker": {"color": bad}},
             totals={"marker": {"color": TOTAL}},
             connector={"line": {"color": "grey", "dash": "dot"}},
-            hovertemplate="%{x}: %{text} " + metric.label.split("(")[-1].rstrip(")")
-            + "<extra></extra>",
+            hovertext=hovers,
+            hoverinfo="text",
         )
-    )  # fmt: skip
-    top = y_max if y_max is not None and math.isfinite(y_max) else max([*values, 0.0]) * 1.2
+    )
+    axis_range = [math.log10(bottom), math.log10(top)] if log else [bottom, top]
     fig.update_layout(
         **LAYOUT,
         title=title,
-        height=440,
+        height=480,
         showlegend=False,
-        yaxis={"title": metric.label, "range": [0, top or 1.0]},
+        annotations=notes,
+        yaxis={
+            "title": metric.label + (" — log scale" if log else ""),
+            "type": "log" if log else "linear",
+            "range": axis_range,
+            **(_log_ticks(bottom, top) if log else {}),
+        },
+        xaxis={"tickangle": -30},
     )
     return fig

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import compute
-from dashboard.controls import Context, describe
+from dashboard.controls import Context, workload_text
 from hardware.errors import RooflensError
 from model.pipeline import Prediction
 from model.units import fmt_bytes
@@ -16,7 +16,7 @@ def scenario_line(ctx: Context, pred: Prediction) -> None:
     sc = pred.scenario
     st.caption(
         f"**{sc.model.name}** on **{sc.parallel.n_gpus} × {sc.gpu.name}** "
-        f"({sc.profile} profile): {describe(ctx.settings)}"
+        f"({sc.profile} profile): {workload_text(ctx.settings)}"
     )
 
 
@@ -34,10 +34,13 @@ def baseline_prediction(ctx: Context) -> Prediction | None:
 
 
 def fit_warning(ctx: Context, pred: Prediction) -> None:
-    if pred.memory.fits:
+    """One line: by how much it is over, and what in the sidebar would make it fit."""
+    mem = pred.memory
+    if mem.fits:
         return
-    over = pred.memory.total_bytes - pred.memory.capacity_bytes
+    over = mem.total_bytes - mem.capacity_bytes
     st.error(
-        f"Does not fit: {fmt_bytes(over)} over capacity. {compute.fit_advice(ctx.settings)}. "
-        "The times below are what it would take if it did."
+        f"Does not fit: needs {fmt_bytes(mem.total_bytes)} per GPU, {fmt_bytes(over)} over "
+        f"capacity ({fmt_bytes(mem.capacity_bytes)} usable on {pred.scenario.gpu.name}). "
+        f"{compute.fit_advice(ctx.settings)} The times shown are what it would take if it did."
     )

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import compute
+from dashboard import compute, tables
 from dashboard.controls import Context
 from dashboard.export import download_row
 from dashboard.headline import e2e_text, headline
+from dashboard.numbers import fmt_sig
 from dashboard.views.common import baseline_prediction, fit_warning, scenario_line
 from model.params import count_params
 from model.pipeline import Prediction
@@ -50,7 +51,12 @@ def render(ctx: Context) -> None:
         st.table(_facts(pred))
     st.subheader("Operators")
     frame = compute.ops_frame(s)
-    st.dataframe(_ops_display(frame), hide_index=True, width="stretch")
+    tables.show(tables.ops_table(frame))
+    st.caption(
+        "Calls per step: how many times the operator runs in one forward step (once per layer "
+        "that has it, or once). Share of step: its part of the phase's step time (TTFT for "
+        "prefill, one TPOT for decode). The CSV keeps SI units (FLOP, bytes, seconds)."
+    )
     download_row(
         "rooflens-prediction", frame=frame, data={"settings": s.to_dict(), **pred.to_dict()}
     )
@@ -66,7 +72,7 @@ def _phases(pred: Prediction) -> pd.DataFrame:
                 "time per step": fmt_time(phase.time_s),
                 "FLOPs per step": fmt_flops(phase.flops),
                 "bytes per step": fmt_bytes(phase.bytes),
-                "intensity": f"{intensity:,.1f} FLOP/byte",
+                "intensity": fmt_sig(intensity, "FLOP/byte"),
                 "bound": phase.bound,
             }
         )
@@ -89,21 +95,3 @@ def _facts(pred: Prediction) -> pd.DataFrame:
         ("GPUs (TP × PP)", f"{sc.parallel.tp} × {sc.parallel.pp} = {sc.parallel.n_gpus} GPUs"),
     ]  # fmt: skip
     return pd.DataFrame(rows, columns=["", "value"]).set_index("")
-
-
-def _ops_display(frame: pd.DataFrame) -> pd.DataFrame:
-    """The operator table with each column's unit in its header."""
-    phase_total = frame.groupby("phase")["time_s"].transform("sum")
-    return pd.DataFrame(
-        {
-            "operator": frame["name"],
-            "phase": frame["phase"],
-            "count (layers)": frame["count"],
-            "GFLOP": frame["flops"] / 1e9,
-            "MB moved": frame["bytes"] / 1e6,
-            "FLOP/byte": frame["intensity"],
-            "time (µs)": frame["time_s"] * 1e6,
-            "share of step (%)": frame["time_s"] / phase_total * 100,
-            "bound": frame["bound"],
-        }
-    ).round(3)

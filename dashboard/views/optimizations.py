@@ -12,16 +12,32 @@ import streamlit as st
 from dashboard import compute
 from dashboard.controls import Context, url_state
 from dashboard.export import download_row
-from dashboard.figures.waterfall import WATERFALL_METRICS, stage_values, waterfall_figure
+from dashboard.figures.waterfall import (
+    WATERFALL_METRICS,
+    stage_values,
+    waterfall_figure,
+    waterfall_range,
+)
 from dashboard.views.common import fit_warning, scenario_line
 from hardware.errors import RooflensError
 from model.optimizations import registry
 from model.units import fmt_bytes, fmt_time
 from model.waterfall import DEFAULT_STACK
 
+# The naive baseline: every default of the operator table switched off, turned back on in this
+# order (KV cache, FlashAttention, Flash-Decoding, paged KV). model.waterfall.DEFAULT_STACK
+# predates `unsplit-decode`; a switch-off the registry lacks is left out.
+NAIVE = ("no-kv-cache", "eager-attention", "unsplit-decode", "contiguous-kv")
+
+
+def naive_stack() -> list[str]:
+    known = registry()
+    return [name for name in NAIVE if name in known] or list(DEFAULT_STACK)
+
+
 STACKS = {
-    "stack_a": ("Stack A", ",".join(DEFAULT_STACK)),
-    "stack_b": ("Stack B", ",".join([*DEFAULT_STACK, "fusion", "quant:scheme=awq"])),
+    "stack_a": ("Stack A", ",".join(naive_stack())),
+    "stack_b": ("Stack B", ",".join([*naive_stack(), "fusion", "quant:scheme=awq"])),
 }
 
 
@@ -31,11 +47,15 @@ def render(ctx: Context) -> None:
     st.header("Optimizations")
     scenario_line(ctx, pred)
     fit_warning(ctx, pred)
+    offs = [n for n, cls in registry().items() if getattr(cls, "switches_off", "")]
+    others = [n for n in registry() if n not in offs]
     st.caption(
         "Each stack lists optimizations in the order they are added (`NAME[:k=v,...]`, "
-        "comma-separated, as `rooflens compare --stack`). Switch-offs (no-kv-cache, "
-        "eager-attention, contiguous-kv) form the naive baseline and are dropped one by one; "
-        "the sidebar's optimizations are in every stage. Known: " + ", ".join(registry()) + "."
+        "comma-separated, as `rooflens compare --stack`). The switch-offs in it ("
+        + ", ".join(offs)
+        + ") together form the naive baseline and are turned back on one by one, in the order "
+        "given; then the others are added. The sidebar's optimizations are in every stage. "
+        "Others known: " + ", ".join(others) + "."
     )
     metric_key = st.selectbox(
         "Metric",
@@ -44,33 +64,44 @@ def render(ctx: Context) -> None:
         key="waterfall_metric",
     )
     metric = WATERFALL_METRICS[metric_key]
+    texts = {
+        key: column.text_input(title, key=url_state(ctx, key, default))
+        for column, (key, (title, default)) in zip(st.columns(2), STACKS.items(), strict=True)
+    }
     results: dict[str, list[dict[str, Any]] | str] = {}
-    for column, (key, (title, default)) in zip(st.columns(2), STACKS.items(), strict=True):
-        text = column.text_input(title, key=url_state(ctx, key, default))
-        try:
-            results[key] = compute.waterfall(s, text)
+    for key, text in texts.items():
+        others = [t for k, t in texts.items() if k != key]
+        try:  # a stack the other one extends reuses the other's stages
+            results[key] = compute.waterfall(s, text, others[0])
         except RooflensError as exc:
             results[key] = str(exc)
     values = [v for r in results.values() if isinstance(r, list) for v in stage_values(r, metric)]
-    y_max = max([*values, 0.0]) * 1.2
+    y_range = waterfall_range(values)  # one axis for both stacks, so their bars compare
     for column, (key, result) in zip(st.columns(2), results.items(), strict=True):
         with column:
             title = STACKS[key][0]
             if isinstance(result, str):
                 st.error(f"{title}: {result}")
                 continue
-            fig = waterfall_figure(result, metric, f"{title}: {metric.label}", y_max)
+            fig = waterfall_figure(result, metric, f"{title}: {metric.label}", y_range)
             st.plotly_chart(fig, key=f"waterfall_{key}")
-            table = _stages_table(result)
-            st.dataframe(table, hide_index=True)
             download_row(f"rooflens-waterfall-{key}", frame=pd.DataFrame(result), fig=fig)
+    st.caption(
+        "Bar labels: the metric after each stage, then how many times better it is than the "
+        "stage before (green: better, red: worse); the last bar, the full stack against the "
+        "naive baseline."
+    )
+    for key, result in results.items():
+        if isinstance(result, list):
+            st.subheader(f"{STACKS[key][0]}, stage by stage")
+            st.dataframe(_stages_table(result), hide_index=True, width="stretch")
     if s.opts:
         st.subheader("What each sidebar optimization buys (leave-one-out)")
         st.dataframe(_effects_table(compute.contributions(s)), hide_index=True, width="stretch")
 
 
 def _stages_table(stages: list[dict[str, Any]]) -> pd.DataFrame:
-    rows = []
+    rows: list[dict[str, str]] = []
     for stage in stages:
         at_max = stage["max_batch_output_tokens_per_s"]
         speedup = stage["tpot_speedup_vs_previous"]
@@ -79,7 +110,7 @@ def _stages_table(stages: list[dict[str, Any]]) -> pd.DataFrame:
                 "stage": stage["stage"],
                 "TTFT": fmt_time(stage["ttft_s"]),
                 "TPOT": fmt_time(stage["tpot_s"]),
-                "TPOT vs previous": "—" if speedup is None else f"{speedup:,.2f}×",
+                "TPOT vs previous": "—" if speedup is None or not rows else f"{speedup:,.2f}×",
                 "throughput": f"{stage['output_tokens_per_s']:,.0f} tokens/s",
                 "memory per GPU": fmt_bytes(stage["memory_bytes"])
                 + ("" if stage["fits"] else " (over)"),

@@ -12,6 +12,7 @@ from dashboard import compute
 from dashboard.controls import Context, url_state
 from dashboard.export import download_row
 from dashboard.figures.planner import pareto_figure, rejected_figure
+from dashboard.numbers import fmt_sig
 from hardware.errors import RooflensError
 from hardware.presets import gpu_ids
 from model.planner.serving import MODES
@@ -100,8 +101,9 @@ def render(ctx: Context) -> None:
     if rec is None:
         st.error("No configuration meets this load and its SLOs.")
     else:
+        gpus = f"{rec['n_gpus']:,} GPU" + ("s" if rec["n_gpus"] != 1 else "")
         values = (
-            ("GPUs", f"{rec['n_gpus']} × {rec['gpu']}"),
+            (f"GPUs ({rec['gpu']})", gpus),
             ("Cost per hour", f"${rec['cost_per_hour']:,.2f}"),
             ("Cost per M output tokens", f"${rec['cost_per_million_tokens']:,.3f}"),
             ("TTFT p99", fmt_time(rec["ttft_p99_s"])),
@@ -111,8 +113,6 @@ def render(ctx: Context) -> None:
             column.metric(label, value, border=True)
     for line in result["explanation"]:
         st.markdown(f"- {line}")
-    if result["alternatives"]:
-        st.dataframe(pd.DataFrame(result["alternatives"]), hide_index=True, width="stretch")
     pareto = pd.DataFrame(result["pareto"])
     fig = pareto_figure(feasible, pareto, rec)
     if len(feasible):
@@ -128,7 +128,7 @@ def render(ctx: Context) -> None:
         st.dataframe(_table(pareto), hide_index=True, width="stretch")
     if result["simulations"]:
         st.subheader("Simulation check (one replica, Poisson arrivals, seeded)")
-        st.dataframe(pd.DataFrame(result["simulations"]), hide_index=True, width="stretch")
+        st.dataframe(_simulations(result["simulations"]), hide_index=True, width="stretch")
     download_row("rooflens-plan", frame=feasible, data=result, fig=fig)
 
 
@@ -141,12 +141,37 @@ def _table(rows: pd.DataFrame) -> pd.DataFrame:
             "weights/KV": rows["weight_dtype"] + "/" + rows["kv_dtype"],
             "scheduler": rows["mode"],
             "batch cap (sequences)": rows["batch"],
-            "TTFT p99 (ms)": rows["ttft_p99_s"] * 1e3,
-            "TPOT p99 (ms)": rows["tpot_p99_s"] * 1e3,
-            "tokens/s per GPU": rows["tokens_per_s_per_gpu"],
-            "tokens/s per user": rows["tokens_per_s_per_user"],
-            "$ per hour": rows["cost_per_hour"],
-            "$ per M tokens": rows["cost_per_million_tokens"],
+            "TTFT p99": [fmt_time(v) for v in rows["ttft_p99_s"]],
+            "TPOT p99": [fmt_time(v) for v in rows["tpot_p99_s"]],
+            "tokens/s per GPU": [fmt_sig(v, "tokens/s") for v in rows["tokens_per_s_per_gpu"]],
+            "tokens/s per user": [fmt_sig(v, "tokens/s") for v in rows["tokens_per_s_per_user"]],
+            "$ per hour": [f"${v:,.2f}" for v in rows["cost_per_hour"]],
+            "$ per M output tokens": [f"${v:,.3f}" for v in rows["cost_per_million_tokens"]],
             "memory per GPU": [fmt_bytes(v) for v in rows["memory_per_gpu_bytes"]],
         }
-    ).round(3)
+    )
+
+
+def _simulations(sims: list[dict[str, Any]]) -> pd.DataFrame:
+    """The simulation check, one row per simulated configuration, times with their units."""
+    rows = []
+    for sim in sims:
+        c = sim["config"]
+        layout = f"{c['n_gpus']} × {c['gpu']} TP {c['tp']}" + (
+            f" PP {c['pp']}" if c.get("pp", 1) > 1 else ""
+        )
+        flags = [f"optimistic: {f}" for f in sim.get("optimistic", [])] + [
+            f"misses the {m} SLO" for m in sim.get("sim_misses_slo", [])
+        ]
+        rows.append(
+            {
+                "role": sim["role"],
+                "configuration": f"{layout}, {c['mode']}, batch cap {c['batch']:,}",
+                "requests": sim["n_requests"],
+                "TTFT p50 / p99": f"{fmt_time(sim['ttft_p50_s'])} / {fmt_time(sim['ttft_p99_s'])}",
+                "TPOT p50 / p99": f"{fmt_time(sim['tpot_p50_s'])} / {fmt_time(sim['tpot_p99_s'])}",
+                "mean batch (sequences)": fmt_sig(sim["mean_batch"]),
+                "analytical vs simulated": "; ".join(flags) or "agree",
+            }
+        )
+    return pd.DataFrame(rows)

@@ -3,10 +3,9 @@ baseline's operators drawn hollow, so toggling an optimization shows where each 
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
-from dashboard import compute
+from dashboard import compute, tables
 from dashboard.controls import Context
 from dashboard.export import download_row
 from dashboard.figures.roofline import roofline_figure, roofline_points
@@ -34,8 +33,8 @@ def render(ctx: Context) -> None:
         gpu,
         placed,
         base_placed,
-        title=f"{gpu.name}: {pred.scenario.model.name}, batch {s.batch}, "
-        f"prompt {s.prompt_len} tokens (marker area ∝ share of step time)",
+        title=f"{gpu.name}: {pred.scenario.model.name}, batch {s.batch:,}, "
+        f"prompt {s.prompt_len:,} tokens (marker area ∝ share of its phase's step time)",
     )
     st.plotly_chart(fig, key="roofline_chart")
     st.caption(
@@ -52,21 +51,5 @@ def render(ctx: Context) -> None:
             for r in merged["time_s"].sum().itertuples()
         )
         st.caption("Not on the chart: " + "; ".join(listed))
-    table = _table(placed)
-    st.dataframe(table, hide_index=True, width="stretch")
-    download_row("rooflens-roofline", frame=table, fig=fig)
-
-
-def _table(placed: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "operator": placed["name"],
-            "phase": placed["phase"],
-            "intensity (FLOP/byte)": placed["intensity"],
-            "attained (TFLOP/s)": placed["attained_flops_per_s"] / 1e12,
-            "time (µs)": placed["time_s"] * 1e6,
-            "share of step (%)": placed["share"] * 100,
-            "bound": placed["bound"],
-            "compute dtype": placed["compute_dtype"],
-        }
-    ).round(3)
+    tables.show(tables.roofline_table(placed))
+    download_row("rooflens-roofline", frame=placed, fig=fig)

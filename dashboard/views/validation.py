@@ -37,7 +37,9 @@ def render(ctx: Context) -> None:
     columns[0].metric("Measured kernels", f"{len(rows):,} rows", border=True)
     for column, p in zip(columns[1:], profiles, strict=False):
         within = float((kept[f"error_{p}"].abs() <= BAND).mean()) if len(kept) else 0.0
-        column.metric(f"Within ±20 % ({p})", f"{within * 100:.1f} % of rows", border=True)
+        column.metric(f"Within ±20 % ({p})", f"{within * 100:.1f} %", border=True,
+                      help=f"share of the measured rows the {p} profile predicts within ±20 % "
+                      "(rows faster than the roofline left out)")  # fmt: skip
     cache = int(rows["cache_effect"].sum())
     columns[-1].metric("Faster than the roofline (cache)", f"{cache:,} rows", border=True,
                        help="left out of the statistics; see validate/compare.py")  # fmt: skip
@@ -87,7 +89,7 @@ def _profile(ctx: Context) -> None:
         {"operator kind": kind, **_terms(eff.model_dump())}
         for kind, eff in calibrated.kinds.items()
     ]
-    st.dataframe(pd.DataFrame(rows).round(2), hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame(rows).round(2), hide_index=True, width="stretch", placeholder="—")
     st.caption(
         f"Communication: {calibrated.comm_bandwidth_fraction * 100:.1f} % of the link bandwidth, "
         f"latency {calibrated.comm_latency_scale:g} × the link latency per step."

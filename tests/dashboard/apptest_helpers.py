@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "app.py"
 
 UNITS = {
+    "ns": 1e-9,
     "µs": 1e-6,
     "ms": 1e-3,
     "s": 1.0,
@@ -29,6 +30,12 @@ UNITS = {
     "kB/token": 1e3,
     "B/token": 1.0,
     "%": 0.01,
+    "FLOP": 1.0,
+    "kFLOP": 1e3,
+    "MFLOP": 1e6,
+    "GFLOP": 1e9,
+    "TFLOP": 1e12,
+    "PFLOP": 1e15,
 }
 _QUANTITY = re.compile(r"^\$?(-?[\d,]*\.?\d+(?:e[+-]?\d+)?)\s*(\S+(?:/\S+)?)?")
 

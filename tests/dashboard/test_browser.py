@@ -1,7 +1,9 @@
 """End to end in a real browser: `streamlit run app.py` on a free local port, driven by Playwright
 in Debian's headless Chromium (never a browser Playwright downloads). Changes a control, sees the
-headline metric change and the link follow, uploads a Hugging Face config.json, and saves a
-screenshot (also to docs/img/dashboard.png for the README when ROOFLENS_UPDATE_SCREENSHOT=1).
+headline metric change and the link follow, uploads a Hugging Face config.json, opens the
+Roofline page and counts the operators plotted, and saves screenshots (also to
+docs/img/dashboard.png and docs/img/roofline.png for the README when
+ROOFLENS_UPDATE_SCREENSHOT=1).
 
 Skips with the reason where Chromium or Playwright is missing (`scripts/install-browser.sh`
 installs Chromium; Playwright comes with the `test` extra)."""
@@ -29,6 +31,7 @@ CHROMIUM_FLAGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
 README_SHOT = REPO / "docs" / "img" / "dashboard.png"
+ROOFLINE_SHOT = REPO / "docs" / "img" / "roofline.png"
 HF_CONFIG = REPO / "tests" / "model" / "fixtures" / "Meta-Llama-3-70B" / "config.json"
 TIMEOUT_MS = 90_000
 
@@ -53,7 +56,9 @@ def server() -> Iterator[str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.headless",
          "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false"],
+         "--browser.gatherUsageStats", "false",
+         # other work in the tree (tests writing caches, editors) must not trigger reruns
+         "--server.fileWatcherType", "none", "--server.runOnSave", "false"],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
@@ -128,5 +133,55 @@ def test_change_a_control_and_see_the_headline_change(server: str, tmp_path: Pat
                 str(HF_CONFIG)
             )
             sync_api.expect(page.get_by_text("Using the uploaded model")).to_be_visible()
+        finally:
+            browser.close()
+
+
+def _settle(page: Any, sync_api: Any) -> None:
+    """Wait until Streamlit has finished the run (its 'Running…' status widget is gone)."""
+    sync_api.expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0)
+    time.sleep(0.5)
+
+
+def test_roofline_page_plots_every_operator(server: str, tmp_path: Path) -> None:
+    """The Roofline page in a browser: the roof and ceilings are drawn and every prefill and
+    decode operator with FLOPs and bytes is a point on the chart; with a baseline pinned and the
+    batch changed, the hollow baseline points appear beside them."""
+    from dashboard import sweeps
+    from dashboard.figures.roofline import roofline_points
+    from dashboard.settings import DEFAULTS
+    from hardware.presets import get_gpu
+
+    chromium = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
+    placed, _ = roofline_points(sweeps.predict(DEFAULTS).ops_frame())
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=chromium, headless=True,
+            args=CHROMIUM_FLAGS, viewport={"width": 1500, "height": 1080},
+        )  # fmt: skip
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(f"{server}/?page=roofline")
+            chart = page.locator('[data-testid="stPlotlyChart"]').first
+            sync_api.expect(chart.locator(".scatterlayer")).to_have_count(1, timeout=TIMEOUT_MS)
+            _settle(page, sync_api)
+            points = chart.locator(".scatterlayer .trace .points path.point")
+            ridge_points = len(set(get_gpu(DEFAULTS.gpu).peak_flops_per_s.values()))
+            assert points.count() == len(placed) + ridge_points
+            assert chart.get_by_text("ridge 295 FLOP/byte").count() == 1  # 989.4 / 3.35
+            page.get_by_role("button", name="Pin baseline").click()
+            batch = page.get_by_label("Batch (sequences)")
+            batch.fill("64")
+            batch.press("Enter")
+            batch.blur()
+            page.wait_for_url("**batch=64**")
+            sync_api.expect(chart.get_by_text("baseline (pinned)")).to_have_count(1)
+            _settle(page, sync_api)
+            assert points.count() == 2 * len(placed) + ridge_points
+            _save(page, tmp_path / "roofline.png")
+            if os.environ.get("ROOFLENS_UPDATE_SCREENSHOT"):
+                _save(page, ROOFLINE_SHOT)
         finally:
             browser.close()

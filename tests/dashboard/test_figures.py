@@ -5,6 +5,7 @@ bars stack to the total, waterfall bars end at the full stack's value; and the h
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -68,7 +69,8 @@ def test_waterfall_ends_at_the_full_stack() -> None:
     bars = fig.data[0]
     assert list(bars.measure) == ["absolute", "relative", "relative", "total"]
     assert sum(bars.y[:-1]) == pytest.approx(10.0)  # ms: 30 − 18 − 2
-    assert "2.50×" in bars.text[1]  # 12 ms over 30 ms
+    assert bars.text[1] == "12<br>2.5×"  # 12 ms, 30 ms / 12 ms better than the stage before
+    assert bars.text[-1] == "10<br>3× total"  # 30 ms / 10 ms
 
 
 def test_batch_figure_marks_the_crossover_and_memory_limit() -> None:
@@ -93,3 +95,42 @@ def test_metric_delta_has_sign_unit_and_percent() -> None:
     base = Metric("tpot_s", "TPOT", 0.0125, fmt_time, True, "")
     assert now.delta_text(base) == "-2.5 ms (-20.0 %)"
     assert now.delta_text(now) is None and now.delta_text(None) is None
+
+
+def test_max_batch_heatmap_colours_by_log_and_greys_what_does_not_fit() -> None:
+    from dashboard.figures.memory import NOTHING_FITS, NOTHING_FITS_COLOR, max_batch_heatmap
+    from dashboard.settings import Settings
+
+    # Llama 3.1 405B on one L4: not even the weights fit, so no cell holds a sequence
+    s = Settings(model="llama-3.1-405b", gpu="l4", tp=1)
+    grid = sweeps.max_batch_grid(s)
+    heat = max_batch_heatmap(grid, 512, "bf16").data[0]
+    assert (grid["max_batch"] == 0).all()
+    assert all(t == "0" for row in heat.text for t in row)
+    assert np.all(np.asarray(heat.z) == NOTHING_FITS)
+    assert heat.colorscale[0][1] == NOTHING_FITS_COLOR  # the bottom of the scale: grey
+    # on the default scenario every cell fits: colour is log10 of the max batch shown
+    grid = sweeps.max_batch_grid(DEFAULTS)
+    heat = max_batch_heatmap(grid, 640, "bf16").data[0]
+    shown = np.array([[int(t.replace(",", "")) for t in row] for row in heat.text])
+    np.testing.assert_allclose(heat.z, np.log10(shown))
+    assert shown.min() >= 1
+
+
+def test_roofline_hover_names_the_operators_hidden_on_the_same_spot(pred) -> None:  # type: ignore[no-untyped-def]
+    # a decode GEMM does 2·B FLOPs per bf16 weight (2 bytes): intensity ≈ B = 8 for all four,
+    # so they share one spot and each marker's hover must name the others
+    placed, _ = roofline_points(pred.ops_frame())
+    fig = roofline_figure(pred.scenario.gpu, placed)
+    decode = next(t for t in fig.data if t.name == "decode, memory-bound")
+    hover = dict(zip([h.split("</b>")[0].removeprefix("<b>") for h in decode.hovertext],
+                     decode.hovertext, strict=True))  # fmt: skip
+    for gemm in ("attn.qkv_proj", "attn.o_proj", "mlp.up_gate", "mlp.down"):
+        x = decode.x[list(hover).index(gemm)]
+        assert x == pytest.approx(DEFAULTS.batch, rel=0.05)
+        others = {"attn.qkv_proj", "attn.o_proj", "mlp.up_gate", "mlp.down"} - {gemm}
+        assert all(f"{o} (decode" in hover[gemm].split("same spot:")[1] for o in others)
+    # at ~0.6 FLOP/byte the RMSNorms (of both phases) keep only each other's company
+    company = re.findall(r"([\w.]+) \((\w+),", hover["norm.attn"].split("same spot: ")[1])
+    assert ("norm.mlp", "decode") in company
+    assert all(name.startswith("norm.") for name, _ in company), company

@@ -123,7 +123,10 @@ def test_optimizations_stacks_and_sidebar_opts(app) -> None:  # type: ignore[no-
     assert_clean(at)
     a, b = figures(at)
     assert a["data"][0]["x"] == ["baseline", "+ KV cache", "full stack"]
-    assert len(b["data"][0]["x"]) == 7  # baseline, 3 switch-offs dropped, fusion, quant, total
+    # the naive baseline switches off all four defaults, turned back on one by one
+    assert b["data"][0]["x"] == ["baseline", "+ KV cache", "+ FlashAttention",
+                                 "+ Flash-Decoding", "+ paged KV cache", "+ fusion",
+                                 "+ quant:scheme=awq", "full stack"]  # fmt: skip
     tpot = a["data"][0]["y"]
     assert tpot[1] < 0  # turning the KV cache back on lowers TPOT
     at.text_input(key="stack_a").set_value("no-kv-cache,eager-attention").run()
@@ -134,12 +137,12 @@ def test_optimizations_stacks_and_sidebar_opts(app) -> None:  # type: ignore[no-
 def test_planner_tighter_slo_needs_more_gpus(app) -> None:  # type: ignore[no-untyped-def]
     at = app(page="planner", **CHEAP_PLAN)
     assert_clean(at)
-    loose = metrics(at)["GPUs"]
+    loose = metrics(at)["GPUs (h100-sxm)"]
     at.number_input(key="plan_tpot_ms").set_value(15.0)
     at.button[0].click().run()  # the form's "Plan"
     assert_clean(at)
-    tight = metrics(at)["GPUs"]
-    assert int(tight.split(" ")[0]) > int(loose.split(" ")[0])
+    tight = metrics(at)["GPUs (h100-sxm)"]
+    assert int(tight.split(" ")[0]) > int(loose.split(" ")[0])  # "2 GPUs" > "1 GPU"
     assert at.query_params["plan_tpot_ms"] == "15.0"
     assert metrics(at)["Cost per hour"].startswith("$")
     pareto = figures(at)[0]
@@ -175,3 +178,19 @@ def test_every_registered_optimization_toggles_from_the_sidebar(app) -> None:  #
         assert not at.exception, (name, [e.value for e in at.exception])
         # either numbers, or one line saying what the optimization needs
         assert len(at.metric) == 6 or (len(at.error) == 1 and "\n" not in at.error[0].value)
+
+
+def test_a_stack_the_other_extends_reuses_its_stages() -> None:
+    """Stage i of a waterfall depends only on the optimizations before it, so Stack A's stages
+    are Stack B's first ones when B only appends ordinary optimizations (computed once)."""
+    from dashboard import compute, sweeps
+    from dashboard.settings import DEFAULTS
+    from dashboard.views.optimizations import STACKS
+    from model.waterfall import split_stack, waterfall
+
+    a, b = STACKS["stack_a"][1], STACKS["stack_b"][1]
+    direct = waterfall(sweeps.scenario(DEFAULTS), split_stack([a]), ())
+    assert compute.waterfall(DEFAULTS, a, b) == direct
+    # appending a switch-off changes the baseline itself: no reuse
+    assert not compute._extends("no-kv-cache,eager-attention", "no-kv-cache")
+    assert compute._extends(b, a)

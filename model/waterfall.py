@@ -22,7 +22,7 @@ from model.contributions import as_optimizations, ratio, summary
 from model.optimizations import Optimization
 from model.scenario import Scenario
 
-DEFAULT_STACK = ("no-kv-cache", "eager-attention", "contiguous-kv")
+DEFAULT_STACK = ("no-kv-cache", "eager-attention", "unsplit-decode", "contiguous-kv")
 
 
 def split_stack(items: Sequence[str]) -> list[str]:

@@ -46,15 +46,15 @@ def parity_figure(joined: pd.DataFrame, profiles: Sequence[str]) -> go.Figure:
                 x=g["measured_s"] * 1e6, y=g[f"predicted_{profile}_s"] * 1e6, mode="markers",
                 marker={"size": 4, "opacity": 0.5}, name=f"{gpu} {op}", legendgroup=f"{gpu} {op}",
                 showlegend=col == 1,
-                hovertemplate="measured %{x:.3g} us<br>predicted %{y:.3g} us",
+                hovertemplate="measured %{x:.3g} µs<br>predicted %{y:.3g} µs",
             ), row=1, col=col)  # fmt: skip
         for scale, dash in ((1.0, "solid"), (1 + BAND, "dot"), (1 - BAND, "dot")):
             parity = go.Scatter(x=line * 1e6, y=line * scale * 1e6, mode="lines",
                                 line={"color": "black", "dash": dash, "width": 1},
                                 showlegend=False, hoverinfo="skip")  # fmt: skip
             fig.add_trace(parity, row=1, col=col)
-        fig.update_xaxes(type="log", title_text="measured time per call (us)", row=1, col=col)
-        fig.update_yaxes(type="log", title_text="predicted time per call (us)", row=1, col=col)
+        fig.update_xaxes(type="log", title_text="measured time per call (µs)", row=1, col=col)
+        fig.update_yaxes(type="log", title_text="predicted time per call (µs)", row=1, col=col)
     fig.update_layout(title="Measured vs predicted (dotted: ±20 %)", height=550)
     return fig
 
@@ -94,7 +94,7 @@ def error_size_figure(joined: pd.DataFrame, profile: str = "calibrated") -> go.F
         ))  # fmt: skip
     for level in (-100 * BAND, 0.0, 100 * BAND):
         fig.add_hline(y=level, line={"color": "black", "dash": "solid" if level == 0 else "dot"})
-    fig.update_xaxes(type="log", title_text="problem size: ideal time per call (us)")
+    fig.update_xaxes(type="log", title_text="problem size: ideal time per call (µs)")
     fig.update_yaxes(title_text=f"{profile} error (%): predicted / measured − 1")
     fig.update_layout(title=f"Error of the {profile} profile vs problem size", height=500)
     return fig

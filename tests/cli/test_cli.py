@@ -188,3 +188,11 @@ def test_console_script_is_installed() -> None:
                           check=False, timeout=120)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert any(g["id"] == "h100-sxm" for g in json.loads(proc.stdout))
+
+
+def test_units_round_before_choosing_the_unit() -> None:
+    from model.units import fmt_bytes, fmt_flops, fmt_time
+
+    assert fmt_time(0.9996) == "1 s" and fmt_time(0.0009996) == "1 ms"
+    assert fmt_bytes(999.6e9) == "1 TB" and fmt_flops(999.9e12) == "1 PFLOP"
+    assert fmt_time(0.0123) == "12.3 ms" and fmt_time(1.5e-7) == "150 ns"

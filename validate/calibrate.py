@@ -8,7 +8,10 @@ library) weighted equally (for attention, each implementation and decade of byte
 faster than the hardware's peak left out (cache effects, not kernels: the measurements'
 README). Attention kinds are fitted on the frontier of validate/frontier.py (per shape, the
 fastest implementation that measured it): engines ship different attention kernels (1.4x apart
-at large KV on the A100) and the profile describes the best available one. The model
+at large KV on the A100) and the profile describes the best available one. For the same reason
+the `moe` kind is fitted on the fused-MoE shapes that ran a tuned kernel config (vLLM ships one
+per device and shape; untuned shapes run ~2x slower at large token counts on the A100,
+validate/moe_configs.py); its error on every subset is recorded. The model
 priced during the fit is `model.pricing.price_op` itself, so a fitted profile reproduces its
 fit error exactly. Kinds with no compute roof in practice (norm, elementwise, embedding) fit
 the bandwidth fraction and overhead only.
@@ -36,6 +39,7 @@ from hardware.spec import SystemSpec
 from model.io import atomic_write_text
 from model.pricing import price_op
 from validate.frontier import best_of_impls
+from validate.moe_configs import SUBSET_COLUMN, UNTUNED
 from validate.optimize import minimise
 from validate.predict import Batch, batches, predict_frame
 from validate.store import provenance_base
@@ -61,6 +65,9 @@ COMM_PRIOR = {"comm_bandwidth_fraction": 0.8, "comm_latency_scale": 1.0}
 # Kinds whose implementations differ by more than the model's error (two engines' attention
 # kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
 FRONTIER_KINDS = ("attention", "attention_decode")
+# Kinds whose one implementation runs tuned and untuned kernel configs (vLLM's fused_moe, ~2x
+# apart at large token counts on the A100): fitted on the tuned rows (validate/moe_configs.py).
+TUNED_KINDS = ("moe",)
 
 
 def terms_for(kind: str) -> tuple[str, ...]:
@@ -162,6 +169,9 @@ def fit_kind(table: pd.DataFrame, kind: str, max_evals: int = 1500) -> tuple[Kin
     rows = measured
     if kind in FRONTIER_KINDS:
         rows, frontier_stats = best_of_impls(measured)
+    if kind in TUNED_KINDS and SUBSET_COLUMN in measured.columns:
+        # Rows without a label (e.g. our own kernel runs) are not known to be untuned: kept.
+        rows = measured[measured[SUBSET_COLUMN].ne(UNTUNED)].reset_index(drop=True)
     keep = ~faster_than_peak(rows)
     # Attention grids span five decades of KV bytes, most rows small and overhead-bound:
     # balancing the decades makes the fitted bandwidth that of the long calls that dominate
@@ -194,7 +204,27 @@ def fit_kind(table: pd.DataFrame, kind: str, max_evals: int = 1500) -> tuple[Kin
     if frontier_stats:
         stats["frontier"] = frontier_stats
         stats["bias_by_gpu_impl"] = bias_by_impl(measured, eff, kind)
+    if kind in TUNED_KINDS and SUBSET_COLUMN in measured.columns:
+        stats["fitted_on"] = "moe_config tuned (validate/moe_tuned_configs.yaml)"
+        stats["error_by_config"] = error_by_config(measured[~faster_than_peak(measured)], eff, kind)
     return eff, stats
+
+
+def error_by_config(rows: pd.DataFrame, eff: KindEfficiency, kind: str) -> dict[str, dict]:
+    """Rows, median / p90 |predicted / measured − 1| and median bias of fitted terms on all
+    rows and on each `moe_config` subset (tuned: fitted; untuned: reported)."""
+    errors, names = [], []
+    for _, g in rows.groupby("gpu"):  # _chunk prices one GPU's rows
+        errors.append(predicted_s(_chunk(g), eff, kind) / g["measured_s"].to_numpy(float) - 1.0)
+        names.append(g[SUBSET_COLUMN].fillna("unlabelled").to_numpy())
+    error, labels = np.concatenate(errors), np.concatenate(names)
+    out = {}
+    for name in ("all", *sorted(set(labels))):
+        e = error if name == "all" else error[labels == name]
+        out[name] = {"rows": len(e), "median_abs_error": round(float(np.median(np.abs(e))), 4),
+                     "p90_abs_error": round(float(np.quantile(np.abs(e), 0.9)), 4),
+                     "bias": round(float(np.median(e)), 4)}  # fmt: skip
+    return out
 
 
 def bias_by_impl(rows: pd.DataFrame, eff: KindEfficiency, kind: str) -> dict[str, float]:
@@ -234,7 +264,8 @@ def fit_profile(
             "method": "mean |log(pred/measured)|, each impl (attention: impl and decade of "
             "bytes) weighted equally, Nelder-Mead (validate/calibrate.py); attention kinds on "
             "the frontier: per shape key measured by >= 2 impls, the fastest impl's time "
-            "(validate/frontier.py), so the terms describe the best available kernel",
+            "(validate/frontier.py), so the terms describe the best available kernel; moe on "
+            "the shapes vLLM ships a tuned config for (validate/moe_tuned_configs.yaml)",
             "gpus": gpus,
             "fit": fits,
             "comm": "prior (0.8 of link bandwidth, 1 link latency per step); NCCL protocol fit "

@@ -148,7 +148,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     measured, profiles = _measurements(args)
     if args.frontier:  # attention as the calibrated profile describes it: the fastest impl
         measured, _ = best_of_impls(measured)
-    summary = summarize(join(measured, profiles), tuple(args.by.split(",")), profiles)
+    summary = summarize(join(measured, profiles), tuple(args.by.split(",")), profiles, True)
     if args.json:
         print(summary.to_json(orient="records", indent=2))
     else:
@@ -163,7 +163,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     measured, profiles = _measurements(args)
     joined = join(measured, profiles)
-    summary = summarize(joined, ("gpu", "op"), profiles)
+    summary = summarize(joined, ("gpu", "op"), profiles, subsets=True)
     path = write_report(joined, summary, Path(args.output), profiles)
     print_summary(summary, "Kernel error by GPU and operator class")
     console.print(f"wrote {path}")

@@ -8,7 +8,8 @@ Whether such a row really is one is checked, not assumed: even with the whole L2
 of the working set, a kernel needs at least max(FLOPs / peak, (bytes − L2) / bandwidth)
 (`cache_bound_s`). Rows faster than that bound cannot be explained by caching; they count as
 rows the ideal profile under-predicts, and that share must be ~0 for `ideal` to be the lower
-bound DESIGN.md promises.
+bound DESIGN.md promises. Fused-MoE rows also report their tuned and untuned kernel-config
+subsets apart (`summarize(..., subsets=True)`): the calibrated `moe` terms describe the tuned one.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pandas as pd
 
 from hardware.presets import get_gpu
 from hardware.profiles import Profile
+from validate.moe_configs import SUBSET_COLUMN
 from validate.predict import predict_frame
 
 PROFILE_NAMES = ("ideal", "calibrated")
@@ -60,9 +62,25 @@ def summarize(
     joined: pd.DataFrame,
     by: Sequence[str] = ("gpu", "op"),
     profiles: Sequence[str] = PROFILE_NAMES,
+    subsets: bool = False,
 ) -> pd.DataFrame:
     """Per group: rows, rows left out (faster than the roofline; cache effects), the ideal
-    profile's under-predicted share, and median / p90 |error| of each profile."""
+    profile's under-predicted share, and median / p90 |error| of each profile. With `subsets`
+    (and `op` in `by`), rows labelled with a kernel-config subset (`moe_config`: tuned or
+    untuned, validate/moe_configs.py) are also summarised apart as op `moe/tuned`, …, after
+    their op's row over all of them."""
+    out = _summary(joined, by, profiles)
+    if not (subsets and "op" in by and SUBSET_COLUMN in joined.columns):
+        return out
+    labelled = joined[joined[SUBSET_COLUMN].notna()]
+    if labelled.empty:
+        return out
+    labelled = labelled.assign(op=labelled["op"] + "/" + labelled[SUBSET_COLUMN].astype(str))
+    out = pd.concat([out, _summary(labelled, by, profiles)], ignore_index=True)
+    return out.sort_values(list(by), kind="stable").reset_index(drop=True)
+
+
+def _summary(joined: pd.DataFrame, by: Sequence[str], profiles: Sequence[str]) -> pd.DataFrame:
     records = []
     for keys, g in joined.groupby(list(by), sort=True):
         kept = g[~g["below_ideal"]]

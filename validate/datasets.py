@@ -7,7 +7,8 @@ keys. Beyond the contract's `gemm`, `attention_prefill` and `attention_decode`, 
 operators of Vidur's tables use three validator ops (priced in validate/predict.py):
 `norm` (rows, hidden, residual, norm), `elementwise` (elements_read, elements_written) and
 `embedding` (rows, hidden). The fused-MoE table loads as the contract's `moe` op
-(`load_moe`; `load_moe_kernels` adds the benchmark's routing and keeps moe_ep_size = 1); the
+(`load_moe`, labelled tuned or untuned by vLLM's shipped configs, validate/moe_configs.py;
+`load_moe_kernels` adds the benchmark's routing and keeps moe_ep_size = 1); the
 NCCL table has its own columns (`load_nccl`; comm is fitted in model/comm_fit.py).
 
 Units on disk: aiconfigurator `latency` is milliseconds per call (CUDA-graph replay); Vidur
@@ -24,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from hardware.errors import RooflensError
+from validate.moe_configs import SUBSET_COLUMN, config_labels
 from validate.moe_routing import with_routing
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "measured"
@@ -219,7 +221,8 @@ def load_moe(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
     """Fused MoE layer times (vLLM fused_moe, bf16) in the kernel contract's `moe` columns
     (num_tokens, hidden_size, inter_size, topk, num_experts, moe_tp_size, moe_ep_size, dtype)
     plus the benchmark's routing `distribution` (power-law token counts per expert, exponent
-    1.01 or 1.2; no uniform rows)."""
+    1.01 or 1.2; no uniform rows) and `moe_config`: whether vLLM ran a tuned config for the
+    shape (validate/moe_configs.py)."""
     frames = []
     for path in sorted(_check_root(root).glob("aiconfigurator-*/moe/*/*/moe_perf.parquet")):
         d = pd.read_parquet(path)
@@ -231,6 +234,7 @@ def load_moe(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
         frame["measured_s"] = d["latency"] * MS
         frame["impl"], frame["gpu"] = _impl(d), d["device"].map(_gpu_id)
         frame["source"] = _rel(path, root)
+        frame[SUBSET_COLUMN] = config_labels(frame)
         frames.append(frame)
     return _concat(frames)
 

@@ -55,8 +55,12 @@ def solve_concurrency(grid: np.ndarray, step_s: np.ndarray, demand: np.ndarray) 
     """M with M / step(M) = demand tokens/s. Below the grid, step ≈ step(grid[0])."""
     throughput = np.maximum.accumulate(grid / step_s)
     m = np.where(demand < throughput[0], demand * step_s[0], np.interp(demand, throughput, grid))
-    for _ in range(3):  # M = demand·step(M): a contraction where the curve is stable
-        m = np.minimum(demand * np.interp(m, grid, step_s), grid[-1])
+    for _ in range(50):  # M = demand·step(M): a contraction where the curve is stable
+        new = np.minimum(demand * np.interp(m, grid, step_s), grid[-1])
+        converged = np.allclose(new, m, rtol=1e-9, atol=0.0)
+        m = new
+        if converged:
+            break
     return m
 
 

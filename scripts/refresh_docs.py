@@ -2,8 +2,10 @@
 documentation shows what the current code prints.
 
 An example is a fenced block whose first line starts with `$ rooflens`; continuation lines end
-with a backslash. Blocks with several commands are re-run command by command. Output is captured
-at a fixed terminal width (COLUMNS=130) so tables render the same everywhere.
+with a backslash; a trailing `  # comment` is not run; a block whose command does not parse (a
+placeholder such as `[--opt ...]`) is left alone. Blocks with several commands are re-run
+command by command. Output is captured at a fixed terminal width (COLUMNS=130) so tables
+render the same everywhere.
 
     python scripts/refresh_docs.py            # rewrite in place
     python scripts/refresh_docs.py --check    # exit 1 if any example's output changed or failed
@@ -57,7 +59,10 @@ def refresh(text: str) -> tuple[str, int]:
         cmds = commands_in(block)
         if not cmds or not block.startswith("$ rooflens"):
             return match.group(0)
-        body = "\n".join(f"{written}\n{run(command)}" for written, command in cmds) + "\n"
+        outputs = [run(command.split("  #")[0]) for _, command in cmds]
+        if any("usage: rooflens" in out for out in outputs):  # a placeholder, not a command
+            return match.group(0)
+        body = "\n".join(f"{w}\n{out}" for (w, _), out in zip(cmds, outputs, strict=True)) + "\n"
         changed += body != block
         fence = match.group(0).split("\n", 1)[0]
         return f"{fence}\n{body}```\n"
@@ -70,7 +75,8 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="report changes, write nothing")
     parser.add_argument("files", nargs="*", help="default: README.md and docs/*.md")
     args = parser.parse_args()
-    files = [Path(f).resolve() for f in args.files] or [REPO / "README.md", *sorted(REPO.glob("docs/*.md"))]
+    default = [REPO / "README.md", *sorted(REPO.glob("docs/*.md"))]
+    files = [Path(f).resolve() for f in args.files] or default
     stale = 0
     for path in files:
         new, changed = refresh(path.read_text())

@@ -148,22 +148,7 @@ class _Builder:
         if self.tp == 1 or count == 0:
             return
         payload = self.tokens * self.m.d_model * self.ab
-        self.ops.append(
-            Op(
-                name=f"tp.{collective}",
-                phase=self.phase,
-                kind="comm",
-                count=count,
-                flops=0.0,
-                weight_bytes=0.0,
-                act_bytes=0.0,
-                kv_bytes=0.0,
-                compute_dtype="fp32",
-                comm_bytes=payload,
-                live_bytes=payload,
-                shape={"collective": collective, "n_gpus": self.tp},
-            )
-        )
+        self.comm(f"tp.{collective}", collective, count, payload, n_gpus=self.tp)
 
     def comm(self, name: str, collective: str, count: int, payload: Num, **shape: Any) -> None:
         """A collective of `payload` bytes per GPU (model/comm.py prices it by `collective`)."""

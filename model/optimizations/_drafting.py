@@ -11,6 +11,7 @@ the step, not assuming a cost ratio, is what makes the speedup fall with batch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,6 +21,8 @@ from model.ops import Num
 from model.pricing import PricedOp
 
 if TYPE_CHECKING:
+    from model.optimizations._timing import StepTiming
+    from model.optimizations.base import Optimization
     from model.pipeline import Pipeline, Prediction
     from model.scenario import Scenario
 
@@ -87,4 +90,24 @@ def retime_decode(
         tpot_s=tpot_s,
         e2e_s=ttft_s + tpot_s * (O - 1),
         notes=[*pred.notes, note],
+    )
+
+
+def retime_with_timing(
+    opt: Optimization,
+    pred: Prediction,
+    sc: Scenario,
+    pipeline: Pipeline,
+    describe: Callable[[StepTiming, float], str],
+) -> Prediction:
+    """A drafting optimization's `result`, defined by its vectorised `timing` hook so the
+    planner's grids and `predict` share one formula; `describe(timing, decode speedup)` writes
+    the note."""
+    from model.optimizations._timing import scalar_timing
+
+    t = opt.timing(scalar_timing(pred, pipeline), sc, pipeline)
+    tau = t.tokens_per_step
+    speedup = pred.tpot_s / (float(np.mean(t.decode_step_s)) / tau)
+    return retime_decode(
+        pred, t.decode_priced, t.decode_step_s, tau, describe(t, speedup), float(t.prefill_s)
     )

@@ -31,8 +31,8 @@ import numpy as np
 
 from hardware.errors import RooflensError
 from model.ops import Num
-from model.optimizations._drafting import claim_decoding, price_verify, retime_decode
-from model.optimizations._timing import StepTiming, scalar_timing
+from model.optimizations._drafting import claim_decoding, price_verify, retime_with_timing
+from model.optimizations._timing import StepTiming
 from model.optimizations.base import Optimization, Param
 from model.pricing import step_time_s
 
@@ -94,12 +94,15 @@ class Lookahead(Optimization):
     def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
         if self.width == 1:
             return pred
-        t = self.timing(scalar_timing(pred, pipeline), sc, pipeline)
-        tau = t.tokens_per_step
-        speedup = pred.tpot_s / (float(np.mean(t.decode_step_s)) / tau)
-        note = (
-            f"lookahead: N={self['ngram']}, W={self['window']}, G={self['guesses']}, "
-            f"α={self['alpha']:g}: {self.width} tokens per step, {tau:.2f} accepted, "
-            f"decode speedup {speedup:.2f}x at batch {sc.workload.batch}"
+        return retime_with_timing(
+            self,
+            pred,
+            sc,
+            pipeline,
+            lambda t, speedup: (
+                f"lookahead: N={self['ngram']}, W={self['window']}, G={self['guesses']}, "
+                f"α={self['alpha']:g}: {self.width} tokens per step, "
+                f"{t.tokens_per_step:.2f} accepted, "
+                f"decode speedup {speedup:.2f}x at batch {sc.workload.batch}"
+            ),
         )
-        return retime_decode(pred, t.decode_priced, t.decode_step_s, tau, note)

@@ -24,8 +24,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
-
 from hardware.errors import RooflensError
 from model.memory import MemoryBreakdown
 from model.ops import Num, Op, gemm_op
@@ -33,9 +31,9 @@ from model.optimizations._drafting import (
     claim_decoding,
     expected_tokens,
     price_verify,
-    retime_decode,
+    retime_with_timing,
 )
-from model.optimizations._timing import StepTiming, scalar_timing
+from model.optimizations._timing import StepTiming
 from model.optimizations.base import Optimization, Param
 from model.pricing import price_ops, step_time_s
 
@@ -110,12 +108,14 @@ class Medusa(Optimization):
     def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
         if not self["heads"]:
             return pred
-        t = self.timing(scalar_timing(pred, pipeline), sc, pipeline)
-        tau = t.tokens_per_step
-        speedup = pred.tpot_s / (float(np.mean(t.decode_step_s)) / tau)
-        note = (
-            f"medusa: {self['heads']} heads, α={self['alpha']:g}, {self.width} tokens verified "
-            f"per step: {tau:.2f} tokens per step, decode speedup {speedup:.2f}x "
-            f"at batch {sc.workload.batch}"
+        return retime_with_timing(
+            self,
+            pred,
+            sc,
+            pipeline,
+            lambda t, speedup: (
+                f"medusa: {self['heads']} heads, α={self['alpha']:g}, {self.width} tokens "
+                f"verified per step: {t.tokens_per_step:.2f} tokens per step, decode speedup "
+                f"{speedup:.2f}x at batch {sc.workload.batch}"
+            ),
         )
-        return retime_decode(pred, t.decode_priced, t.decode_step_s, tau, note)

@@ -41,10 +41,10 @@ from model.optimizations._drafting import (
     claim_decoding,
     expected_tokens,
     price_verify,
-    retime_decode,
+    retime_with_timing,
 )
 from model.optimizations._swap import side_scenario
-from model.optimizations._timing import StepTiming, scalar_timing
+from model.optimizations._timing import StepTiming
 from model.optimizations.base import Optimization, Param
 from model.presets import get_model
 from model.pricing import price_ops, step_time_s
@@ -131,15 +131,16 @@ class Speculative(Optimization):
         if not self.active:
             return pred
         gamma, alpha, w = self["gamma"], self["alpha"], sc.workload
-        t = self.timing(scalar_timing(pred, pipeline), sc, pipeline)
-        tau = t.tokens_per_step
-        drafted = [p for p in t.decode_priced if p.op.phase == "draft"]
         plain_s = pred.decode.time_s or float("nan")  # no decode step when O = 1
-        cost_ratio = float(np.mean(step_time_s(drafted))) / gamma / plain_s
-        speedup = pred.tpot_s / (float(np.mean(t.decode_step_s)) / tau)
-        note = (
-            f"speculative: draft {get_model(self['draft']).id}, γ={gamma}, α={alpha:g}: "
-            f"{tau:.2f} tokens per target step, draft/target step cost c={cost_ratio:.3f}, "
-            f"decode speedup {speedup:.2f}x over plain decoding at batch {w.batch}"
-        )
-        return retime_decode(pred, t.decode_priced, t.decode_step_s, tau, note, float(t.prefill_s))
+
+        def describe(t: StepTiming, speedup: float) -> str:
+            drafted = [p for p in t.decode_priced if p.op.phase == "draft"]
+            cost_ratio = float(np.mean(step_time_s(drafted))) / gamma / plain_s
+            return (
+                f"speculative: draft {get_model(self['draft']).id}, γ={gamma}, α={alpha:g}: "
+                f"{t.tokens_per_step:.2f} tokens per target step, draft/target step cost "
+                f"c={cost_ratio:.3f}, decode speedup {speedup:.2f}x over plain decoding at "
+                f"batch {w.batch}"
+            )
+
+        return retime_with_timing(self, pred, sc, pipeline, describe)

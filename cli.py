@@ -18,13 +18,11 @@ from rich.table import Table
 from rich.text import Text
 
 from hardware.errors import RooflensError
-from hardware.presets import get_gpu, gpu_ids
+from hardware.presets import get_gpu
 from model.api import make_pipeline, make_scenario
 from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
 from model.io import to_json
-from model.params import count_params
 from model.planner.commands import add_plan_parser
-from model.presets import get_model, model_ids
 from model.units import fmt_bytes, fmt_flops, fmt_time
 
 EXIT_BAD_INPUT = 2
@@ -110,113 +108,14 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> 
 
 # ---------------------------------------------------------------- list
 def cmd_list(args: argparse.Namespace) -> int:
-    if args.what == "models":
-        rows = []
-        for mid in model_ids():
-            m = get_model(mid)
-            pc = count_params(m)
-            rows.append(
-                {
-                    "id": mid,
-                    "name": m.name,
-                    "params": pc.total,
-                    "active_params": pc.active,
-                    "layers": m.n_layers,
-                    "d_model": m.d_model,
-                    "attention": m.attention,
-                    "max_context": m.max_context,
-                }
-            )
-        if args.json:
-            print_json(rows)
-            return 0
-        console.print(
-            table(
-                "Models (params in billions)",
-                ["id", "name", "params", "active", "layers", "d_model", "attention", "context"],
-                [
-                    [r["id"], r["name"], f"{r['params'] / 1e9:.2f} B",
-                     f"{r['active_params'] / 1e9:.2f} B", str(r["layers"]), str(r["d_model"]),
-                     r["attention"], f"{r['max_context']:,}"]
-                    for r in rows
-                ],
-            )
-        )  # fmt: skip
-    elif args.what == "gpus":
-        gpus = [get_gpu(g) for g in gpu_ids()]
-        if args.json:
-            print_json([g.model_dump() for g in gpus])
-            return 0
-        console.print(
-            table(
-                "GPUs (dense peaks; links one direction per GPU)",
-                ["id", "name", "memory", "HBM", "bf16", "fp8", "int8", "ridge bf16", "GPU link"],
-                [
-                    [g.id, g.name, fmt_bytes(g.memory_bytes),
-                     f"{g.hbm_bytes_per_s / 1e12:.2f} TB/s",
-                     _tflops(g, "bf16"), _tflops(g, "fp8"), _tflops(g, "int8"),
-                     f"{g.ridge_point('bf16'):.0f} FLOP/B",
-                     f"{g.nvlink_bytes_per_s / 1e9:.0f} GB/s" if g.nvlink_bytes_per_s else "—"]
-                    for g in gpus
-                ],
-            )
-        )  # fmt: skip
-    elif args.what == "systems":
-        from hardware.systems import get_system, system_ids
+    from model.catalog import catalog
 
-        systems = [get_system(s) for s in system_ids()]
-        if args.json:
-            print_json([s.model_dump() for s in systems])
-            return 0
-        console.print(
-            table(
-                "Systems (use as --gpu; links one direction per GPU)",
-                ["id", "GPU", "GPUs/node", "intra-node link", "inter-node link"],
-                [
-                    [s.id, s.gpu.id, str(s.gpus_per_node),
-                     f"{s.intra_node.name} {s.intra_node.bytes_per_s / 1e9:.0f} GB/s",
-                     f"{s.inter_node.name} {s.inter_node.bytes_per_s / 1e9:.0f} GB/s"
-                     if s.inter_node else "—"]
-                    for s in systems
-                ],
-            )
-        )  # fmt: skip
+    listing = catalog(args.what)
+    if args.json:
+        print_json(listing.rows)
     else:
-        from model.optimizations import registry
-
-        opts = registry()
-        rows2 = [
-            {
-                "name": name,
-                "summary": cls.summary,
-                "citation": cls.citation,
-                "params": {
-                    k: {"default": p.default, "help": p.help} for k, p in cls.params.items()
-                },
-            }
-            for name, cls in opts.items()
-        ]
-        if args.json:
-            print_json(rows2)
-            return 0
-        console.print(
-            table(
-                "Optimizations (use --opt NAME[:key=value,...])",
-                ["name", "what it models", "parameters", "source"],
-                [
-                    [r["name"], r["summary"],
-                     ", ".join(f"{k}={v['default']}" for k, v in r["params"].items()) or "—",
-                     r["citation"]]
-                    for r in rows2
-                ],
-            )
-        )  # fmt: skip
+        console.print(table(listing.title, listing.columns, listing.cells))
     return 0
-
-
-def _tflops(gpu: Any, dtype: str) -> str:
-    value = gpu.peak_flops_per_s.get(dtype)
-    return f"{value / 1e12:.0f} TFLOP/s" if value else "—"
 
 
 # ---------------------------------------------------------------- memory

@@ -156,6 +156,11 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     }).reset_index()  # fmt: skip
 
 
+def report(frame: pd.DataFrame, provenance: str) -> str:
+    """The per-kernel summary and the target check of a results table, as markdown."""
+    return markdown(summarize(frame), check_targets(frame, load_targets()), provenance)
+
+
 def markdown(summary: pd.DataFrame, targets: pd.DataFrame, provenance: str) -> str:
     """The summary and the target check as markdown tables (what the script prints and stores)."""
 

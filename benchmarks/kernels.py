@@ -7,7 +7,7 @@ L2), measures the device's roofs in the same run (a large bf16 `torch.mm` and a 
 and writes benchmarks/results/<gpu>/kernels.csv (columns: benchmarks/kernel_table.py, with the
 run's provenance on every row) and kernels.md (per-kernel summary against the issue's targets).
 
-    python -m benchmarks.kernels --device cuda [--quick] [--kernels K,...] [--limit N]
+    python -m benchmarks.kernels --device cuda [--quick] [--kernels K,...] [--limit N] [--merge]
     python -m benchmarks.kernels --device cpu --small       # CI: TRITON_INTERPRET=1, tiny shapes
     python -m benchmarks.kernels --from-measured DIR        # a validator run already on disk
 
@@ -28,6 +28,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file: its own folder would shadow the `kernels` package
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
+import numpy as np
 import pandas as pd
 
 from benchmarks import kernel_table as kt
@@ -53,6 +54,22 @@ SMALL = [
      "n_heads": 4, "n_kv_heads": 2, "head_dim": 64},
     {"kernel": "rmsnorm", "op": "norm", "rows": 9, "hidden": 320, "residual": 1},
 ]  # fmt: skip
+
+
+QUICK_SHAPES = 10  # --quick: shapes per kernel, as many as the 2026-11-24 H100 run measured
+
+
+def spread(suite: pd.DataFrame, per_kernel: int) -> pd.DataFrame:
+    """At most `per_kernel` shapes of each kernel, evenly spaced from its smallest working set
+    to its largest (so a short run still spans decode GEMVs to 16k-token prefill)."""
+    from validate.suite import working_set_bytes
+
+    picked = []
+    for _, rows in suite.assign(_ws=working_set_bytes(suite)).groupby("kernel", sort=False):
+        rows = rows.sort_values("_ws", kind="stable")
+        index = np.unique(np.linspace(0, len(rows) - 1, min(per_kernel, len(rows))).round())
+        picked.append(rows.iloc[index.astype(int)])
+    return pd.concat(picked).drop(columns="_ws").reset_index(drop=True)
 
 
 def small_suite() -> pd.DataFrame:
@@ -108,23 +125,25 @@ def measure(args: argparse.Namespace) -> tuple[pd.DataFrame, dict[str, str], str
 
     if args.device == "cuda":
         from hardware.presets import get_gpu
-        from validate.suite import full_suite, gpu_quick_suite
+        from validate.suite import full_suite
 
         if not torch.cuda.is_available():
             raise RooflensError("no CUDA GPU found: use --device cpu --small, or run on a GPU")
         gpu = args.gpu or gpu_preset_for(torch.cuda.get_device_name())
-        suite, cache_bytes = (
-            (gpu_quick_suite() if args.quick else full_suite()),
-            get_gpu(gpu).l2_bytes,
-        )
+        suite, cache_bytes = full_suite(), get_gpu(gpu).l2_bytes
     else:
         if not args.small:
             raise RooflensError("--device cpu runs only the tiny --small shapes (interpreter)")
         gpu, suite, cache_bytes = "cpu", small_suite(), 0.0
     if args.kernels:
+        unknown = set(args.kernels.split(",")) - set(suite["kernel"])
+        if unknown:
+            known = ", ".join(sorted(suite["kernel"].unique()))
+            raise RooflensError(f"unknown kernel(s) {', '.join(sorted(unknown))}; use {known}")
         suite = suite[suite["kernel"].isin(args.kernels.split(","))]
-    if args.limit:
-        suite = suite.groupby("kernel", sort=False).head(args.limit)
+    limit = args.limit or (QUICK_SHAPES if args.quick else 0)
+    if limit:
+        suite = spread(suite, limit)
     rows = []
     for _, row in suite.iterrows():
         copies = copies_for(row, cache_bytes, 4e9)
@@ -184,7 +203,7 @@ def from_measured(folder: Path) -> tuple[pd.DataFrame, dict[str, str], tuple[flo
     return pairs, provenance, (flops, bandwidth, how)
 
 
-def build(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, str, str]:
+def build(args: argparse.Namespace) -> tuple[pd.DataFrame, str, str]:
     from hardware.presets import get_gpu
 
     if args.from_measured:
@@ -207,20 +226,19 @@ def build(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame, str, st
     frame = kt.add_derived(pairs.assign(gpu=gpu, **provenance), flops, bandwidth, datasheet)
     frame["roofs_source"] = how
     frame = kt.ordered(frame)
-    summary = kt.summarize(frame)
-    targets = kt.check_targets(frame, kt.load_targets())
     line = (f"{gpu} ({provenance['device_name']}), commit {provenance['commit']}, "
             f"{provenance['date']}; roofs {how}")  # fmt: skip
-    return frame, summary, kt.markdown(summary, targets, line), gpu
+    return frame, line, gpu
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--small", action="store_true", help="tiny shapes (CPU interpreter)")
-    parser.add_argument("--quick", action="store_true", help="GPU: the validator's quick suite")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SHAPES} shapes per kernel")
     parser.add_argument("--kernels", default="", help="comma-separated kernel names")
     parser.add_argument("--limit", type=int, default=0, help="at most N shapes per kernel")
+    parser.add_argument("--merge", action="store_true", help="keep other kernels' stored rows")
     parser.add_argument("--reps", type=int, default=5, help="CPU: timed calls per impl")
     parser.add_argument("--gpu", default="", help="GPU preset id (default: from the device)")
     parser.add_argument("--from-measured", default="", metavar="DIR")
@@ -229,11 +247,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default=str(RESULTS), help="results root folder")
     args = parser.parse_args(argv)
     try:
-        frame, _, text, gpu = build(args)
+        frame, line, gpu = build(args)
     except RooflensError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     folder = Path(args.results) / gpu
+    if args.merge and (folder / "kernels.csv").is_file():
+        stored = pd.read_csv(folder / "kernels.csv")
+        kept = stored[~stored["kernel"].isin(frame["kernel"])]
+        frame = kt.ordered(pd.concat([kept, frame], ignore_index=True))
+        if len(kept):
+            names = ", ".join(sorted(kept["kernel"].unique()))
+            line += f"; rows of {names} kept from the stored file"
+    text = kt.report(frame, line)
     atomic_write_csv(folder / "kernels.csv", frame)
     atomic_write_text(folder / "kernels.md", text)
     print(text)

@@ -122,7 +122,25 @@ def test_committed_h100_results_are_what_the_script_writes(h100: pd.DataFrame) -
     pd.testing.assert_frame_equal(committed.drop(columns="source"), h100.drop(columns="source"))
 
 
-def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    done = run("--from-measured", str(tmp_path / "nowhere"), "--results", str(tmp_path))
+@pytest.mark.parametrize(
+    "args", [("--from-measured", "nowhere"), ("--device", "cpu", "--small", "--kernels", "gemm,x")]
+)
+def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], tmp_path: Path) -> None:
+    done = run(*args, "--results", str(tmp_path))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().count("\n") == 0 and done.stderr.startswith("error: ")
+    assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_merge_replaces_only_the_kernels_measured_again(cpu_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    first, _ = cpu_run
+    (tmp_path / "cpu").mkdir()
+    first.to_csv(tmp_path / "cpu" / "kernels.csv", index=False)
+    done = run("--device", "cpu", "--small", "--kernels", "rmsnorm", "--reps", "2", "--merge",
+               "--results", str(tmp_path))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    merged = pd.read_csv(tmp_path / "cpu" / "kernels.csv")
+    assert sorted(merged["kernel"]) == sorted(first["kernel"])
+    old, new = (f.set_index("kernel")["triton_s"] for f in (first, merged))
+    assert (old.drop("rmsnorm") == new.drop("rmsnorm")).all()  # kept as stored
+    assert old["rmsnorm"] != new["rmsnorm"]  # measured again

@@ -58,6 +58,7 @@ def render(ctx: Context) -> None:
     with st.expander("Measured points on each GPU's roofline"):
         st.plotly_chart(roofline, key="validation_roofline")
     _profile(ctx)
+    _kernel_benchmark()
 
 
 def _summary_table(summary: pd.DataFrame, profiles: tuple[str, ...]) -> pd.DataFrame:
@@ -93,6 +94,26 @@ def _profile(ctx: Context) -> None:
     st.caption(
         f"Communication: {calibrated.comm_bandwidth_fraction * 100:.1f} % of the link bandwidth, "
         f"latency {calibrated.comm_latency_scale:g} × the link latency per step."
+    )
+
+
+def _kernel_benchmark() -> None:
+    """Issue 13: our Triton kernels vs torch, from the committed benchmarks/results/*/kernels.csv"""
+    from dashboard.figures.kernels import kernel_figure, load_kernel_results, load_kernel_targets
+
+    results = load_kernel_results()
+    st.subheader("Kernel benchmark: our Triton kernels vs torch")
+    if results.empty:
+        st.info("No kernel benchmark committed yet: run `python -m benchmarks.kernels` on a GPU.")
+        return
+    gpus = sorted(results["gpu"].unique())
+    gpu = st.selectbox("Benchmarked GPU", gpus, key="kbench_gpu") if len(gpus) > 1 else gpus[0]
+    st.plotly_chart(kernel_figure(results, load_kernel_targets(), gpu), key="kernel_benchmark")
+    first = results[results["gpu"] == gpu].iloc[0]
+    st.caption(
+        f"{first['device_name']}, commit {first['commit']}, {first['date']}; both sides timed by "
+        f"the validator's runner. Roofs: {first['roofs_source']}. Right panel: fraction of the "
+        "datasheet roofline, as the targets state it; the hover adds the measured roofs'."
     )
 
 

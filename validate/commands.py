@@ -1,4 +1,4 @@
-"""`rooflens validate {run,compare,report}` and `rooflens calibrate {fit,cpu}`: argument
+"""`rooflens validate {run,compare,report,cv}` and `rooflens calibrate {fit,cpu}`: argument
 parsing and printing only; the work is in the other validate/ modules. cli.py registers these
 with `add_validate_parsers(sub)`.
 """
@@ -170,6 +170,57 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- validate cv
+def cmd_cv(args: argparse.Namespace) -> int:
+    from model.io import atomic_write_csv, to_json
+    from validate.cv import cross_validate, overall
+    from validate.datasets import load_kernels
+    from validate.store import load_results
+
+    tables = [load_kernels(Path(args.measured))]
+    for device in args.results_device or []:
+        tables.append(load_results(device, Path(args.results)))
+    progress = None if args.json else console.print
+    cv = cross_validate(pd.concat(tables, ignore_index=True), args.rule, args.max_evals, progress)
+    if args.output:
+        atomic_write_csv(args.output, cv)
+    if args.json:
+        print(to_json({"cells": cv.to_dict(orient="records"), "overall": overall(cv)}))
+        return 0
+    shown = cv[["held_out", "op", "rows", "trained_rows", "median", "p90", "bias"]]
+    shown = shown.rename(columns={"held_out": "held-out GPU", "trained_rows": "trained on (rows)",
+                                  "median": "median |err|", "p90": "p90 |err|"})  # fmt: skip
+    title = (f"Leave-one-GPU-out: fitted on the other GPUs ({args.rule} rule), predicting the "
+             "held-out one; |predicted / measured − 1|, bias = median error")  # fmt: skip
+    console.print(_table(title, shown, percent=("median |err|", "p90 |err|", "bias")))
+    o = overall(cv)
+    console.print(
+        f"over {int(o['cells'])} GPU × class cells with training data: median "
+        f"{100 * o['median_of_medians']:.1f} % (worst {100 * o['worst_median']:.1f} %),"
+        f" p90 {100 * o['median_of_p90']:.1f} % (worst {100 * o['worst_p90']:.1f} %)"
+    )
+    if args.output:
+        console.print(f"wrote {args.output}")
+    return 0
+
+
+def _add_cv_parser(vsub: argparse._SubParsersAction) -> None:
+    from validate.cv import RULES
+    from validate.store import RESULTS_DIR
+
+    cv = vsub.add_parser("cv", help="leave-one-GPU-out cross-validation of the calibration")
+    cv.add_argument("--measured", default=str(DEFAULT_ROOT), help="shared measurement folder")
+    cv.add_argument("--results-device", action="append", help="also use this device's runs")
+    cv.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")
+    cv.add_argument("--rule", choices=RULES, default="pooled",
+                    help="what a held-out GPU learns from: all other GPUs pooled (the rule "
+                    "calibrate fit uses), or its nearest architecture generation's")  # fmt: skip
+    cv.add_argument("--max-evals", type=int, default=1500, help="fit evaluations per kind")
+    cv.add_argument("-o", "--output", help="write the table as CSV (atomically)")
+    cv.add_argument("--json", action="store_true")
+    cv.set_defaults(handler=cmd_cv)
+
+
 # ---------------------------------------------------------------- calibrate
 def cmd_fit(args: argparse.Namespace) -> int:
     from hardware.profiles import CALIBRATION_DIR
@@ -232,6 +283,7 @@ def add_validate_parsers(sub: argparse._SubParsersAction) -> None:
             q.add_argument("-o", "--output", default="artifacts/validation",
                            help="folder for report.html and summary.csv")  # fmt: skip
         q.set_defaults(handler=handler)
+    _add_cv_parser(vsub)
 
     p = sub.add_parser("calibrate", help="fit calibration profiles; measure this CPU")
     csub = p.add_subparsers(dest="calibrate_command", required=True)

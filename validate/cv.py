@@ -1,14 +1,14 @@
 """Leave-one-GPU-out cross-validation (`rooflens validate cv`): the accuracy to expect on a GPU
 nobody has measured.
 
-For each measured GPU G: fit the calibration on every other GPU's rows
-(validate/calibrate.py, the same fit `rooflens calibrate fit` runs), build G's profile by the
-generation rule (`calibrate.profile_for`: G's datasheet plus the fitted fractions and
-latencies of the nearest measured architecture generation, the pooled fit for the rest), price
-G's rows with it, and summarise |predicted / measured − 1| per operator class with the
-validator's own statistics (validate/compare.py: rows faster than the roofline left out).
-Attention is scored on the per-shape fastest implementation (validate/frontier.py), which is
-what its terms describe, as in the accuracy budget.
+For each measured GPU G: fit the calibration on every other GPU's rows (validate/calibrate.py,
+the fit `rooflens calibrate fit` runs), price G's rows from G's datasheet with the profile a GPU
+without measurements gets (`rule='pooled'`: the fit pooled over all other GPUs, as
+generic.yaml; `'generation'`: the nearest measured architecture generation's fit, the pooled
+one for kinds it lacks, validate/generation.py), and summarise |predicted / measured − 1| per
+operator class with the validator's own statistics (validate/compare.py: rows faster than the
+roofline left out). Attention is scored on the per-shape fastest implementation
+(validate/frontier.py), which is what its terms describe, as in the accuracy budget.
 
 A class measured only on G has nothing to learn from: its row says so (`trained_rows` = 0) and
 its error is that of the terms it inherits (the GEMM's for fused MoE, `default` otherwise).
@@ -17,6 +17,7 @@ its error is that of the terms it inherits (the GEMM's for fused MoE, `default` 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pandas as pd
 
@@ -28,7 +29,8 @@ from validate.frontier import best_of_impls
 from validate.generation import profile_for
 from validate.store import provenance_base
 
-RULES = ("generation", "pooled")
+RULES = ("pooled", "generation")
+CV_FILE = Path(__file__).parent / "results" / "cv.csv"  # the committed table (dashboard, README)
 COLUMNS = ("held_out", "op", "rows", "trained_rows", "median", "p90", "bias", "rule",
            "reference_gpus", "trained_on", "git_commit", "date")  # fmt: skip
 
@@ -42,13 +44,13 @@ def _trained_rows(train: pd.DataFrame, op: str) -> int:
 
 def cross_validate(
     table: pd.DataFrame,
-    rule: str = "generation",
+    rule: str = "pooled",
     max_evals: int = 1500,
     progress: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
     """One row per held-out GPU and operator class: rows scored, training rows of the class,
     median and p90 of |error|, median error (bias; negative = the model is too fast), the rule,
-    the GPUs whose generation fit priced it, the GPUs trained on, and provenance."""
+    the GPUs whose fit priced it (`reference_gpus`), the GPUs trained on, and provenance."""
     if rule not in RULES:
         raise RooflensError(f"unknown rule '{rule}': use one of {', '.join(RULES)}")
     gpus = sorted(table["gpu"].astype(str).unique())

@@ -170,18 +170,30 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-# ---------------------------------------------------------------- validate cv
-def cmd_cv(args: argparse.Namespace) -> int:
-    from model.io import atomic_write_csv, to_json
-    from validate.cv import cross_validate, overall
+def _training_table(args: argparse.Namespace) -> pd.DataFrame:
+    """The shared measurements plus each `--results-device`'s stored runs, those reduced as the
+    shared H100 runs are (validate/runs.py `kernel_rows`: kernel-only timings, one
+    implementation per operator, one median per shape)."""
     from validate.datasets import load_kernels
+    from validate.runs import as_run, kernel_rows
     from validate.store import load_results
 
     tables = [load_kernels(Path(args.measured))]
     for device in args.results_device or []:
-        tables.append(load_results(device, Path(args.results)))
+        runs = load_results(device, Path(args.results))
+        if runs.empty:
+            raise RooflensError(f"no results stored for device '{device}' under {args.results}")
+        tables.append(kernel_rows(as_run(runs)))
+    return pd.concat(tables, ignore_index=True)
+
+
+# ---------------------------------------------------------------- validate cv
+def cmd_cv(args: argparse.Namespace) -> int:
+    from model.io import atomic_write_csv, to_json
+    from validate.cv import cross_validate, overall
+
     progress = None if args.json else console.print
-    cv = cross_validate(pd.concat(tables, ignore_index=True), args.rule, args.max_evals, progress)
+    cv = cross_validate(_training_table(args), args.rule, args.max_evals, progress)
     if args.output:
         atomic_write_csv(args.output, cv)
     if args.json:
@@ -225,13 +237,8 @@ def _add_cv_parser(vsub: argparse._SubParsersAction) -> None:
 def cmd_fit(args: argparse.Namespace) -> int:
     from hardware.profiles import CALIBRATION_DIR
     from validate.calibrate import fit_all
-    from validate.datasets import load_kernels
-    from validate.store import load_results
 
-    tables = [load_kernels(Path(args.measured))]
-    for device in args.results_device or []:
-        tables.append(load_results(device, Path(args.results)))
-    written = fit_all(pd.concat(tables, ignore_index=True), Path(args.out or CALIBRATION_DIR))
+    written = fit_all(_training_table(args), Path(args.out or CALIBRATION_DIR))
     for name, path in written.items():
         console.print(f"{name}: wrote {path}")
     return 0

@@ -110,3 +110,34 @@ def test_cv_with_one_gpu_is_a_one_line_error(tmp_path, capsys):
     norm_rows("h100-sxm", 0.7).assign(timing="cuda_graph").to_csv(folder / "n.csv", index=False)
     assert main(["validate", "cv", "--measured", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("error: cross-validation needs >= 2 measured GPUs")
+
+
+def test_fit_from_stored_runs_keeps_the_kernel_rows_only(tmp_path, capsys):
+    import yaml
+
+    measured = tmp_path / "measured" / "rooflens-a100-sxm-80gb" / "triton"
+    measured.mkdir(parents=True)
+    norm_rows("a100-sxm-80gb", 0.7).assign(timing="cuda_graph").to_csv(
+        measured / "rmsnorm.csv", index=False
+    )
+    store = tmp_path / "results" / "h100-sxm"
+    store.mkdir(parents=True)
+    gemm = pd.DataFrame({"op": "gemm", "m": [16, 64, 256, 1024, 4096], "n": 4096, "k": 4096,
+                         "dtype": "bf16", "weight_dtype": "int4", "group_size": 128,
+                         "gpu": "h100-sxm", "timing": "cuda_graph"})  # fmt: skip
+    ideal = predict_frame(gemm.assign(weight_dtype="bf16"), get_gpu("h100-sxm"))["predicted_s"]
+    runs = pd.concat([gemm.assign(impl="torch:mm", measured_s=1.3 * ideal + 4e-6),
+                      gemm.assign(impl="triton:w4a16_gemm", measured_s=8 * ideal)])  # fmt: skip
+    runs.to_csv(store / "run.csv", index=False)
+    out = tmp_path / "profiles"
+    args = ["calibrate", "fit", "--measured", str(tmp_path / "measured"),
+            "--results", str(tmp_path / "results"), "--out", str(out)]  # fmt: skip
+    assert main([*args, "--results-device", "h100-sxm"]) == 0
+    fit = yaml.safe_load((out / "h100-sxm.yaml").read_text())["provenance"]["fit"]["gemm"]
+    # the quantized kernel's rows describe this project's kernel, not the GPU: left out; the
+    # baseline's rows are the bf16 GEMM that ran (weight_dtype rewritten by as_run)
+    assert fit["rows_by_gpu_impl"] == {"h100-sxm/torch:mm": 5}
+    assert fit["median_abs_error"] < 0.05
+    capsys.readouterr()
+    assert main([*args, "--results-device", "nope"]) == 2
+    assert capsys.readouterr().err.startswith("error: no results stored for device 'nope'")

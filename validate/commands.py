@@ -120,6 +120,8 @@ def _print_rows(joined: pd.DataFrame, profiles: Sequence[str]) -> None:
     frame = pd.DataFrame({"op": joined["op"], "shape": joined.apply(_describe, axis=1),
                           "impl": joined["impl"]})  # fmt: skip
     frame["measured (us)"] = joined["measured_s"] * 1e6
+    if "eager_s" in joined:  # launch-inclusive eager time: host overhead made visible
+        frame["eager (us)"] = joined["eager_s"] * 1e6
     for p in profiles:
         frame[f"{p} (us)"] = joined[f"predicted_{p}_s"] * 1e6
         frame[f"{p} error"] = joined[f"error_{p}"]

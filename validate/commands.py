@@ -173,20 +173,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _training_table(args: argparse.Namespace) -> pd.DataFrame:
-    """The shared measurements plus each `--results-device`'s stored runs, those reduced as the
-    shared H100 runs are (validate/runs.py `kernel_rows`: kernel-only timings, one
-    implementation per operator, one median per shape)."""
-    from validate.datasets import load_kernels
-    from validate.runs import as_run, kernel_rows
-    from validate.store import load_results
+    from validate.runs import training_table
 
-    tables = [load_kernels(Path(args.measured))]
-    for device in args.results_device or []:
-        runs = load_results(device, Path(args.results))
-        if runs.empty:
-            raise RooflensError(f"no results stored for device '{device}' under {args.results}")
-        tables.append(kernel_rows(as_run(runs)))
-    return pd.concat(tables, ignore_index=True)
+    return training_table(Path(args.measured), Path(args.results), args.results_device or [])
 
 
 # ---------------------------------------------------------------- validate cv
@@ -237,10 +226,17 @@ def _add_cv_parser(vsub: argparse._SubParsersAction) -> None:
 
 # ---------------------------------------------------------------- calibrate
 def cmd_fit(args: argparse.Namespace) -> int:
-    from hardware.profiles import CALIBRATION_DIR
-    from validate.calibrate import fit_all
+    from hardware.presets import read_data_file
+    from hardware.profiles import CALIBRATION_DIR, Profile
+    from validate.calibrate import fit_all, write_profile
+    from validate.generation import generation_profiles
 
-    written = fit_all(_training_table(args), Path(args.out or CALIBRATION_DIR))
+    table, out = _training_table(args), Path(args.out or CALIBRATION_DIR)
+    written = fit_all(table, out)
+    if args.rule == "generation":  # opt-in: docs/validation.md, "Accuracy on a GPU ..."
+        pooled = Profile.model_validate(read_data_file(written["generic"]))
+        for gpu_id, profile in generation_profiles(table, pooled).items():
+            written[gpu_id] = write_profile(profile, out / f"{gpu_id}.yaml")
     for name, path in written.items():
         console.print(f"{name}: wrote {path}")
     return 0
@@ -301,6 +297,9 @@ def add_validate_parsers(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("--results-device", action="append", help="also fit this device's runs")
     fit.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")
     fit.add_argument("--out", help="output folder (default hardware/calibration)")
+    fit.add_argument("--rule", choices=("pooled", "generation"), default="pooled",
+                     help="unmeasured GPUs: generic.yaml pooled over all measured GPUs, or also "
+                     "a file per preset from its nearest measured generation")  # fmt: skip
     fit.set_defaults(handler=cmd_fit)
     cpu = csub.add_parser("cpu", help="measure this CPU's bandwidth and matmul peak into a spec")
     cpu.add_argument("--threads", type=int, default=1, help="threads to measure with (default 1)")

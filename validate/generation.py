@@ -9,14 +9,16 @@ compute capabilities: Ada's SM 8.9 is an Ampere-class SM with FP8 added, so Ada 
 Ampere first; Blackwell keeps Hopper's asynchronous tensor-core pipeline and falls back to
 Hopper). Kinds the reference generation has no rows for come from the fit pooled over every
 measured GPU (`generic.yaml`). Non-NVIDIA parts take the pooled fit. docs/validation.md states
-the rule and the cross-validation (validate/cv.py) that decides where it is used.
+the rule and the cross-validation (validate/cv.py) that decides where it is used: today the
+pooled fit (`generic.yaml`) wins it, so the rule is opt-in (`rooflens calibrate fit --rule
+generation` writes `generation_profiles` as files for the unmeasured presets).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from hardware.presets import get_gpu
+from hardware.presets import get_gpu, gpu_ids
 from hardware.profiles import Profile
 from hardware.spec import GPUSpec
 from validate.calibrate import fit_profile
@@ -57,3 +59,28 @@ def profile_for(
         return pooled, measured
     rows = train[train["gpu"].isin(reference)]
     return fit_profile(rows, None, inherit=pooled, max_evals=max_evals), reference
+
+
+def generation_profiles(
+    table: pd.DataFrame, pooled: Profile, max_evals: int = 1500
+) -> dict[str, Profile]:
+    """Preset id -> the generation rule's profile, for every GPU preset without measurements in
+    `table` whose nearest measured generation is not all of them (where the rule and the pooled
+    fit differ). One fit per distinct set of reference GPUs."""
+    measured = sorted(table["gpu"].astype(str).unique())
+    fits: dict[tuple[str, ...], Profile] = {}
+    out = {}
+    for gpu_id in gpu_ids():
+        if gpu_id in measured:
+            continue
+        gpu = get_gpu(gpu_id)
+        reference = tuple(reference_gpus(gpu, measured))
+        if not reference or list(reference) == measured:
+            continue
+        if reference not in fits:
+            fits[reference], _ = profile_for(gpu, table, pooled, "generation", max_evals)
+        fit = fits[reference]
+        source = (f"generation rule ({gpu.architecture} -> {', '.join(reference)}), "
+                  f"validate/generation.py; {fit.source}")  # fmt: skip
+        out[gpu_id] = fit.model_copy(update={"source": source})
+    return out

@@ -141,3 +141,36 @@ def test_fit_from_stored_runs_keeps_the_kernel_rows_only(tmp_path, capsys):
     capsys.readouterr()
     assert main([*args, "--results-device", "nope"]) == 2
     assert capsys.readouterr().err.startswith("error: no results stored for device 'nope'")
+
+
+def test_opt_in_generation_rule_writes_a_profile_per_unmeasured_preset(tmp_path):
+    import yaml
+
+    from hardware.presets import gpu_ids
+    from hardware.profiles import _load
+
+    measured = tmp_path / "measured"
+    for gpu, fraction in (("a100-sxm-80gb", 0.5), ("h100-sxm", 0.9)):
+        folder = measured / f"rooflens-{gpu}" / "triton"
+        folder.mkdir(parents=True)
+        norm_rows(gpu, fraction).assign(timing="cuda_graph").to_csv(folder / "n.csv", index=False)
+    out = tmp_path / "profiles"
+    base = ["calibrate", "fit", "--measured", str(measured), "--out", str(out)]
+    assert main(base) == 0  # default: pooled only, no file per unmeasured preset
+    assert sorted(p.stem for p in out.glob("*.yaml")) == ["a100-sxm-80gb", "generic", "h100-sxm"]
+    assert main([*base, "--rule", "generation"]) == 0
+    files = {p.stem for p in out.glob("*.yaml")}
+    nvidia = {g for g in gpu_ids() if get_gpu(g).vendor == "nvidia"}
+    assert files == nvidia | {"generic"}  # every NVIDIA preset; MI300X keeps generic.yaml
+
+    def norm_fraction(gpu_id: str) -> float:
+        return _load(out / f"{gpu_id}.yaml").kinds["norm"].memory_fraction
+
+    # Hopper and Blackwell learn from the H100 alone, Ada and Ampere from the A100
+    assert norm_fraction("h200") == pytest.approx(0.9, rel=0.02)
+    assert norm_fraction("b200") == pytest.approx(0.9, rel=0.02)
+    assert norm_fraction("l40s") == pytest.approx(0.5, rel=0.02)
+    # pooled: anywhere between the two (the mean |log error| of two GPUs is flat in between)
+    assert 0.49 < _load(out / "generic.yaml").kinds["norm"].memory_fraction < 0.91
+    text = yaml.safe_load((out / "b200.yaml").read_text())["source"]
+    assert text.startswith("generation rule (blackwell -> h100-sxm)")

@@ -1,4 +1,4 @@
-"""`rooflens validate {run,compare,report}` and `rooflens calibrate {fit,cpu}`: argument
+"""`rooflens validate {run,compare,report,cv}` and `rooflens calibrate {fit,cpu}`: argument
 parsing and printing only; the work is in the other validate/ modules. cli.py registers these
 with `add_validate_parsers(sub)`.
 """
@@ -120,6 +120,8 @@ def _print_rows(joined: pd.DataFrame, profiles: Sequence[str]) -> None:
     frame = pd.DataFrame({"op": joined["op"], "shape": joined.apply(_describe, axis=1),
                           "impl": joined["impl"]})  # fmt: skip
     frame["measured (us)"] = joined["measured_s"] * 1e6
+    if "eager_s" in joined:  # launch-inclusive eager time: host overhead made visible
+        frame["eager (us)"] = joined["eager_s"] * 1e6
     for p in profiles:
         frame[f"{p} (us)"] = joined[f"predicted_{p}_s"] * 1e6
         frame[f"{p} error"] = joined[f"error_{p}"]
@@ -170,17 +172,71 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _training_table(args: argparse.Namespace) -> pd.DataFrame:
+    from validate.runs import training_table
+
+    return training_table(Path(args.measured), Path(args.results), args.results_device or [])
+
+
+# ---------------------------------------------------------------- validate cv
+def cmd_cv(args: argparse.Namespace) -> int:
+    from model.io import atomic_write_csv, to_json
+    from validate.cv import cross_validate, overall
+
+    progress = None if args.json else console.print
+    cv = cross_validate(_training_table(args), args.rule, args.max_evals, progress)
+    if args.output:
+        atomic_write_csv(args.output, cv)
+    if args.json:
+        print(to_json({"cells": cv.to_dict(orient="records"), "overall": overall(cv)}))
+        return 0
+    shown = cv[["held_out", "op", "rows", "trained_rows", "median", "p90", "bias"]]
+    shown = shown.rename(columns={"held_out": "held-out GPU", "trained_rows": "trained on (rows)",
+                                  "median": "median |err|", "p90": "p90 |err|"})  # fmt: skip
+    title = (f"Leave-one-GPU-out: fitted on the other GPUs ({args.rule} rule), predicting the "
+             "held-out one; |predicted / measured − 1|, bias = median error")  # fmt: skip
+    console.print(_table(title, shown, percent=("median |err|", "p90 |err|", "bias")))
+    o = overall(cv)
+    console.print(
+        f"over {int(o['cells'])} GPU × class cells with training data: median "
+        f"{100 * o['median_of_medians']:.1f} % (worst {100 * o['worst_median']:.1f} %),"
+        f" p90 {100 * o['median_of_p90']:.1f} % (worst {100 * o['worst_p90']:.1f} %)"
+    )
+    if args.output:
+        console.print(f"wrote {args.output}")
+    return 0
+
+
+def _add_cv_parser(vsub: argparse._SubParsersAction) -> None:
+    from validate.cv import RULES
+    from validate.store import RESULTS_DIR
+
+    cv = vsub.add_parser("cv", help="leave-one-GPU-out cross-validation of the calibration")
+    cv.add_argument("--measured", default=str(DEFAULT_ROOT), help="shared measurement folder")
+    cv.add_argument("--results-device", action="append", help="also use this device's runs")
+    cv.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")
+    cv.add_argument("--rule", choices=RULES, default="pooled",
+                    help="what a held-out GPU learns from: all other GPUs pooled (the rule "
+                    "calibrate fit uses), or its nearest architecture generation's")  # fmt: skip
+    cv.add_argument("--max-evals", type=int, default=1500, help="fit evaluations per kind")
+    cv.add_argument("-o", "--output", help="write the table as CSV (atomically)")
+    cv.add_argument("--json", action="store_true")
+    cv.set_defaults(handler=cmd_cv)
+
+
 # ---------------------------------------------------------------- calibrate
 def cmd_fit(args: argparse.Namespace) -> int:
-    from hardware.profiles import CALIBRATION_DIR
-    from validate.calibrate import fit_all
-    from validate.datasets import load_kernels
-    from validate.store import load_results
+    from hardware.presets import read_data_file
+    from hardware.profiles import CALIBRATION_DIR, Profile
+    from validate.calibrate import fit_all, write_profile
+    from validate.generation import generation_profiles
 
-    tables = [load_kernels(Path(args.measured))]
-    for device in args.results_device or []:
-        tables.append(load_results(device, Path(args.results)))
-    written = fit_all(pd.concat(tables, ignore_index=True), Path(args.out or CALIBRATION_DIR))
+    table, out = _training_table(args), Path(args.out or CALIBRATION_DIR)
+    written = fit_all(table, out)
+    if args.rule == "generation":  # opt-in: docs/validation.md, "Accuracy on a GPU ..."
+        pooled = Profile.model_validate(read_data_file(written["generic"]))
+        for gpu_id, profile in generation_profiles(table, pooled).items():
+            written[gpu_id] = write_profile(profile, out / f"{gpu_id}.yaml")
     for name, path in written.items():
         console.print(f"{name}: wrote {path}")
     return 0
@@ -232,6 +288,7 @@ def add_validate_parsers(sub: argparse._SubParsersAction) -> None:
             q.add_argument("-o", "--output", default="artifacts/validation",
                            help="folder for report.html and summary.csv")  # fmt: skip
         q.set_defaults(handler=handler)
+    _add_cv_parser(vsub)
 
     p = sub.add_parser("calibrate", help="fit calibration profiles; measure this CPU")
     csub = p.add_subparsers(dest="calibrate_command", required=True)
@@ -240,6 +297,9 @@ def add_validate_parsers(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("--results-device", action="append", help="also fit this device's runs")
     fit.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")
     fit.add_argument("--out", help="output folder (default hardware/calibration)")
+    fit.add_argument("--rule", choices=("pooled", "generation"), default="pooled",
+                     help="unmeasured GPUs: generic.yaml pooled over all measured GPUs, or also "
+                     "a file per preset from its nearest measured generation")  # fmt: skip
     fit.set_defaults(handler=cmd_fit)
     cpu = csub.add_parser("cpu", help="measure this CPU's bandwidth and matmul peak into a spec")
     cpu.add_argument("--threads", type=int, default=1, help="threads to measure with (default 1)")

@@ -10,10 +10,12 @@ operators of Vidur's tables use three validator ops (priced in validate/predict.
 (`load_moe`, labelled tuned or untuned by vLLM's shipped configs, validate/moe_configs.py;
 `load_moe_kernels` adds the benchmark's routing and keeps moe_ep_size = 1); the
 NCCL table has its own columns (`load_nccl`; comm is fitted in model/comm_fit.py).
+The project's own H100 runs (`rooflens-*/`, this validator's results format) load with
+`load_rooflens`; `load_kernels` keeps the rows that time the kernel alone (`kernel_rows`).
 
 Units on disk: aiconfigurator `latency` is milliseconds per call (CUDA-graph replay); Vidur
 `time_stats.*.median` is milliseconds of CUDA time (eager PyTorch, profiler); NCCL
-`message_size` counts elements, not bytes.
+`message_size` counts elements, not bytes; rooflens `measured_s` is seconds per call.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import pandas as pd
 from hardware.errors import RooflensError
 from validate.moe_configs import SUBSET_COLUMN, config_labels
 from validate.moe_routing import with_routing
+from validate.runs import kernel_rows, read_runs
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "measured"
 MS = 1e-3
@@ -194,9 +197,16 @@ def _load_kernels(root: str) -> pd.DataFrame:
             load_aiconfigurator_attention(path),
             load_vidur(path),
             load_moe_kernels(path),
+            kernel_rows(read_runs(path)),
         ]
     )
     return frame[frame["measured_s"] > 0].reset_index(drop=True)
+
+
+def load_rooflens(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
+    """Every row of the validator's own GPU runs (`rooflens-<gpu>/{torch,triton}/*.csv`),
+    as validate/runs.py reads them; `load_kernels` keeps their `kernel_rows`."""
+    return read_runs(_check_root(root))
 
 
 def load_moe_kernels(root: Path = DEFAULT_ROOT) -> pd.DataFrame:

@@ -1,12 +1,17 @@
 """Time suite rows on a device: our Triton kernels and the torch baselines.
 
-GPU (`time_gpu`): `triton.testing.do_bench` (it flushes L2 before every timed call) returns the
-median and the 20th/80th percentiles. Inputs rotate over enough copies to exceed twice the L2,
-so no call finds its operands cached. Calls shorter than `GRAPH_BELOW_S` are timed inside one
-CUDA graph that runs every copy once (launch overhead, ~5 µs from Python, would otherwise
-dominate them; serving engines replay decode steps as graphs too), and the graph's time is
-divided by the number of calls. CPU (`time_cpu`): `time.perf_counter` around each call, copies
-rotated, warm-up first. Nothing here touches CUDA unless a GPU run is asked for.
+GPU (`time_gpu`): every call is captured in one CUDA graph that runs each input copy once
+(copies rotate inside the graph, enough of them to exceed twice the L2, so no call finds its
+operands cached), and `triton.testing.do_bench` times replays of it: median and 20th/80th
+percentiles, divided by the calls per replay. Under a graph no Python launch cost reaches the
+clock, which is what serving engines run (decode steps replay as graphs) and what calibration
+must learn (`timing = cuda_graph`). A call that cannot be captured (it synchronises with the
+host, allocates in a way capture forbids, ...) is timed with do_bench alone and says why
+(`timing = do_bench_fallback: <reason>`). Every call also gets `eager_s`: wall time per call of
+back-to-back eager launches from Python, so host overhead is a figure of its own, not hidden
+in the kernel time. CPU (`time_cpu`): `time.perf_counter` around each call, copies rotated,
+warm-up first (there `eager_s` is the same median). Nothing here touches CUDA unless a GPU run
+is asked for; `time_calls` holds the decision with the device parts passed in.
 """
 
 from __future__ import annotations
@@ -21,9 +26,12 @@ import pandas as pd
 
 from hardware.errors import RooflensError
 from validate.cases import Call, baseline_name, input_bytes, make_calls
+from validate.runs import as_run
 
-GRAPH_BELOW_S = 50e-6
 QUANTILES = (0.2, 0.5, 0.8)
+EAGER_REPS = 5  # rounds of eager launches over all copies (their median is eager_s)
+REASON_CHARS = 120
+Bench = Callable[[Callable[[], object]], list[float]]
 MAX_COPIES = 64
 GPU_NAMES = {  # torch.cuda.get_device_name() fragment -> preset id (first match wins)
     "A100-SXM4-80GB": "a100-sxm-80gb", "A100-SXM4-40GB": "a100-sxm-40gb",
@@ -49,11 +57,35 @@ def copies_for(row: pd.Series, cache_bytes: float, budget_bytes: float) -> int:
     return int(max(1, min(want, MAX_COPIES, budget_bytes // one)))
 
 
-def time_gpu(calls: list[Call], graph_below_s: float = GRAPH_BELOW_S) -> dict[str, object]:
-    """Seconds per call (median, q20, q80) with do_bench; CUDA graph for short calls."""
-    import torch
-    from triton.testing import do_bench
+def _reason(error: BaseException) -> str:
+    """One short line for the `timing` column: exception type and its first line."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return f"{type(error).__name__}: {text}"[:REASON_CHARS].rstrip(": ")
 
+
+def eager_per_call_s(calls: list[Call], sync: Callable[[], None], reps: int = EAGER_REPS) -> float:
+    """Median over `reps` rounds of the wall time per call of launching every copy back to
+    back from Python and waiting for the device: launch-inclusive, as an eager engine sees it."""
+    rounds = []
+    for _ in range(reps):
+        sync()
+        t0 = time.perf_counter()
+        for call in calls:
+            call()
+        sync()
+        rounds.append((time.perf_counter() - t0) / len(calls))
+    return float(np.median(rounds))
+
+
+def time_calls(
+    calls: list[Call],
+    bench: Bench,
+    capture: Callable[[Callable[[], None]], Callable[[], None]],
+    sync: Callable[[], None],
+) -> dict[str, object]:
+    """The timing decision, device parts passed in: `capture(fn)` records `fn` into a graph
+    and returns its replay (raises when `fn` cannot be captured), `bench(fn)` gives the q20,
+    median and q80 seconds of one `fn()`, `sync()` waits for the device."""
     n = len(calls)
 
     def run_all() -> None:
@@ -61,25 +93,45 @@ def time_gpu(calls: list[Call], graph_below_s: float = GRAPH_BELOW_S) -> dict[st
             call()
 
     run_all()  # compiles and autotunes before anything is timed or captured
-    torch.cuda.synchronize()
-    estimate_s = float(do_bench(run_all, warmup=5, rep=20)) * 1e-3 / n
-    if estimate_s < graph_below_s:
+    sync()
+    eager_s = eager_per_call_s(calls, sync)
+    try:
+        replay = capture(run_all)
+    except Exception as error:  # any capture failure means: not capturable
+        sync()
+        cycle = itertools.cycle(calls)
+        q20, q50, q80 = bench(lambda: next(cycle)())
+        timing = f"do_bench_fallback: {_reason(error)}"
+    else:
+        q20, q50, q80 = (v / n for v in bench(replay))
+        timing = "cuda_graph"
+    return {"measured_s": float(q50), "q20_s": float(q20), "q80_s": float(q80),
+            "timing": timing, "eager_s": eager_s}  # fmt: skip
+
+
+def time_gpu(calls: list[Call]) -> dict[str, object]:
+    """Seconds per call (median, q20, q80) of `calls` captured in a CUDA graph, else do_bench;
+    plus the eager launch-inclusive time per call."""
+    import torch
+    from triton.testing import do_bench
+
+    def bench(fn: Callable[[], object]) -> list[float]:
+        return [float(v) * 1e-3 for v in do_bench(fn, quantiles=list(QUANTILES))]
+
+    def capture(fn: Callable[[], None]) -> Callable[[], None]:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
-            run_all()  # warm-up on the capture stream, as torch.cuda.graphs requires
+            fn()  # warm-up on the capture stream, as torch.cuda.graphs requires
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            run_all()
-        q = do_bench(graph.replay, quantiles=list(QUANTILES))
-        per_call_ms, mode = [v / n for v in q], "cuda_graph"
-    else:
-        cycle = itertools.cycle(calls)
-        per_call_ms = do_bench(lambda: next(cycle)(), quantiles=list(QUANTILES))
-        mode = "do_bench"
-    q20, q50, q80 = (float(v) * 1e-3 for v in per_call_ms)
-    return {"measured_s": q50, "q20_s": q20, "q80_s": q80, "timing": mode}
+            fn()
+        graph.replay()  # a graph that captured but cannot run fails here, not in do_bench
+        torch.cuda.synchronize()
+        return graph.replay
+
+    return time_calls(calls, bench, capture, torch.cuda.synchronize)
 
 
 def time_cpu(calls: list[Call], min_time_s: float = 0.2, max_reps: int = 200) -> dict[str, object]:
@@ -98,7 +150,7 @@ def time_cpu(calls: list[Call], min_time_s: float = 0.2, max_reps: int = 200) ->
             break
     q20, q50, q80 = np.quantile(samples, QUANTILES)
     return {"measured_s": float(q50), "q20_s": float(q20), "q80_s": float(q80),
-            "timing": "perf_counter"}  # fmt: skip
+            "timing": "perf_counter", "eager_s": float(q50)}  # fmt: skip
 
 
 def run_suite(
@@ -110,9 +162,9 @@ def run_suite(
     progress: Callable[[str], None] | None = None,
     quick: bool = False,
 ) -> pd.DataFrame:
-    """One result row per (suite row, impl): the suite's columns plus impl, measured_s, q20_s,
-    q80_s, timing and copies. `device` is 'cuda' or 'cpu' (where only torch runs); `quick`
-    shortens the CPU's sampling."""
+    """One result row per (suite row, impl): the suite's columns (describing the call that ran,
+    validate/runs.py `as_run`) plus impl, measured_s, q20_s, q80_s, timing, eager_s and copies.
+    `device` is 'cuda' or 'cpu' (where only torch runs); `quick` shortens the CPU's sampling."""
     if device == "cpu":
         impls = tuple(i for i in impls if i == "torch")
         min_time_s = 0.05 if quick else 0.2
@@ -133,7 +185,7 @@ def run_suite(
             del calls
             if progress:
                 progress(f"{label} {_describe(row)}: {float(timing['measured_s']) * 1e6:.1f} us")
-    return pd.DataFrame(results)
+    return as_run(pd.DataFrame(results))
 
 
 def _describe(row: pd.Series) -> str:

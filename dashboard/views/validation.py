@@ -10,7 +10,7 @@ import streamlit as st
 from dashboard import compute
 from dashboard.controls import Context, url_state
 from dashboard.export import download_row
-from dashboard.figures.validation import BAND, error_figure
+from dashboard.figures.validation import BAND, cv_figure, error_figure
 from hardware.presets import get_gpu
 from hardware.profiles import get_profile
 
@@ -57,8 +57,28 @@ def render(ctx: Context) -> None:
     download_row("rooflens-validation", frame=summary, fig=parity)
     with st.expander("Measured points on each GPU's roofline"):
         st.plotly_chart(roofline, key="validation_roofline")
+    _cross_validation()
     _profile(ctx)
     _kernel_benchmark()
+
+
+def _cross_validation() -> None:
+    """The committed leave-one-GPU-out table (`rooflens validate cv -o`): read, not recomputed."""
+    from validate.cv import CV_FILE
+
+    st.subheader("Accuracy on a GPU nobody has measured")
+    if not CV_FILE.is_file():
+        st.info(f"No cross-validation table at {CV_FILE}: run `rooflens validate cv -o {CV_FILE}`.")
+        return
+    cv = pd.read_csv(CV_FILE)
+    st.plotly_chart(cv_figure(cv), key="validation_cv")
+    first = cv.iloc[0]
+    st.caption(
+        "Each measured GPU left out in turn: calibration fitted on the others "
+        f"({first['rule']} rule), the left-out GPU predicted from its datasheet. Attention on "
+        f"the fastest implementation per shape. From `rooflens validate cv` at commit "
+        f"{str(first['git_commit'])[:10]}, {str(first['date'])[:10]}."
+    )
 
 
 def _summary_table(summary: pd.DataFrame, profiles: tuple[str, ...]) -> pd.DataFrame:

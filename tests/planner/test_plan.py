@@ -112,7 +112,7 @@ def test_simulated_recommendation_is_monotone_in_rate_and_slo() -> None:
 def test_recommendation_is_the_cheapest_configuration_passing_both_checks() -> None:
     """Second route: every analytically feasible configuration of the whole grid, sorted by
     cost and simulated in that order; the first that passes is the plan's recommendation."""
-    w = tail_workload(2)
+    w = tail_workload(1, 0.35)  # a case where the analytical cheapest fails the simulation
     p = plan(TAIL_SPACE, w, simulate_requests=300, explain=False)
     assert p.verified and p.simulations[0]["role"] == "rejected by simulation"
     L = LengthStats.of(w)

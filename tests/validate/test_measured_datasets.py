@@ -16,7 +16,7 @@ def kernels(measured_dir):
 def test_every_row_has_the_contract_and_provenance_columns(kernels):
     for column in ("op", "dtype", "measured_s", "impl", "gpu", "source"):
         assert kernels[column].notna().all(), column
-    assert set(kernels["gpu"]) == {"a100-sxm-80gb", "a40"}
+    assert set(kernels["gpu"]) == {"a100-sxm-80gb", "a40", "h100-sxm"}
     assert (kernels["measured_s"] > 0).all()
 
 
@@ -72,3 +72,68 @@ def test_moe_and_nccl_tables(measured_dir):
     half = nccl[(nccl.dtype == "fp16")].iloc[0]
     raw = pd.read_parquet(measured_dir / "aiconfigurator-a100/comm/nccl/2.27.3/nccl_perf.parquet")
     assert half.message_bytes == 2 * raw[raw.nccl_dtype == "half"].iloc[0].message_size
+
+
+# ---------------------------------------------------------------- the validator's own H100 runs
+H100 = "rooflens-h100"
+
+
+@pytest.fixture(scope="module")
+def runs(measured_dir):
+    from validate.datasets import load_rooflens
+
+    return load_rooflens(measured_dir)
+
+
+def test_h100_rows_keep_the_runner_seconds_and_provenance(runs, measured_dir):
+    raw = pd.read_csv(measured_dir / H100 / "torch" / "gemm.csv")
+    assert len(runs) == sum(len(pd.read_csv(p)) for p in (measured_dir / H100).glob("*/*.csv"))
+    first = raw.iloc[0]
+    row = runs[(runs.source == f"{H100}/torch/gemm.csv") & (runs.m == first.m)
+               & (runs.n == first.n) & (runs.k == first.k)]  # fmt: skip
+    assert row["measured_s"].iloc[0] == first.measured_s  # seconds on disk, no conversion
+    assert set(runs["gpu"]) == {"h100-sxm"}
+    assert set(runs["timing"]) == {"cuda_graph", "do_bench"}
+
+
+def test_h100_quantized_kernels_baselines_are_16bit_gemms(runs):
+    # validate/cases.py: the torch baseline of W4A16 / W8A16 is a bf16 torch.mm of the same shape
+    base = runs[(runs.impl == "torch:mm") & runs.kernel.isin(["w4a16_gemm", "w8a16_gemm"])]
+    assert len(base) == 320 and (base["weight_dtype"] == "bf16").all()
+    assert base["group_size"].isna().all()
+    ours = runs[runs.impl == "triton:w4a16_gemm"]
+    assert (ours["weight_dtype"] == "int4").all() and (ours["group_size"] == 128).all()
+
+
+def test_h100_kernel_rows_join_the_contract_and_drop_launch_bound_timings(kernels):
+    from model.kernel_predict import REQUIRED
+
+    h100 = kernels[kernels.gpu == "h100-sxm"]
+    counts = h100.groupby(["op", "impl"]).size().to_dict()
+    # one row per shape: decode and paged decode share SDPA shapes, W4A16 / W8A16 baselines
+    # share the bf16 GEMM shapes of gemm.csv; for the norm, the fused Triton RMSNorm only
+    assert counts == {("attention_decode", "torch:sdpa"): 80,
+                      ("attention_prefill", "torch:sdpa"): 30, ("gemm", "torch:mm"): 246,
+                      ("norm", "triton:rmsnorm"): 10}  # fmt: skip
+    for op, rows in h100.groupby("op"):
+        for column in REQUIRED.get(str(op), ("rows", "hidden", "dtype")):
+            assert rows[column].notna().all(), (op, column)
+    assert not h100.duplicated([c for c in h100.columns if c not in ("measured_s",)]).any()
+
+
+def test_kernel_rows_keep_graph_timings_and_long_do_bench_ones():
+    from validate.runs import LAUNCH_HIDDEN_S, kernel_rows
+
+    base = {"gpu": "h100-sxm", "op": "gemm", "m": 8, "n": 64, "k": 64, "dtype": "bf16",
+            "impl": "torch:mm", "source": "x.csv"}  # fmt: skip
+    frame = pd.DataFrame([
+        {**base, "m": 1, "timing": "cuda_graph", "measured_s": 5e-6},
+        {**base, "m": 2, "timing": "do_bench", "measured_s": 0.5 * LAUNCH_HIDDEN_S},
+        {**base, "m": 3, "timing": "do_bench_fallback: RuntimeError", "measured_s": 0.5e-6},
+        {**base, "m": 4, "timing": "do_bench", "measured_s": 3 * LAUNCH_HIDDEN_S},
+        {**base, "m": 5, "timing": "cuda_graph", "measured_s": 4e-6, "impl": "triton:gemm"},
+        {**base, "m": 1, "timing": "cuda_graph", "measured_s": 7e-6},  # a repeat: median
+    ])  # fmt: skip
+    out = kernel_rows(frame).set_index("m")
+    assert sorted(out.index) == [1, 4]
+    assert out.loc[1, "measured_s"] == pytest.approx(6e-6)

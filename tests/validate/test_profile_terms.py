@@ -146,5 +146,5 @@ def test_calibrated_profiles_load_and_are_fitted(gpu_id):
     assert {"gemm", "attention", "attention_decode"} <= set(profile.kinds)
     assert profile.provenance["git_commit"]
     # Own file for the measured GPUs, the derived generic profile for the rest.
-    assert profile.gpu_id == (gpu_id if gpu_id in ("a100-sxm-80gb", "a40") else None)
+    assert profile.gpu_id == (gpu_id if gpu_id in ("a100-sxm-80gb", "a40", "h100-sxm") else None)
     assert all(math.isfinite(e.overhead_s) for e in profile.kinds.values())

@@ -12,8 +12,6 @@ from model.params import count_params
 from model.presets import get_model, model_ids
 from model.units import fmt_bytes
 
-KINDS = ("models", "gpus", "systems", "optimizations")
-
 
 @dataclass(frozen=True)
 class Listing:

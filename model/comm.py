@@ -120,25 +120,6 @@ def _ring_link(system: SystemSpec, g: int, nodes: int) -> tuple[LinkSpec, float]
     return inter, min(system.intra_node.bytes_per_s, g * inter.bytes_per_s)
 
 
-def ring_all_reduce_s(
-    payload_bytes: Num,
-    n_gpus: int,
-    link: LinkSpec,
-    bandwidth_fraction: float = 1.0,
-    latency_scale: float = 1.0,
-) -> Num:
-    """Ring all-reduce on one link: 2(n−1)/n · bytes / bandwidth + 2(n−1) · latency.
-
-    Reduce-scatter then all-gather, each n−1 steps moving bytes/n (Patarasuk & Yuan 2009;
-    NCCL's "bus bandwidth" convention). One GPU needs no communication.
-    """
-    if n_gpus <= 1:
-        return 0.0 * payload_bytes
-    steps = 2 * (n_gpus - 1)
-    proto = (Protocol(bandwidth_fraction, 0.0, latency_scale),)
-    return _phase_s(steps, steps / n_gpus * payload_bytes, link, proto, link.bytes_per_s)
-
-
 def all_reduce_s(
     payload_bytes: Num,
     n_gpus: int,
@@ -172,9 +153,6 @@ def all_gather_s(
     link, bw = _ring_link(system, g, nodes)
     steps = n_gpus - 1
     return _phase_s(steps, steps / n_gpus * total_bytes, link, protocols, bw)
-
-
-reduce_scatter_s = all_gather_s
 
 
 def all_to_all_s(

@@ -20,7 +20,6 @@ from model.comm import (
     all_to_all_s,
     load_comm_calibration,
     protocols_for,
-    ring_all_reduce_s,
     send_recv_s,
 )
 
@@ -37,7 +36,6 @@ def test_ring_all_reduce_closed_form(n: int) -> None:
     S = 12_345_678.0
     expected = 0.0 if n == 1 else 2 * (n - 1) / n * S / NV.bytes_per_s + 2 * (n - 1) * NV.latency_s
     assert all_reduce_s(S, n, DGX, ONE) == pytest.approx(expected)
-    assert ring_all_reduce_s(S, n, NV) == pytest.approx(expected)
 
 
 def test_all_gather_is_half_an_all_reduce_in_bytes_and_steps() -> None:

@@ -15,7 +15,7 @@ with λ the link's nominal latency and β its per-GPU one-way bandwidth (hardwar
   latency. Patarasuk & Yuan (2009) show the ring's 2(n−1)/n · S bytes per GPU are the least any
   all-reduce moves, and any collective crosses a link at least once, so this is a lower bound
   (tests/test_comm.py checks it against the A100 NCCL table).
-- `calibrated` profile: the protocols fitted to real NCCL measurements (model/comm_fit.py), read
+- `calibrated` profile: the protocols fitted to real NCCL measurements (validate/comm_fit.py), read
   from `hardware/calibration/comm-a100.yaml`; without that file, the profile's own
   `comm_bandwidth_fraction` and `comm_latency_scale` (per step) are used.
 
@@ -78,7 +78,7 @@ def load_comm_calibration(path: Path = COMM_CALIBRATION_FILE) -> tuple[Protocol,
     except (KeyError, TypeError, AttributeError, ValueError):
         raise RooflensError(
             f"{path}: expected `protocols: {{name: {{bandwidth_fraction, latency_base_scale, "
-            "latency_step_scale}}}}`; regenerate it with `python -m model.comm_fit`"
+            "latency_step_scale}}}}`; regenerate it with `python -m validate.comm_fit`"
         ) from None
 
 

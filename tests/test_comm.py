@@ -11,7 +11,6 @@ import pytest
 
 from hardware.presets import default_system, get_gpu, links
 from hardware.profiles import IDEAL, get_profile
-from model import comm_fit
 from model.comm import (
     IDEAL_PROTOCOLS,
     Protocol,
@@ -22,6 +21,7 @@ from model.comm import (
     protocols_for,
     send_recv_s,
 )
+from validate import comm_fit
 
 A100 = get_gpu("a100-sxm-80gb")
 DGX = default_system(A100, 8).model_copy(update={"inter_node": links()["infiniband-hdr"]})

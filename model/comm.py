@@ -14,7 +14,7 @@ with λ the link's nominal latency and β its per-GPU one-way bandwidth (hardwar
 - `ideal` profile: one protocol (f = 1, s0 = 1, s1 = 0): datasheet bandwidth and a single link
   latency. Patarasuk & Yuan (2009) show the ring's 2(n−1)/n · S bytes per GPU are the least any
   all-reduce moves, and any collective crosses a link at least once, so this is a lower bound
-  (tests/test_comm.py checks it against the A100 NCCL table).
+  (tests/validate/test_comm_fit.py checks it against the A100 NCCL table).
 - `calibrated` profile: the protocols fitted to real NCCL measurements (validate/comm_fit.py), read
   from `hardware/calibration/comm-a100.yaml`; without that file, the profile's own
   `comm_bandwidth_fraction` and `comm_latency_scale` (per step) are used.

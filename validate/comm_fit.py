@@ -11,7 +11,7 @@ The fit: NCCL's protocols as two α-β lines, t = min_p [s0_p·λ + steps·s1_p�
 (NCCL src/graph/tuning.cc prices each protocol this way), fitted to the NCCL all-reduce rows by
 alternating assignment (each row to its cheaper protocol) and least squares on relative error
 (rows weighted by 1/t), with non-negative terms. Run `python -m validate.comm_fit --write` to
-regenerate hardware/calibration/comm-a100.yaml; tests/test_comm.py refits and compares.
+regenerate hardware/calibration/comm-a100.yaml; tests/validate/test_comm_fit.py refits and compares.
 """
 
 from __future__ import annotations

@@ -330,7 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME[:k=v,...],...",
         help="optimizations in the order added; switch-offs (no-kv-cache, eager-attention, "
-        "contiguous-kv) form the baseline (default: those three)",
+        "unsplit-decode, contiguous-kv) form the baseline (default: all four, then the rest)",
     )
     p.set_defaults(handler=cmd_compare)
 

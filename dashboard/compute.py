@@ -22,9 +22,9 @@ import streamlit as st
 from dashboard import sweeps
 from dashboard.settings import DEFAULTS, UPLOAD_PREFIX, Settings
 from hardware.errors import RooflensError
-from model.pipeline import Prediction
 from model.presets import get_model
 from model.spec import ModelSpec
+from model.steps import Prediction
 
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "rooflens-uploads"
 

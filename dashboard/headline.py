@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from model.pipeline import Prediction
+from model.steps import Prediction
 from model.units import fmt_bytes, fmt_time
 
 SECONDS_PER_HOUR = 3600.0

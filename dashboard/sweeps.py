@@ -14,9 +14,9 @@ import pandas as pd
 from dashboard.settings import Settings
 from hardware.errors import RooflensError
 from model.api import make_pipeline, make_scenario, run
-from model.pipeline import Prediction
 from model.presets import get_model
 from model.scenario import Scenario
+from model.steps import Prediction
 
 BATCH_GRID = tuple(2**k for k in range(13))  # 1 .. 4096 sequences
 TP_GRID = (1, 2, 4, 8, 16)

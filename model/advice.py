@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hardware.errors import RooflensError
-from model.memory import MemoryBreakdown
 from model.scenario import Scenario
+from model.steps import MemoryBreakdown
 from model.units import fmt_bytes
 
 

@@ -14,7 +14,7 @@ from hardware.errors import RooflensError, validation_message
 from hardware.presets import default_system, get_gpu
 from hardware.systems import get_system, system_ids
 from model.optimizations import Optimization, parse_opt
-from model.pipeline import Pipeline, Prediction
+from model.pipeline import Pipeline
 from model.presets import get_model
 from model.scenario import (
     DEFAULT_OVERHEAD_BYTES,
@@ -25,6 +25,7 @@ from model.scenario import (
     Workload,
 )
 from model.spec import ModelSpec
+from model.steps import Prediction
 
 
 def make_scenario(

@@ -8,11 +8,11 @@ from typing import Any
 
 from hardware.presets import get_gpu, gpu_ids
 from hardware.spec import GPUSpec
+from hardware.systems import get_system, system_ids
+from model.optimizations import registry
 from model.params import count_params
 from model.presets import get_model, model_ids
 from model.units import fmt_bytes
-
-KINDS = ("models", "gpus", "systems", "optimizations")
 
 
 @dataclass(frozen=True)
@@ -60,8 +60,6 @@ def _gpus() -> Listing:
 
 
 def _systems() -> Listing:
-    from hardware.systems import get_system, system_ids
-
     systems = [get_system(s) for s in system_ids()]
     cells = [
         [s.id, s.gpu.id, str(s.gpus_per_node),
@@ -75,8 +73,6 @@ def _systems() -> Listing:
 
 
 def _optimizations() -> Listing:
-    from model.optimizations import registry
-
     rows: list[dict[str, Any]] = [
         {"name": name, "summary": cls.summary, "citation": cls.citation,
          "params": {k: {"default": p.default, "help": p.help} for k, p in cls.params.items()}}

@@ -14,8 +14,8 @@ with λ the link's nominal latency and β its per-GPU one-way bandwidth (hardwar
 - `ideal` profile: one protocol (f = 1, s0 = 1, s1 = 0): datasheet bandwidth and a single link
   latency. Patarasuk & Yuan (2009) show the ring's 2(n−1)/n · S bytes per GPU are the least any
   all-reduce moves, and any collective crosses a link at least once, so this is a lower bound
-  (tests/test_comm.py checks it against the A100 NCCL table).
-- `calibrated` profile: the protocols fitted to real NCCL measurements (model/comm_fit.py), read
+  (tests/validate/test_comm_fit.py checks it against the A100 NCCL table).
+- `calibrated` profile: the protocols fitted to real NCCL measurements (validate/comm_fit.py), read
   from `hardware/calibration/comm-a100.yaml`; without that file, the profile's own
   `comm_bandwidth_fraction` and `comm_latency_scale` (per step) are used.
 
@@ -78,7 +78,7 @@ def load_comm_calibration(path: Path = COMM_CALIBRATION_FILE) -> tuple[Protocol,
     except (KeyError, TypeError, AttributeError, ValueError):
         raise RooflensError(
             f"{path}: expected `protocols: {{name: {{bandwidth_fraction, latency_base_scale, "
-            "latency_step_scale}}}}`; regenerate it with `python -m model.comm_fit`"
+            "latency_step_scale}}}}`; regenerate it with `python -m validate.comm_fit`"
         ) from None
 
 
@@ -120,25 +120,6 @@ def _ring_link(system: SystemSpec, g: int, nodes: int) -> tuple[LinkSpec, float]
     return inter, min(system.intra_node.bytes_per_s, g * inter.bytes_per_s)
 
 
-def ring_all_reduce_s(
-    payload_bytes: Num,
-    n_gpus: int,
-    link: LinkSpec,
-    bandwidth_fraction: float = 1.0,
-    latency_scale: float = 1.0,
-) -> Num:
-    """Ring all-reduce on one link: 2(n−1)/n · bytes / bandwidth + 2(n−1) · latency.
-
-    Reduce-scatter then all-gather, each n−1 steps moving bytes/n (Patarasuk & Yuan 2009;
-    NCCL's "bus bandwidth" convention). One GPU needs no communication.
-    """
-    if n_gpus <= 1:
-        return 0.0 * payload_bytes
-    steps = 2 * (n_gpus - 1)
-    proto = (Protocol(bandwidth_fraction, 0.0, latency_scale),)
-    return _phase_s(steps, steps / n_gpus * payload_bytes, link, proto, link.bytes_per_s)
-
-
 def all_reduce_s(
     payload_bytes: Num,
     n_gpus: int,
@@ -172,9 +153,6 @@ def all_gather_s(
     link, bw = _ring_link(system, g, nodes)
     steps = n_gpus - 1
     return _phase_s(steps, steps / n_gpus * total_bytes, link, protocols, bw)
-
-
-reduce_scatter_s = all_gather_s
 
 
 def all_to_all_s(

@@ -18,8 +18,8 @@ from typing import Any
 from hardware.errors import RooflensError
 from model.api import make_pipeline
 from model.optimizations import Optimization, parse_opt
-from model.pipeline import Prediction
 from model.scenario import Scenario
+from model.steps import Prediction
 
 
 def as_optimizations(opts: Sequence[str | Optimization]) -> list[Optimization]:

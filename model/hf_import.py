@@ -15,8 +15,7 @@ from typing import Any
 
 from hardware.errors import RooflensError
 from hardware.presets import read_data_file
-from model.presets import model_from_dict
-from model.spec import ModelSpec
+from model.spec import ModelSpec, model_from_dict
 
 # HF `hidden_act` / `activation_function` values -> the spec's activation names.
 _ACTIVATIONS = {

@@ -15,8 +15,8 @@ token; whether it fits; the largest batch that fits.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict
+from typing import Any
 
 import numpy as np
 
@@ -25,42 +25,9 @@ from model.ops import Num, weight_storage_bytes
 from model.params import count_params, router_params
 from model.scenario import Scenario
 from model.spec import ModelSpec
-
-if TYPE_CHECKING:
-    from model.pipeline import Pipeline
+from model.steps import MemoryBreakdown, Step, StepPricer
 
 MAX_BATCH_SEARCH = 1 << 20
-
-
-@dataclass(frozen=True)
-class MemoryBreakdown:
-    weights_bytes: float
-    kv_cache_bytes: float
-    kv_bytes_per_token: float
-    activation_bytes: float
-    overhead_bytes: float
-    capacity_bytes: float
-    max_batch: int
-    extra_bytes: float = 0.0  # added by optimizations (e.g. a draft model), already in total
-
-    @property
-    def total_bytes(self) -> float:
-        return (
-            self.weights_bytes
-            + self.kv_cache_bytes
-            + self.activation_bytes
-            + self.overhead_bytes
-            + self.extra_bytes
-        )
-
-    @property
-    def fits(self) -> bool:
-        return self.total_bytes <= self.capacity_bytes
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.update(total_bytes=self.total_bytes, fits=self.fits)
-        return out
 
 
 def tp_replicated_params(spec: ModelSpec, tp: int) -> float:
@@ -120,7 +87,7 @@ def kv_bytes_per_token(sc: Scenario) -> float:
     return m.n_layers / sc.parallel.pp * per_layer * dtype_bytes(sc.precision.kv_dtype)
 
 
-def kv_tokens_held(sc: Scenario, pipeline: Pipeline) -> Num:
+def kv_tokens_held(sc: Scenario, pipeline: StepPricer) -> Num:
     tokens: Num = float(sc.context_tokens)
     if sc.model.sliding_window:
         tokens = min(tokens, float(sc.model.sliding_window))
@@ -129,10 +96,8 @@ def kv_tokens_held(sc: Scenario, pipeline: Pipeline) -> Num:
     return tokens
 
 
-def activation_bytes(sc: Scenario, pipeline: Pipeline, batch: Num) -> Num:
+def activation_bytes(sc: Scenario, pipeline: StepPricer, batch: Num) -> Num:
     """Live peak while prefilling one chunk of min(B·P, chunk) tokens."""
-    from model.pipeline import Step
-
     P = float(sc.workload.prompt_len)
     chunk = float(sc.workload.prefill_chunk_tokens) or np.inf
     tokens = np.minimum(np.asarray(batch, dtype=np.float64) * P, chunk)
@@ -145,7 +110,7 @@ def activation_bytes(sc: Scenario, pipeline: Pipeline, batch: Num) -> Num:
     return live + residual
 
 
-def memory_breakdown(sc: Scenario, pipeline: Pipeline) -> MemoryBreakdown:
+def memory_breakdown(sc: Scenario, pipeline: StepPricer) -> MemoryBreakdown:
     per_token = kv_bytes_per_token(sc)
     held = float(np.mean(kv_tokens_held(sc, pipeline)))
     per_sequence = per_token * held

@@ -47,7 +47,6 @@ from model.op import (
 )
 from model.params import norms_per_block
 from model.scenario import Scenario
-from model.spec import ModelSpec
 
 __all__ = [
     "ATTENTION_QUERY_TILE",
@@ -69,7 +68,6 @@ __all__ = [
     "dequant_vector_flops",
     "gemm_op",
     "kv_positions",
-    "prefill_ops",
     "regrid",
     "resplit_attention",
     "streamed_fraction",
@@ -382,24 +380,6 @@ def build_ops(sc: Scenario, phase: str, B: Num, T: Num, L: Num, lm_tokens: Num =
     return _Builder(sc, phase, B, T, L, lm_tokens).build()
 
 
-def prefill_ops(sc: Scenario) -> list[Op]:
-    w = sc.workload
-    return build_ops(sc, "prefill", float(w.batch), float(w.prompt_len), float(w.prompt_len))
-
-
 def decode_ops(sc: Scenario, kv_len: Num) -> list[Op]:
     """One decode step whose attention spans `kv_len` positions (the new token included)."""
     return build_ops(sc, "decode", float(sc.workload.batch), 1.0, kv_len, lm_tokens=1.0)
-
-
-def model_dims(spec: ModelSpec) -> dict[str, int]:
-    """Short-letter dims for formulas and reports (JAX scaling-book notation)."""
-    return {
-        "L": spec.n_layers,
-        "D": spec.d_model,
-        "H": spec.n_heads,
-        "K": spec.n_kv_heads,
-        "Dh": spec.head_dim,
-        "F": spec.d_ff,
-        "V": spec.vocab_size,
-    }

@@ -18,20 +18,16 @@ in decode. The default is m = min(pp, B); `--opt pp-microbatches:n=M` sets it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from model.ops import Num
 from model.pricing import PricedOp, step_time_s
-
-if TYPE_CHECKING:
-    from model.pipeline import Pipeline, Prediction
+from model.steps import Prediction, Step, StepPricer, phase_result, with_updates
 
 SETTING = "pp_microbatches"
 
 
-def microbatches(pipeline: Pipeline) -> int:
+def microbatches(pipeline: StepPricer) -> int:
     sc = pipeline.scenario
     chosen = int(sc.settings.get(SETTING, 0))
     return max(1, min(chosen or sc.parallel.pp, sc.workload.batch))
@@ -51,10 +47,8 @@ def stage_times(t_pass: Num, hop: Num, pp: int, m: int) -> tuple[Num, Num]:
     return through + (m - 1) * slot, np.maximum(through, m * slot)
 
 
-def apply_pipeline_parallel(pred: Prediction, pipeline: Pipeline) -> Prediction:
+def apply_pipeline_parallel(pred: Prediction, pipeline: StepPricer) -> Prediction:
     """Re-time a prediction for pp stages and m micro-batches (identity when pp = 1)."""
-    from model.pipeline import Step, _phase, with_updates
-
     sc = pred.scenario
     pp, w = sc.parallel.pp, sc.workload
     if pp == 1:
@@ -75,8 +69,8 @@ def apply_pipeline_parallel(pred: Prediction, pipeline: Pipeline) -> Prediction:
     )
     return with_updates(
         pred,
-        prefill=_phase("prefill", prefill, ttft_s),
-        decode=_phase("decode", decode, tpot_s),
+        prefill=phase_result("prefill", prefill, ttft_s),
+        decode=phase_result("decode", decode, tpot_s),
         ttft_s=ttft_s,
         tpot_s=tpot_s,
         e2e_s=ttft_s + tpot_s * (w.output_len - 1),

@@ -4,22 +4,13 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Any
 
-from pydantic import ValidationError
-
-from hardware.errors import RooflensError, unknown_name_error, validation_message
+from hardware.errors import unknown_name_error
 from hardware.presets import read_data_file
-from model.spec import ModelSpec
+from model.hf_import import from_hf_config
+from model.spec import ModelSpec, model_from_dict
 
 PRESET_DIR = Path(__file__).parent / "presets"
-
-
-def model_from_dict(data: dict[str, Any], origin: str) -> ModelSpec:
-    try:
-        return ModelSpec.model_validate(data)
-    except ValidationError as exc:
-        raise RooflensError(validation_message(exc, f"model spec {origin}")) from None
 
 
 @cache
@@ -44,8 +35,6 @@ def get_model(name: str) -> ModelSpec:
     if path.is_dir() and (path / "config.json").is_file():
         path = path / "config.json"
     if path.name == "config.json" or (path.suffix == ".json" and _looks_like_hf(path)):
-        from model.hf_import import from_hf_config
-
         return from_hf_config(path)
     if path.suffix in (".json", ".yaml", ".yml") or "/" in name:
         return model_from_dict(read_data_file(path), name)

@@ -6,9 +6,11 @@ K kv heads, Dh head dim, F ffn size, V vocab, E experts, k experts per token.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from hardware.errors import RooflensError, validation_message
 
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
 
@@ -150,3 +152,12 @@ class ModelSpec(BaseModel):
 
 # Families whose head_dim is set independently of d_model / n_heads.
 _FREE_HEAD_DIM = {"gemma", "qwen3", "phi", "mistral"}
+
+
+def model_from_dict(data: dict[str, Any], origin: str) -> ModelSpec:
+    """A ModelSpec from plain data (a preset file, a spec file, an imported HF config); a bad
+    field is one RooflensError naming `origin` and the field."""
+    try:
+        return ModelSpec.model_validate(data)
+    except ValidationError as exc:
+        raise RooflensError(validation_message(exc, f"model spec {origin}")) from None

@@ -9,7 +9,7 @@ operators of Vidur's tables use three validator ops (priced in validate/predict.
 `embedding` (rows, hidden). The fused-MoE table loads as the contract's `moe` op
 (`load_moe`, labelled tuned or untuned by vLLM's shipped configs, validate/moe_configs.py;
 `load_moe_kernels` adds the benchmark's routing and keeps moe_ep_size = 1); the
-NCCL table has its own columns (`load_nccl`; comm is fitted in model/comm_fit.py).
+NCCL table has its own columns (`load_nccl`; comm is fitted in validate/comm_fit.py).
 The project's own H100 runs (`rooflens-*/`, this validator's results format) load with
 `load_rooflens`; `load_kernels` keeps the rows that time the kernel alone (`kernel_rows`).
 

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
 from dashboard.figures import LAYOUT
-from model.memory import MemoryBreakdown
+from model.steps import MemoryBreakdown
 
 GB = 1e9
 NOTHING_FITS, NOTHING_FITS_COLOR = -0.5, "#d9d9d9"

@@ -8,7 +8,7 @@ import streamlit as st
 from dashboard import compute
 from dashboard.controls import Context, workload_text
 from hardware.errors import RooflensError
-from model.pipeline import Prediction
+from model.steps import Prediction
 from model.units import fmt_bytes
 
 

@@ -13,7 +13,7 @@ from dashboard.headline import e2e_text, headline
 from dashboard.numbers import fmt_sig
 from dashboard.views.common import baseline_prediction, fit_warning, scenario_line
 from model.params import count_params
-from model.pipeline import Prediction
+from model.steps import Prediction
 from model.units import fmt_bytes, fmt_flops, fmt_time
 
 METRICS_PER_ROW = 3

@@ -11,7 +11,7 @@ from dashboard.controls import Context
 from dashboard.export import download_row
 from dashboard.figures.memory import COMPONENTS, max_batch_heatmap, memory_bars
 from dashboard.views.common import baseline_prediction, fit_warning, scenario_line
-from model.memory import MemoryBreakdown
+from model.steps import MemoryBreakdown
 from model.units import fmt_bytes
 
 

@@ -18,12 +18,12 @@ import numpy as np
 
 from hardware.errors import RooflensError
 from model.ops import Num
+from model.optimizations._timing import scalar_timing
 from model.pricing import PricedOp
+from model.steps import Prediction, Step, StepPricer, StepTiming, phase_result, with_updates
 
 if TYPE_CHECKING:
-    from model.optimizations._timing import StepTiming
     from model.optimizations.base import Optimization
-    from model.pipeline import Pipeline, Prediction
     from model.scenario import Scenario
 
 DECODING_SETTING = "decoding_algorithm"
@@ -57,12 +57,10 @@ def leviathan_speedup(alpha: Num, gamma: Num, cost_ratio: Num) -> Num:
 
 
 def price_verify(
-    pipeline: Pipeline, width: int, kv_lens: Num, batch: Num | None = None
+    pipeline: StepPricer, width: int, kv_lens: Num, batch: Num | None = None
 ) -> list[PricedOp]:
     """One target step verifying `width` tokens per sequence after positions kv_lens − 1, for
     `batch` sequences (default: the scenario's batch; arrays welcome)."""
-    from model.pipeline import Step
-
     B = float(pipeline.scenario.workload.batch) if batch is None else batch
     w = float(width)
     return pipeline.price_step(Step("verify", B, w, kv_lens + w - 1.0, lm_tokens=w))
@@ -78,14 +76,12 @@ def retime_decode(
 ) -> Prediction:
     """A prediction whose decode emits `tokens_per_step` tokens per sequence every `step_s`
     (and whose TTFT becomes `ttft_s` when given)."""
-    from model.pipeline import _phase, with_updates
-
     O = pred.scenario.workload.output_len
     tpot_s = float(np.mean(step_s)) / tokens_per_step if O > 1 else 0.0
     ttft_s = pred.ttft_s if ttft_s is None else ttft_s
     return with_updates(
         pred,
-        decode=_phase("decode", priced, tpot_s),
+        decode=phase_result("decode", priced, tpot_s),
         ttft_s=ttft_s,
         tpot_s=tpot_s,
         e2e_s=ttft_s + tpot_s * (O - 1),
@@ -97,14 +93,12 @@ def retime_with_timing(
     opt: Optimization,
     pred: Prediction,
     sc: Scenario,
-    pipeline: Pipeline,
+    pipeline: StepPricer,
     describe: Callable[[StepTiming, float], str],
 ) -> Prediction:
     """A drafting optimization's `result`, defined by its vectorised `timing` hook so the
     planner's grids and `predict` share one formula; `describe(timing, decode speedup)` writes
     the note."""
-    from model.optimizations._timing import scalar_timing
-
     t = opt.timing(scalar_timing(pred, pipeline), sc, pipeline)
     tau = t.tokens_per_step
     speedup = pred.tpot_s / (float(np.mean(t.decode_step_s)) / tau)

@@ -40,11 +40,3 @@ def linear_weight_elements_per_gpu(sc: Scenario) -> float:
     """Linear-layer weight elements one GPU stores (TP split with its replicated tensors, EP's
     share of the experts, one PP stage), as model/memory.py counts them."""
     return linear_params_per_gpu(sc) / sc.parallel.pp
-
-
-def linear_weight_bytes_per_gpu(sc: Scenario) -> float:
-    """Bytes of those elements at the scenario's weight dtype (scales included)."""
-    p = sc.precision
-    return linear_weight_elements_per_gpu(sc) * bytes_per_weight(
-        p.weight_dtype, p.weight_group_size
-    )

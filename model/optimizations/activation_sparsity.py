@@ -27,9 +27,9 @@ import numpy as np
 from hardware.errors import RooflensError
 from model.ops import Num, Op
 from model.optimizations.base import Optimization, Param
+from model.steps import Step
 
 if TYPE_CHECKING:
-    from model.pipeline import Step
     from model.scenario import Scenario
 
 DEFAULT_SPARSITY = 0.9  # OPT's ReLU MLPs: ~90 %+ zeros (Li et al. 2023, lazy neurons)

@@ -34,12 +34,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from hardware.errors import RooflensError
+from model.steps import MemoryBreakdown, Prediction, Step, StepPricer, StepTiming
 
 if TYPE_CHECKING:
-    from model.memory import MemoryBreakdown
     from model.ops import Num, Op
-    from model.optimizations._timing import StepTiming
-    from model.pipeline import Pipeline, Prediction, Step
     from model.scenario import Scenario
 
 
@@ -106,13 +104,13 @@ class Optimization:
     def memory(self, mem: MemoryBreakdown, sc: Scenario) -> MemoryBreakdown:
         return mem
 
-    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+    def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
         return pred
 
     def prompt_tokens(self, tokens: Num) -> Num:
         """Prompt tokens the target prefills for requests of `tokens` (array-safe)."""
         return tokens
 
-    def timing(self, t: StepTiming, sc: Scenario, pipeline: Pipeline) -> StepTiming:
+    def timing(self, t: StepTiming, sc: Scenario, pipeline: StepPricer) -> StepTiming:
         """`result`'s step-structure change on array step times (array-safe)."""
         return t

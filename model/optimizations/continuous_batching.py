@@ -31,9 +31,9 @@ import numpy as np
 from hardware.errors import RooflensError
 from model.optimizations.base import Optimization, Param
 from model.pricing import PricedOp
+from model.steps import Prediction, Step, StepPricer
 
 if TYPE_CHECKING:
-    from model.pipeline import Pipeline, Prediction
     from model.scenario import Scenario
 
 MAX_CRITICAL_BATCH = 16384
@@ -44,10 +44,8 @@ def expected_longest(output_len: float, spread: float, batch: float) -> float:
     return output_len * (1.0 - spread) + 2.0 * spread * output_len * batch / (batch + 1.0)
 
 
-def critical_batch(pipeline: Pipeline) -> int:
+def critical_batch(pipeline: StepPricer) -> int:
     """Smallest batch whose decode GEMMs are compute-bound (0 if none up to the grid's end)."""
-    from model.pipeline import Step
-
     w = pipeline.scenario.workload
     batches = np.arange(1, MAX_CRITICAL_BATCH + 1, dtype=np.float64)
     L = float(w.prompt_len + w.output_len // 2)
@@ -72,7 +70,7 @@ class ContinuousBatching(Optimization):
         if not 0.0 <= self["spread"] < 1.0:
             raise RooflensError("--opt continuous-batching: spread must be in [0, 1)")
 
-    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+    def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
         w, gpu = sc.workload, sc.gpu
         B, O = float(w.batch), float(w.output_len)
         longest = expected_longest(O, self["spread"], B)

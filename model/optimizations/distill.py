@@ -23,9 +23,9 @@ from model.optimizations.base import Optimization, Param
 from model.params import count_params
 from model.presets import get_model
 from model.spec import ModelSpec
+from model.steps import Prediction, StepPricer
 
 if TYPE_CHECKING:
-    from model.pipeline import Pipeline, Prediction
     from model.scenario import Scenario
 
 
@@ -70,7 +70,7 @@ class Distill(Optimization):
         teacher = count_params(sc.model).total
         return new.model_copy(update={"settings": {**new.settings, "distill_from": teacher}})
 
-    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+    def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
         before = sc.settings.get("distill_from")
         if not before:
             return pred

@@ -39,10 +39,10 @@ from model.ops import (
     regrid,
 )
 from model.optimizations.base import Optimization
+from model.steps import Prediction, Step, StepPricer
 from model.units import fmt_bytes
 
 if TYPE_CHECKING:
-    from model.pipeline import Pipeline, Prediction, Step
     from model.scenario import Scenario
 
 SCORE_PASSES = 4  # write S, read S, write P, read P (Dao et al. 2022, Algorithm 0)
@@ -104,7 +104,7 @@ class EagerAttention(Optimization):
             shape={**s, "eager": True, "kv_splits": 1.0, "thread_blocks": blocks},
         )
 
-    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+    def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
         m, w = sc.model, sc.workload
         if m.attention == "mla":
             return pred

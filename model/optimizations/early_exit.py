@@ -28,9 +28,9 @@ from hardware.errors import RooflensError
 from model.dtypes import dtype_bytes
 from model.ops import Num, Op, gemm_op, weight_storage_bytes
 from model.optimizations.base import Optimization, Param
+from model.steps import Step
 
 if TYPE_CHECKING:
-    from model.pipeline import Step
     from model.scenario import Scenario
 
 NOT_PER_LAYER = ("embed", "norm.final", "lm_head", "pp.send_recv")

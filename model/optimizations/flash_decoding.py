@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, ClassVar
 from hardware.errors import RooflensError
 from model.ops import Num, Op, decode_splits, kv_positions, resplit_attention
 from model.optimizations.base import Optimization, Param
+from model.steps import Step
 
 if TYPE_CHECKING:
-    from model.pipeline import Step
     from model.scenario import Scenario
 
 

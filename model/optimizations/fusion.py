@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, ClassVar
 from model.dtypes import dtype_bytes
 from model.ops import Op
 from model.optimizations.base import Optimization, Param
+from model.steps import Step
 
 if TYPE_CHECKING:
-    from model.pipeline import Step
     from model.scenario import Scenario
 
 NORM_FLOPS_PER_ELEMENT = 5.0  # model/ops.py _Builder.norm: 5·n·D

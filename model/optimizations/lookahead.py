@@ -32,12 +32,11 @@ import numpy as np
 from hardware.errors import RooflensError
 from model.ops import Num
 from model.optimizations._drafting import claim_decoding, price_verify, retime_with_timing
-from model.optimizations._timing import StepTiming
 from model.optimizations.base import Optimization, Param
 from model.pricing import step_time_s
+from model.steps import Prediction, StepPricer, StepTiming
 
 if TYPE_CHECKING:
-    from model.pipeline import Pipeline, Prediction
     from model.scenario import Scenario
 
 
@@ -78,7 +77,7 @@ class Lookahead(Optimization):
     def kv_tokens_per_sequence(self, tokens: Num, sc: Scenario) -> Num:
         return tokens + self.width - 1
 
-    def timing(self, t: StepTiming, sc: Scenario, pipeline: Pipeline) -> StepTiming:
+    def timing(self, t: StepTiming, sc: Scenario, pipeline: StepPricer) -> StepTiming:
         """The formula above on arrays: one step of 1 + (W + G)(N − 1) tokens, τ accepted."""
         if self.width == 1:
             return t
@@ -91,7 +90,7 @@ class Lookahead(Optimization):
             rows_per_sequence=float(self.width),
         )
 
-    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+    def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
         if self.width == 1:
             return pred
         return retime_with_timing(

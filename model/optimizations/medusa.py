@@ -25,7 +25,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from hardware.errors import RooflensError
-from model.memory import MemoryBreakdown
 from model.ops import Num, Op, gemm_op
 from model.optimizations._drafting import (
     claim_decoding,
@@ -33,12 +32,11 @@ from model.optimizations._drafting import (
     price_verify,
     retime_with_timing,
 )
-from model.optimizations._timing import StepTiming
 from model.optimizations.base import Optimization, Param
 from model.pricing import price_ops, step_time_s
+from model.steps import MemoryBreakdown, Prediction, StepPricer, StepTiming
 
 if TYPE_CHECKING:
-    from model.pipeline import Pipeline, Prediction
     from model.scenario import Scenario
 
 HEAD_DTYPE = "bf16"  # heads are trained and served in 16-bit (Medusa repository)
@@ -91,7 +89,7 @@ class Medusa(Optimization):
         head_bytes = self["heads"] * (D * D + D + V * D / tp) * 2.0
         return replace(mem, extra_bytes=mem.extra_bytes + head_bytes)
 
-    def timing(self, t: StepTiming, sc: Scenario, pipeline: Pipeline) -> StepTiming:
+    def timing(self, t: StepTiming, sc: Scenario, pipeline: StepPricer) -> StepTiming:
         """The formula above on arrays: one verify step of W tokens plus the heads, τ tokens."""
         if not self["heads"]:
             return t
@@ -105,7 +103,7 @@ class Medusa(Optimization):
             rows_per_sequence=float(self.width),
         )
 
-    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+    def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
         if not self["heads"]:
             return pred
         return retime_with_timing(

@@ -32,9 +32,9 @@ import numpy as np
 from hardware.errors import RooflensError
 from model.ops import Num, Op
 from model.optimizations.base import Optimization, Param
+from model.steps import Prediction, Step, StepPricer
 
 if TYPE_CHECKING:
-    from model.pipeline import Pipeline, Prediction, Step
     from model.scenario import Scenario
 
 
@@ -102,7 +102,7 @@ class MoE(Optimization):
             out.append(op)
         return out
 
-    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+    def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
         m, w, ep = sc.model, sc.workload, sc.parallel.ep
         E, k, C, imb = m.n_experts, m.experts_per_token, self["capacity_factor"], self["imbalance"]
         routed = w.batch * (ep // sc.parallel.tp if ep > 1 else 1)

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 from model.ops import Num, Op, build_ops
 from model.optimizations.base import Optimization, Param
+from model.steps import Step
 
 if TYPE_CHECKING:
-    from model.pipeline import Step
     from model.scenario import Scenario
 
 

@@ -27,15 +27,14 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from hardware.errors import RooflensError
-from model.memory import MemoryBreakdown
-from model.optimizations._timing import StepTiming, scalar_timing
+from model.optimizations._timing import scalar_timing
 from model.optimizations.base import Optimization, Param
 from model.pricing import PricedOp
+from model.steps import MemoryBreakdown, Prediction, StepPricer, StepTiming
 from model.units import fmt_time
 
 if TYPE_CHECKING:
     from model.ops import Num
-    from model.pipeline import Pipeline, Prediction
     from model.scenario import Scenario
 
 
@@ -69,7 +68,7 @@ class Offload(Optimization):
         staging = F * mem.weights_bytes / sc.model.n_layers * (2 if self["overlap"] else 1)
         return replace(mem, weights_bytes=(1 - F) * mem.weights_bytes + staging)
 
-    def timing(self, t: StepTiming, sc: Scenario, pipeline: Pipeline) -> StepTiming:
+    def timing(self, t: StepTiming, sc: Scenario, pipeline: StepPricer) -> StepTiming:
         """step_s = max(G, F·W/PCIe) (or the sum without overlap) for prefill and decode."""
         F = self["fraction"]
         if F == 0.0:
@@ -83,7 +82,7 @@ class Offload(Optimization):
             decode_step_s=self.combine(t.decode_step_s, decode_host_s),
         )
 
-    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+    def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
         F = self["fraction"]
         if F == 0.0:
             return pred

@@ -30,9 +30,9 @@ import numpy as np
 from hardware.errors import RooflensError
 from model.ops import Num, Op
 from model.optimizations.base import Optimization, Param
+from model.steps import Step
 
 if TYPE_CHECKING:
-    from model.pipeline import Step
     from model.scenario import Scenario
 
 

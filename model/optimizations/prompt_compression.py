@@ -23,12 +23,13 @@ import numpy as np
 from hardware.errors import RooflensError
 from model.ops import Num
 from model.optimizations._swap import side_scenario
-from model.optimizations._timing import StepTiming
 from model.optimizations.base import Optimization, Param
+from model.pipeline import Pipeline as CompressorPipeline
 from model.presets import get_model
+from model.pricing import step_time_s
+from model.steps import Prediction, Step, StepPricer, StepTiming, with_updates
 
 if TYPE_CHECKING:
-    from model.pipeline import Pipeline, Prediction
     from model.scenario import Scenario
 
 SETTING = "prompt_compression_original_len"
@@ -67,9 +68,6 @@ class PromptCompression(Optimization):
         no compressor is named."""
         if not self["compressor"]:
             return 0.0
-        from model.pipeline import Pipeline as CompressorPipeline
-        from model.pipeline import Step
-        from model.pricing import step_time_s
 
         P = int(sc.settings[SETTING])
         full = sc.model_copy(update={"workload": sc.workload.model_copy(update={"prompt_len": P})})
@@ -78,17 +76,16 @@ class PromptCompression(Optimization):
         step = Step("prefill", batch, prompt_in, prompt_in, lm_tokens=prompt_in)
         return step_time_s(CompressorPipeline(small).price_step(step))
 
-    def timing(self, t: StepTiming, sc: Scenario, pipeline: Pipeline) -> StepTiming:
+    def timing(self, t: StepTiming, sc: Scenario, pipeline: StepPricer) -> StepTiming:
         """The compressor's prefill added to TTFT (the target's prefill is already of P')."""
         if self["ratio"] == 1.0 or not self["compressor"]:
             return t
         extra = self.compressor_s(sc, t.prefill_batch, t.prompt_tokens_in)
         return replace(t, prefill_s=t.prefill_s + extra)
 
-    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+    def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
         if self["ratio"] == 1.0:
             return pred
-        from model.pipeline import with_updates
 
         P, P2 = int(sc.settings[SETTING]), sc.workload.prompt_len
         note = f"prompt-compression: {P} → {P2} prompt tokens (R={self['ratio']:g})"

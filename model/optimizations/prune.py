@@ -26,9 +26,9 @@ from model.optimizations._swap import with_model
 from model.optimizations.base import Optimization, Param
 from model.params import count_params
 from model.spec import ModelSpec
+from model.steps import Prediction, StepPricer
 
 if TYPE_CHECKING:
-    from model.pipeline import Pipeline, Prediction
     from model.scenario import Scenario
 
 
@@ -82,7 +82,7 @@ class Prune(Optimization):
         original = count_params(sc.model).total
         return new.model_copy(update={"settings": {**new.settings, "prune_from": original}})
 
-    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+    def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
         before = sc.settings.get("prune_from")
         if not before:
             return pred

@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 from hardware.errors import RooflensError
 from model.dtypes import dtype_bytes
-from model.memory import MemoryBreakdown
 from model.ops import Num, Op
 from model.optimizations._weights import (
     bytes_per_weight,
@@ -45,9 +44,9 @@ from model.optimizations._weights import (
     weight_elements,
 )
 from model.optimizations.base import Optimization, Param
+from model.steps import MemoryBreakdown, Prediction, Step, StepPricer
 
 if TYPE_CHECKING:
-    from model.pipeline import Pipeline, Prediction, Step
     from model.scenario import Scenario
 
 
@@ -195,7 +194,7 @@ class Quant(Optimization):
         extra = linear_weight_elements_per_gpu(sc) * (scheme_bytes - charged)
         return replace(mem, weights_bytes=mem.weights_bytes + extra)
 
-    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+    def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
         s = self.scheme
         unit = s.input_dtype if s else ""
         if unit and unit not in sc.gpu.peak_flops_per_s:

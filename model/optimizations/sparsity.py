@@ -23,13 +23,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from model.dtypes import dtype_bytes
-from model.memory import MemoryBreakdown
 from model.ops import Op
 from model.optimizations._weights import is_linear, linear_weight_elements_per_gpu, weight_elements
 from model.optimizations.base import Optimization
+from model.steps import MemoryBreakdown, Prediction, Step, StepPricer
 
 if TYPE_CHECKING:
-    from model.pipeline import Pipeline, Prediction, Step
     from model.scenario import Scenario
 
 METADATA_BYTES_PER_WEIGHT = 2 / 8 / 2  # 2 bits per kept value, half the values kept
@@ -71,7 +70,7 @@ class Sparsity24(Optimization):
         )
         return replace(mem, weights_bytes=mem.weights_bytes - saved)
 
-    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+    def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
         if sc.gpu.sparsity_2_4_multiplier > 1.0:
             return pred
         note = f"sparsity-2:4: {sc.gpu.id} has no sparse tensor cores; no change"

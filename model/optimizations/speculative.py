@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from hardware.errors import RooflensError
-from model.memory import MemoryBreakdown, kv_bytes_per_token, weights_bytes_per_gpu
+from model.memory import kv_bytes_per_token, weights_bytes_per_gpu
 from model.ops import Num
 from model.optimizations._drafting import (
     claim_decoding,
@@ -44,13 +44,13 @@ from model.optimizations._drafting import (
     retime_with_timing,
 )
 from model.optimizations._swap import side_scenario
-from model.optimizations._timing import StepTiming
 from model.optimizations.base import Optimization, Param
+from model.pipeline import Pipeline as DraftPipeline
 from model.presets import get_model
 from model.pricing import price_ops, step_time_s
+from model.steps import MemoryBreakdown, Prediction, Step, StepPricer, StepTiming
 
 if TYPE_CHECKING:
-    from model.pipeline import Pipeline, Prediction
     from model.scenario import Scenario
 
 
@@ -102,13 +102,11 @@ class Speculative(Optimization):
         draft_weights = weights_bytes_per_gpu(self.draft_scenario(sc))
         return replace(mem, extra_bytes=mem.extra_bytes + draft_weights)
 
-    def timing(self, t: StepTiming, sc: Scenario, pipeline: Pipeline) -> StepTiming:
+    def timing(self, t: StepTiming, sc: Scenario, pipeline: StepPricer) -> StepTiming:
         """The formula above on arrays: γ draft steps + one verify step of γ + 1 tokens per
         iteration, τ tokens per iteration, the draft's prefill added to TTFT."""
         if not self.active:
             return t
-        from model.pipeline import Pipeline as DraftPipeline
-        from model.pipeline import Step
 
         gamma, alpha = self["gamma"], self["alpha"]
         draft = DraftPipeline(self.draft_scenario(sc))
@@ -127,7 +125,7 @@ class Speculative(Optimization):
             prefill_s=t.prefill_s + step_time_s(draft_prefill),
         )
 
-    def result(self, pred: Prediction, sc: Scenario, pipeline: Pipeline) -> Prediction:
+    def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
         if not self.active:
             return pred
         gamma, alpha, w = self["gamma"], self["alpha"], sc.workload

@@ -34,7 +34,6 @@ from hardware.errors import RooflensError
 from model.api import make_pipeline, make_scenario
 from model.dtypes import dtype_bytes
 from model.memory import (
-    MemoryBreakdown,
     activation_bytes,
     kv_bytes_per_token,
     kv_tokens_held,
@@ -42,13 +41,13 @@ from model.memory import (
 )
 from model.ops import Num
 from model.optimizations import Optimization
-from model.optimizations._timing import StepTiming
-from model.pipeline import Pipeline, Step
+from model.pipeline import Pipeline
 from model.planner.prices import price_per_gpu_hour
 from model.planner.workload import ServingWorkload
 from model.pricing import PricedOp, step_time_s
 from model.scenario import Scenario
 from model.spec import ModelSpec
+from model.steps import MemoryBreakdown, Step, StepTiming
 
 # Total tokens per step: every integer to 16, then 3 % steps to 65,536 (the step time is
 # piecewise linear in M, so interpolation on this grid is within a fraction of a percent).

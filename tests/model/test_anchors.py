@@ -10,8 +10,8 @@ import pytest
 from hardware import get_gpu
 from model.api import make_pipeline, make_scenario, run
 from model.memory import kv_bytes_per_token
-from model.pipeline import Step
 from model.spec import ModelSpec
+from model.steps import Step
 
 
 def memory(model: str, gpu: str = "h200", **kw: object):

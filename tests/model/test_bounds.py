@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from model.api import make_pipeline, make_scenario, run
-from model.pipeline import Step
 from model.pricing import step_time_s
+from model.steps import Step
 
 GPUS = ["a100-sxm-80gb", "h100-sxm"]
 

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from model.api import make_pipeline, make_scenario
 from model.memory import kv_bytes_per_token
 from model.params import count_params
-from model.pipeline import Step
 from model.pricing import step_time_s
 from model.spec import ModelSpec
+from model.steps import Step
 
 GPUS = ["a100-sxm-80gb", "h100-sxm", "l4", "mi300x"]
 

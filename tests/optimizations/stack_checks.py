@@ -11,9 +11,9 @@ import pytest
 
 from model.api import make_pipeline, make_scenario
 from model.ops import Op
-from model.pipeline import Prediction, Step
 from model.pricing import step_time_s
 from model.scenario import Scenario
+from model.steps import Prediction, Step
 
 
 def scenario(model: str = "llama-2-7b", gpu: str = "h100-sxm", **kw: Any) -> Scenario:

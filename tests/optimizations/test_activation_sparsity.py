@@ -7,7 +7,7 @@ import pytest
 from stack_checks import assert_same_prediction, named, predict, scenario, step_ops
 
 from model.optimizations.activation_sparsity import skipped_fraction
-from model.pipeline import Step
+from model.steps import Step
 
 
 def test_skip_chance_closed_form() -> None:

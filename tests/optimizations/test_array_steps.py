@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from stack_checks import scenario, step_s
 
-from model.pipeline import Step
+from model.steps import Step
 
 OPTS = [
     "no-kv-cache",

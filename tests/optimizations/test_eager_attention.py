@@ -11,7 +11,7 @@ from stack_checks import named, predict, scenario, step_ops, total
 
 from hardware import get_gpu
 from model.optimizations.eager_attention import flash_kv_rows_streamed, flash_tile_rows
-from model.pipeline import Step
+from model.steps import Step
 
 H, DH = 32, 128  # Llama-2-7B (MHA) and Llama-3-8B (GQA, 8 KV heads)
 

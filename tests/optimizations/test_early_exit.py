@@ -8,8 +8,8 @@ import pytest
 from hardware.errors import RooflensError
 from model.api import make_pipeline, make_scenario, run
 from model.optimizations.early_exit import EarlyExit, is_layer_op
-from model.pipeline import Step
 from model.pricing import step_time_s
+from model.steps import Step
 
 SC = make_scenario("llama-2-7b", "a100-sxm-80gb", batch=1, prompt_len=256, output_len=32)
 

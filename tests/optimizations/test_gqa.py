@@ -8,7 +8,7 @@ from stack_checks import assert_same_prediction, named, predict, scenario, step_
 
 from hardware.errors import RooflensError
 from model.memory import kv_bytes_per_token
-from model.pipeline import Step
+from model.steps import Step
 
 D, H, DH, L = 4096, 32, 128, 32  # Llama-2-7B
 

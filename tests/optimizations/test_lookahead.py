@@ -9,8 +9,8 @@ import pytest
 
 from model.api import make_pipeline, make_scenario, run
 from model.optimizations.lookahead import Lookahead, lookahead_tokens
-from model.pipeline import Step
 from model.pricing import step_time_s
+from model.steps import Step
 
 
 def scenario(batch: int = 1):

@@ -8,8 +8,8 @@ from hardware.errors import RooflensError
 from model.api import make_pipeline, make_scenario, run
 from model.optimizations._drafting import expected_tokens
 from model.optimizations.medusa import Medusa
-from model.pipeline import Step
 from model.pricing import price_ops, step_time_s
+from model.steps import Step
 
 
 def scenario(batch: int = 1, tp: int = 1):

@@ -12,9 +12,9 @@ from model.memory import weights_bytes_per_gpu
 from model.ops import build_ops
 from model.optimizations.moe import MoE, busiest_gpu_load, dropped_tokens, expert_capacity
 from model.params import count_params
-from model.pipeline import Step
 from model.presets import get_model
 from model.pricing import price_ops, step_time_s
+from model.steps import Step
 
 MIXTRAL = get_model("mixtral-8x7b")
 

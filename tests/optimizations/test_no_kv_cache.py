@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from stack_checks import predict, scenario, step_ops, total
 
-from model.pipeline import Step
 from model.spec import ModelSpec
+from model.steps import Step
 
 # The GPT-style model of the book's table: MHA, FFN 4d, no gating.
 GPT = ModelSpec(

@@ -8,8 +8,8 @@ import pytest
 from stack_checks import assert_same_prediction, predict, scenario
 
 from model.api import make_pipeline
-from model.pipeline import Step
 from model.pricing import step_time_s
+from model.steps import Step
 
 
 def weights_read(sc, step) -> float:  # type: ignore[no-untyped-def]

@@ -8,7 +8,7 @@ from stack_checks import assert_same_prediction, predict, scenario, step_ops, to
 
 from hardware.errors import RooflensError
 from model.optimizations.paged_kv import paged_tokens
-from model.pipeline import Step
+from model.steps import Step
 
 # vLLM paper §6.1: ShareGPT requests average 161.31 input and 337.99 output tokens; OPT-13B
 # serves up to 2,048 positions.

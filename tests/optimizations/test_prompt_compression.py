@@ -7,8 +7,9 @@ import pytest
 from hardware.errors import RooflensError
 from model.api import make_scenario, run
 from model.optimizations.prompt_compression import PromptCompression
-from model.pipeline import Pipeline, Step
+from model.pipeline import Pipeline
 from model.pricing import step_time_s
+from model.steps import Step
 
 
 def sc(prompt_len: int, batch: int = 4):

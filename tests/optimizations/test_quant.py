@@ -10,8 +10,8 @@ from stack_checks import assert_same_prediction, named, predict, scenario, step_
 
 from hardware.errors import RooflensError
 from model.params import count_params
-from model.pipeline import Step
 from model.pricing import price_op
+from model.steps import Step
 
 D, F, V = 4096, 11008, 32000  # Llama-2-7B
 LINEAR = ("attn.qkv_proj", "attn.o_proj", "mlp.up_gate", "mlp.down")

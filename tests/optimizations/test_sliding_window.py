@@ -8,7 +8,7 @@ from stack_checks import assert_same_prediction, named, predict, scenario, step_
 
 from hardware.errors import RooflensError
 from model.memory import kv_bytes_per_token
-from model.pipeline import Step
+from model.steps import Step
 
 H, KV, DH = 32, 8, 128  # Llama-3-8B
 

@@ -7,8 +7,8 @@ import pytest
 from stack_checks import named, predict, scenario, step_ops
 
 from hardware.profiles import IDEAL
-from model.pipeline import Step
 from model.pricing import price_op
+from model.steps import Step
 
 D, F = 4096, 11008  # Llama-2-7B
 PREFILL = Step("prefill", 1.0, 2048.0, 2048.0)

@@ -10,9 +10,8 @@ import pytest
 
 from model.api import make_pipeline, make_scenario, run
 from model.optimizations import Optimization, parse_opt, registry
-from model.optimizations._timing import StepTiming
-from model.pipeline import Step
 from model.pricing import step_time_s
+from model.steps import Step, StepTiming
 
 # Settings that make each optimization do something (the defaults of some are neutral).
 ACTIVE = {

@@ -63,9 +63,9 @@ def test_flash_decoding_splits_never_add_a_wave():
     # So a calibrated decode step never gets faster with one more sequence across that edge
     # (a 1-head model at 1,257 keys: 11 -> 12 sequences was 57.0 -> 53.3 us before).
     from model.api import make_pipeline, make_scenario
-    from model.pipeline import Step
     from model.pricing import step_time_s
     from model.spec import ModelSpec
+    from model.steps import Step
 
     spec = ModelSpec(id="tiny", name="tiny", family="llama", n_layers=1, d_model=32, n_heads=1,
                      n_kv_heads=1, head_dim=32, d_ff=32, gated_mlp=False, vocab_size=1000,

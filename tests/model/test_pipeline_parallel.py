@@ -10,9 +10,9 @@ from model.api import make_pipeline, make_scenario, run
 from model.comm import send_recv_s
 from model.memory import weights_bytes_per_gpu
 from model.optimizations.pp_microbatches import PPMicrobatches
-from model.pipeline import Step
 from model.pipeline_parallel import stage_times
 from model.pricing import step_time_s
+from model.steps import Step
 
 KW = {"prompt_len": 512, "output_len": 64}
 

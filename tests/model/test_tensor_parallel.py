@@ -9,8 +9,8 @@ import pytest
 from model.api import make_pipeline, make_scenario, run
 from model.comm import all_reduce_s
 from model.memory import weights_bytes_per_gpu
-from model.pipeline import Step
 from model.presets import get_model
+from model.steps import Step
 
 MODELS = ["llama-2-7b", "llama-3-70b", "mixtral-8x7b", "gpt3-175b", "opt-13b", "deepseek-v3"]
 

@@ -175,7 +175,7 @@ def test_w8a8_reads_every_heads_input_of_an_absorbed_product_at_one_byte() -> No
     # SmoothQuant (W8A8): X is read at 1 byte. For MLA's per-head q_absorb, X is Hg inputs of
     # n × nope, so the saving is Hg · n · nope · (2 − 1) bytes, not n · nope.
     from model.api import make_pipeline
-    from model.pipeline import Step
+    from model.steps import Step
 
     m = get_model("deepseek-v3")
     sc = make_scenario(m, "h100-sxm", tp=8, prompt_len=64, output_len=2)

@@ -10,8 +10,8 @@ Data (read-only, ../shared/data/measured/, see its README):
 The fit: NCCL's protocols as two α-β lines, t = min_p [s0_p·λ + steps·s1_p·λ + bytes/(f_p·β)]
 (NCCL src/graph/tuning.cc prices each protocol this way), fitted to the NCCL all-reduce rows by
 alternating assignment (each row to its cheaper protocol) and least squares on relative error
-(rows weighted by 1/t), with non-negative terms. Run `python -m model.comm_fit --write` to
-regenerate hardware/calibration/comm-a100.yaml; tests/test_comm.py refits and compares.
+(rows weighted by 1/t), with non-negative terms. Run `python -m validate.comm_fit --write` to
+regenerate hardware/calibration/comm-a100.yaml; tests/validate/test_comm_fit.py refits and compares.
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def calibration_yaml(protocols: tuple[Protocol, ...], rows: pd.DataFrame) -> str
     lo, hi = float(rows["bytes"].min()), float(rows["bytes"].max())
     lines = [
         "# Communication calibration: NCCL protocols fitted to measured all-reduce on A100.",
-        "# Written by `python -m model.comm_fit --write` (model/comm_fit.py); do not edit by hand.",
+        "# Written by `python -m validate.comm_fit --write`; do not edit by hand.",
         "# t = min over protocols [(s0 + steps*s1) * link latency + bytes / (f * link bandwidth)]",
         "# (model/comm.py), latencies in multiples of the link's nominal latency_s, so the fit",
         "# carries over to other links. Applies to every GPU under the `calibrated` profile.",

@@ -1,0 +1,176 @@
+"""The layers of docs/architecture.md hold: imports run one way between the packages, no module
+imports another that (directly or not) imports it back, the prediction data types sit below the
+pipeline, and the cost model imports no GPU or front-end library.
+
+Imports are read with `ast` from every first-party module, the ones inside functions and under
+`TYPE_CHECKING` included: an import placed there still couples the two modules.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("hardware", "model", "kernels", "validate", "dashboard", "cli", "app")
+# Which first-party packages each one may import (docs/architecture.md, "Layers").
+ALLOWED = {
+    "hardware": set(),
+    "model": {"hardware"},
+    "kernels": set(),
+    "validate": {"hardware", "model", "kernels"},
+    "dashboard": {"hardware", "model", "validate"},
+    "cli": {"hardware", "model", "validate"},
+    "app": {"hardware", "model", "validate", "dashboard"},
+}
+# Libraries the cost model never imports: GPU stacks (it runs on a laptop) and front-ends
+# (model/ returns data; the CLI and dashboard format it).
+NOT_IN_COST_MODEL = {"torch", "triton", "streamlit", "plotly", "rich", "argparse"}
+# Front-end code still inside model/ (issue 14: it moves to the CLI). Nothing may join them.
+FRONT_END_LEFT_IN_MODEL = {"model.planner.commands", "model.planner.report"}
+# model/steps.py holds the data types the pipeline, memory and optimizations share.
+ABOVE_STEPS = ("model.pipeline", "model.memory", "model.optimizations", "model.pipeline_parallel")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        single = REPO / f"{package}.py"
+        paths = [single] if single.is_file() else sorted((REPO / package).rglob("*.py"))
+        for path in paths:
+            name = ".".join(path.relative_to(REPO).with_suffix("").parts)
+            found[name.removesuffix(".__init__")] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imported_names(name: str, path: Path) -> Iterator[str]:
+    """Dotted names each import statement of a module reaches, relative imports resolved."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            # `from pkg import mod` imports the module pkg.mod; `from mod import f` imports mod
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def _first_party(dotted: str) -> str | None:
+    while dotted and dotted not in MODULES:
+        dotted = dotted.rpartition(".")[0]
+    return dotted or None
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        targets = {_first_party(d) for d in _imported_names(name, path)}
+        graph[name] = {t for t in targets if t and t != name}
+    return graph
+
+
+GRAPH = _graph()
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[v] = min(low[v], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def test_the_graph_sees_every_package_and_known_edges() -> None:
+    # guards the checks below against an empty or mis-resolved graph
+    assert {m.split(".")[0] for m in MODULES} == set(PACKAGES)
+    assert "model.steps" in GRAPH["model.pipeline"]
+    assert "model.optimizations" in GRAPH["model.pipeline"]
+    assert "hardware.spec" in GRAPH["model.scenario"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_imports_run_one_way_between_packages(package: str) -> None:
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if module.split(".")[0] == package
+        for target in targets
+        if target.split(".")[0] not in ALLOWED[package] | {package}
+    )
+    assert not wrong, f"{package} may import only {sorted(ALLOWED[package])}: {wrong}"
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(GRAPH) == []
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    # a second route for the check above: the same finder on a graph with a known loop
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_prediction_types_sit_below_the_pipeline() -> None:
+    reached, todo = set(), ["model.steps"]
+    while todo:  # everything model/steps.py imports, directly or not
+        for target in GRAPH[todo.pop()] - reached:
+            reached.add(target)
+            todo.append(target)
+    above = sorted(m for m in reached if m.startswith(ABOVE_STEPS))
+    assert not above, f"model/steps.py must not reach {above}"
+
+
+@pytest.mark.parametrize("package", ["hardware", "model"])
+def test_cost_model_imports_no_gpu_or_front_end_library(package: str) -> None:
+    wrong = sorted(
+        f"{module} imports {dotted}"
+        for module, path in MODULES.items()
+        if module.split(".")[0] == package and module not in FRONT_END_LEFT_IN_MODEL
+        for dotted in _imported_names(module, path)
+        if dotted.split(".")[0] in NOT_IN_COST_MODEL
+    )
+    assert not wrong, wrong

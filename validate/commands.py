@@ -232,6 +232,9 @@ def add_validate_parsers(sub: argparse._SubParsersAction) -> None:
             q.add_argument("-o", "--output", default="artifacts/validation",
                            help="folder for report.html and summary.csv")  # fmt: skip
         q.set_defaults(handler=handler)
+    from validate.serve_cli import add_serve_parser  # `validate serve`: a serving benchmark
+
+    add_serve_parser(vsub)
 
     p = sub.add_parser("calibrate", help="fit calibration profiles; measure this CPU")
     csub = p.add_subparsers(dest="calibrate_command", required=True)

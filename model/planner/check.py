@@ -22,19 +22,10 @@ from typing import Any
 import numpy as np
 
 from model.planner.curves import Curves
+from model.planner.grid import classify, configs, evaluate, record, slo_ratio
 from model.planner.serving import LengthStats
 from model.planner.sim import CurveCosts, SimResult, simulate
-from model.planner.sweep import (
-    SweepResult,
-    SweepSpace,
-    classify,
-    configs,
-    evaluate,
-    group_of,
-    record,
-    records,
-    slo_ratio,
-)
+from model.planner.sweep import SweepResult, SweepSpace, group_of, records
 from model.planner.workload import ServingWorkload
 from model.units import fmt_time
 

@@ -108,6 +108,7 @@ class Curves:
     kv_transfer_s_per_token: float  # disaggregated: one token's KV shard over the link
     kv_transfer_latency_s: float
     usd_per_gpu_hour: float
+    step_overhead_s: float = 0.0  # host time per iteration, in decode_s and prefill (profile.py)
 
     def memory_bytes(self, batch: float) -> float:
         return self.fixed_bytes + batch * self.kv_bytes_per_token * self.kv_tokens_per_sequence

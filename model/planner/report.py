@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
+from model.planner.grid import OPT_SEP
 from model.planner.plan import Plan
-from model.planner.sweep import OPT_SEP
 from model.units import fmt_time
 
 COLUMNS = ["gpu", "GPUs", "layout", "weights/KV", "scheduler", "batch", "TTFT p99", "TPOT p99",

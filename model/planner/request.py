@@ -4,13 +4,14 @@ SweepSpace and ServingWorkload, with one-line errors. The CLI stays a thin shell
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
 from hardware.errors import RooflensError, validation_message
 from hardware.presets import get_gpu, gpu_ids
 from model.planner.prices import default_prices, parse_price, read_price_file
-from model.planner.sweep import SweepSpace
+from model.planner.sweep import DEFAULT_MAX_BATCHES, SweepSpace
 from model.planner.workload import SLO, LengthDist, ServingWorkload
 
 
@@ -67,6 +68,7 @@ def build_request(
     sweep_opts: Sequence[str] = (),
     prices: Sequence[str] = (),
     price_file: str | None = None,
+    serving_profile: str | None = None,
 ) -> tuple[SweepSpace, ServingWorkload]:
     overrides = read_price_file(price_file) if price_file else {}
     overrides.update(dict(parse_price(p) for p in prices))
@@ -83,7 +85,11 @@ def build_request(
             ),
             prices_usd_per_gpu_hour=overrides,
         )
-        extra = {"max_batches": int_list(max_batch, "--max-batch")} if max_batch else {}
+        extra: dict[str, Any] = (
+            {"max_batches": int_list(max_batch, "--max-batch")} if max_batch else {}
+        )
+        if serving_profile:
+            extra.update(profile_terms(serving_profile, extra.get("max_batches")))
         space = SweepSpace(
             model=model,
             gpus=gpu_list(gpus, overrides),
@@ -103,3 +109,14 @@ def build_request(
     except ValidationError as exc:
         raise RooflensError(validation_message(exc, "plan request")) from None
     return space, workload
+
+
+def profile_terms(path: str, caps: tuple[int, ...] | None) -> dict[str, Any]:
+    """SweepSpace fields from a serving profile (validate serve --fit): its step overhead, and
+    batch caps no larger than the batch the engine was found to run."""
+    from model.planner.profile import read_profile
+
+    prof = read_profile(path)
+    kept = tuple(b for b in (caps or DEFAULT_MAX_BATCHES) if b <= prof.max_batch)
+    return {"step_overhead_s": prof.step_overhead_s, "serving_profile": path,
+            "max_batches": kept or (prof.max_batch,)}  # fmt: skip

@@ -1,0 +1,146 @@
+"""One group's grid (replica counts × batch caps, per scheduler) evaluated in one vectorised
+pass of the serving model (serving.py), classified and reduced to the rows the plan keeps.
+
+Each configuration is classified in this order: does not fit in memory, over capacity (the
+queue or the batch cap cannot keep up), misses a TTFT SLO, misses a TPOT SLO, else feasible.
+Kept per group and scheduler: the cheapest feasible configuration, the group's Pareto points
+and its nearest miss (for explanations), so memory stays small however large the grid.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from model.planner.curves import Curves
+from model.planner.pareto import pareto_mask
+from model.planner.serving import LengthStats, Metrics, chunked, colocated, disaggregated
+from model.planner.workload import ServingWorkload
+
+if TYPE_CHECKING:
+    from model.planner.sweep import SweepSpace
+
+OPT_SEP = " + "  # joins a configuration's optimizations (their own text may hold commas)
+REASONS = ("does_not_fit", "over_capacity", "misses_ttft", "misses_tpot")
+
+
+def configs(c: Curves, space: SweepSpace, mode: str) -> dict[str, np.ndarray]:
+    """The grid of one group and scheduler: replica counts × batch caps, as flat arrays."""
+    r_max = space.max_gpus // c.group.gpus_per_replica
+    replicas = np.arange(1, r_max + 1, dtype=np.float64)
+    caps = np.asarray(space.max_batches, dtype=np.float64)
+    if mode == "disaggregated":
+        n_p, n_d, mb = (a.ravel() for a in np.meshgrid(replicas, replicas, caps, indexing="ij"))
+        keep = n_p + n_d <= r_max
+        return {"prefill_replicas": n_p[keep], "decode_replicas": n_d[keep], "max_batch": mb[keep]}
+    r, mb = (a.ravel() for a in np.meshgrid(replicas, caps, indexing="ij"))
+    return {"prefill_replicas": np.zeros_like(r), "decode_replicas": r, "max_batch": mb}
+
+
+def evaluate(
+    c: Curves, space: SweepSpace, w: ServingWorkload, L: LengthStats, mode: str,
+    grid: dict[str, np.ndarray],
+) -> tuple[Metrics, np.ndarray]:  # fmt: skip
+    """Serving metrics of a grid and the batch cap each configuration really gets."""
+    cap = np.minimum(grid["max_batch"], c.max_batch_memory)
+    safe_cap = np.maximum(cap, 1.0)
+    groups = float(c.group.attention_groups)  # EP: ep/tp attention groups per replica
+    rate_d = w.rate_per_s / (grid["decode_replicas"] * groups)
+    if mode == "colocated":
+        m = colocated(c, L, rate_d, safe_cap)
+    elif mode == "chunked":
+        m = chunked(c, L, rate_d, safe_cap, space.chunk_tokens)
+    else:
+        rate_p = w.rate_per_s / (grid["prefill_replicas"] * groups)
+        m = disaggregated(c, L, rate_p, rate_d, safe_cap)
+    return m, cap
+
+
+def classify(m: Metrics, cap: np.ndarray, w: ServingWorkload) -> np.ndarray:
+    """Index into REASONS (4 = feasible) per configuration, first failing reason wins."""
+    slo = w.slo
+    inf = np.inf
+    ttft = (m.ttft_p99_s > (slo.ttft_p99_s or inf)) | (m.ttft_mean_s > (slo.ttft_mean_s or inf))
+    tpot = (m.tpot_p99_s > (slo.tpot_p99_s or inf)) | (m.tpot_mean_s > (slo.tpot_mean_s or inf))
+    return np.select([cap < 1, ~m.stable, ttft, tpot], [0, 1, 2, 3], default=4)
+
+
+def evaluate_group(
+    c: Curves, space: SweepSpace, w: ServingWorkload, L: LengthStats
+) -> tuple[int, dict[str, int], list[dict[str, Any]]]:
+    counts = dict.fromkeys(REASONS, 0)
+    rows: list[dict[str, Any]] = []
+    n = 0
+    for mode in space.modes:
+        grid = configs(c, space, mode)
+        size = grid["max_batch"].size
+        n += size
+        if c.max_batch_memory < 1:
+            counts["does_not_fit"] += size
+            continue
+        m, cap = evaluate(c, space, w, L, mode, grid)
+        verdict = classify(m, cap, w)
+        for k, reason in enumerate(REASONS):
+            counts[reason] += int(np.count_nonzero(verdict == k))
+        n_gpus = (grid["prefill_replicas"] + grid["decode_replicas"]) * c.group.gpus_per_replica
+        cost = n_gpus * c.usd_per_gpu_hour
+        ok = np.flatnonzero(verdict == 4)
+        pick: list[int] = []
+        if ok.size:
+            order = np.lexsort((m.ttft_p99_s[ok], m.tpot_p99_s[ok], cost[ok]))
+            pick.append(int(ok[order[0]]))
+            tokens = w.rate_per_s * L.output_mean
+            front = pareto_mask(tokens / n_gpus[ok], 1.0 / m.tpot_mean_s[ok])
+            pick.extend(int(j) for j in ok[front])
+        else:
+            stable = np.flatnonzero(verdict >= 2)
+            if stable.size:  # nearest miss: smallest worst ratio to an SLO, then cost
+                worst = slo_ratio(m, w)[stable]
+                pick.append(int(stable[np.lexsort((cost[stable], worst))[0]]))
+        for j in dict.fromkeys(pick):
+            rows.append(record(c, mode, grid, m, cap, j, int(verdict[j]), w, L))
+            rows[-1]["slo_ratio"] = float(slo_ratio(m.take(np.array([j])), w)[0])
+    return n, counts, rows
+
+
+def slo_ratio(m: Metrics, w: ServingWorkload) -> np.ndarray:
+    """The worst metric / SLO ratio per configuration (≤ 1 meets every SLO)."""
+    s = w.slo
+    pairs = [(m.ttft_p99_s, s.ttft_p99_s), (m.tpot_p99_s, s.tpot_p99_s),
+             (m.ttft_mean_s, s.ttft_mean_s), (m.tpot_mean_s, s.tpot_mean_s)]  # fmt: skip
+    worst = np.zeros_like(m.ttft_p99_s)
+    for value, target in pairs:
+        if target is not None:
+            worst = np.maximum(worst, value / target)
+    return worst
+
+
+def record(
+    c: Curves, mode: str, grid: dict[str, np.ndarray], m: Metrics, cap: np.ndarray, j: int,
+    verdict: int, w: ServingWorkload, L: LengthStats,
+) -> dict[str, Any]:  # fmt: skip
+    g = c.group
+    n_p, n_d = int(grid["prefill_replicas"][j]), int(grid["decode_replicas"][j])
+    n_gpus = (n_p + n_d) * g.gpus_per_replica
+    tokens_per_s = w.rate_per_s * L.output_mean
+    cost_per_hour = n_gpus * c.usd_per_gpu_hour
+    batch = float(cap[j])
+    return {
+        "gpu": g.gpu, "mode": mode, "n_gpus": n_gpus, "replicas": n_p + n_d,
+        "prefill_replicas": n_p, "decode_replicas": n_d, "tp": g.tp, "pp": g.pp, "ep": g.ep,
+        "weight_dtype": g.weight_dtype, "act_dtype": g.act_dtype, "kv_dtype": g.kv_dtype,
+        "opts": OPT_SEP.join(g.opts), "max_batch": int(grid["max_batch"][j]), "batch": int(batch),
+        "mean_batch": float(m.mean_batch[j]),
+        "ttft_s": float(m.ttft_mean_s[j]), "ttft_p99_s": float(m.ttft_p99_s[j]),
+        "tpot_s": float(m.tpot_mean_s[j]), "tpot_p99_s": float(m.tpot_p99_s[j]),
+        "output_tokens_per_s": tokens_per_s,
+        "tokens_per_s_per_gpu": tokens_per_s / n_gpus,
+        "tokens_per_s_per_user": 1.0 / float(m.tpot_mean_s[j]),
+        "usd_per_gpu_hour": c.usd_per_gpu_hour, "cost_per_hour": cost_per_hour,
+        "cost_per_million_tokens": cost_per_hour / (tokens_per_s * 3600.0) * 1e6,
+        "memory_per_gpu_bytes": c.memory_bytes(batch), "capacity_bytes": c.capacity_bytes,
+        "weights_bytes": c.weights_bytes, "max_batch_memory": int(c.max_batch_memory),
+        "load": float(m.load[j]), "feasible": verdict == 4,
+        "reason": REASONS[verdict] if verdict < 4 else "",
+    }  # fmt: skip

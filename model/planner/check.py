@@ -26,6 +26,7 @@ from model.planner.grid import classify, configs, evaluate, record, slo_ratio
 from model.planner.serving import LengthStats
 from model.planner.sim import CurveCosts, SimResult, simulate
 from model.planner.sweep import SweepResult, SweepSpace, group_of, records
+from model.planner.trace import RequestTrace
 from model.planner.workload import ServingWorkload
 from model.units import fmt_time
 
@@ -42,6 +43,8 @@ def simulate_row(
     replicas × ep/tp groups sees that share of the rate)."""
     rng = np.random.default_rng(seed)
     max_ctx = int(c.prefill_grid_tokens.max())
+    if w.trace is not None:
+        return _simulate_trace(c, row, w.trace, chunk_tokens, n_requests, rng, max_ctx)
     prompts = w.prompt.sample(rng, n_requests, max_ctx - 1)
     outputs = np.minimum(w.output.sample(rng, n_requests, max_ctx - 1), max_ctx - prompts)
     groups = c.group.attention_groups  # EP: ep/tp attention groups per replica
@@ -56,6 +59,31 @@ def simulate_row(
     target = np.interp(prompts, c.prefill_grid_tokens, c.prefill_grid_target_tokens)
     xfer = target * c.kv_transfer_s_per_token + c.kv_transfer_latency_s
     return simulate(CurveCosts(c), row["mode"], arrivals, prompts, outputs, int(row["batch"]),
+                    chunk_tokens, decode_arrivals, xfer)  # fmt: skip
+
+
+def _simulate_trace(
+    c: Curves, row: dict[str, Any], t: RequestTrace, chunk_tokens: int, n_requests: int,
+    rng: np.random.Generator, max_ctx: int,
+) -> SimResult:  # fmt: skip
+    """The trace's own arrivals and lengths, routed at random: one attention group sees a
+    1/(replicas × groups) share (disaggregated: the prefill replica one share, the decode
+    replica another, paired in time order)."""
+    groups = c.group.attention_groups
+    times = np.asarray(t.timestamp_s)
+    mine = t.routed(1.0 / (row["decode_replicas"] * groups), rng, n_requests)
+    decode_arrivals = None
+    if row["mode"] == "disaggregated":
+        pre = t.routed(1.0 / (row["prefill_replicas"] * groups), rng, n_requests)
+        size = min(pre.size, mine.size)
+        decode_arrivals, mine = times[mine[:size]], pre[:size]
+    prompts = np.clip(np.asarray(t.input_len, dtype=float)[mine], 1, max_ctx - 1)
+    outputs = np.clip(np.asarray(t.output_len, dtype=float)[mine], 1, max_ctx - prompts)
+    target = np.interp(prompts, c.prefill_grid_tokens, c.prefill_grid_target_tokens)
+    xfer = target * c.kv_transfer_s_per_token + c.kv_transfer_latency_s
+    if decode_arrivals is not None:  # a request decodes once its prefill replica is done
+        decode_arrivals = np.maximum(decode_arrivals, times[mine])
+    return simulate(CurveCosts(c), row["mode"], times[mine], prompts, outputs, int(row["batch"]),
                     chunk_tokens, decode_arrivals, xfer)  # fmt: skip
 
 

@@ -16,10 +16,16 @@ def add_plan_parser(sub: Any) -> None:
     p = sub.add_parser("plan", help="capacity plan: cheapest GPUs meeting a load and its SLOs")
     p.add_argument("--model", required=True, help="preset id or spec file")
     p.add_argument("--gpus", default="all", help="GPU ids, comma-separated, or 'all' (default)")
-    p.add_argument("--rate", type=float, required=True, help="request arrival rate, requests/s")
-    p.add_argument("--prompt-len", default="512", help="N, lognormal:mean=N,p99=M or file:PATH")
+    p.add_argument("--rate", type=float, help="request arrival rate, requests/s (or --trace)")
+    p.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="JSONL of timestamp, input_len, output_len "
+        "[, prefix_id, prefix_len], replayed in place of --rate and the lengths",
+    )
+    p.add_argument("--prompt-len", help="N (default 512), lognormal:mean=N,p99=M or file:PATH")
     p.add_argument("--prompt-len-p99", type=float, help="with --prompt-len N: lognormal p99")
-    p.add_argument("--output-len", default="128", help="N, lognormal:mean=N,p99=M or file:PATH")
+    p.add_argument("--output-len", help="N (default 128), lognormal:mean=N,p99=M or file:PATH")
     p.add_argument("--output-len-p99", type=float, help="with --output-len N: lognormal p99")
     p.add_argument("--ttft-slo", type=float, help="p99 time to first token target, s")
     p.add_argument("--tpot-slo", type=float, help="p99 time per output token target, s")
@@ -65,7 +71,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         max_batch=args.max_batch, modes=args.modes, max_gpus=args.max_gpus, chunk=args.chunk,
         profile=args.profile, opts=args.opt, sweep_opts=args.sweep_opt, prices=args.price,
         price_file=args.prices,
-        serving_profile=args.serving_profile,
+        serving_profile=args.serving_profile, trace=args.trace,
     )  # fmt: skip
     err = Console(stderr=True)
     bar = report.LazyProgress(err, "sweeping configurations")

@@ -46,6 +46,9 @@ class Plan:
                 "prompt_mean_tokens": w.prompt.mean(),
                 "output_mean_tokens": w.output.mean(),
                 "slo": w.slo.model_dump(),
+                "trace": None
+                if w.trace is None
+                else {"path": w.trace.path, "requests": w.trace.n, "span_s": w.trace.span_s},
             },
             "space": self.space.model_dump(),
             "recommended": self.recommended,

@@ -96,10 +96,18 @@ SIM_COLUMNS = ["role", "configuration", "TTFT p50", "TTFT p99", "TPOT p50", "TPO
 
 def header(plan: Plan) -> str:
     w = plan.workload
+    load = f"{w.rate_per_s:.4g} requests/s"
+    if w.trace is not None:
+        load += f" (trace {w.trace.path}: {w.trace.n:,} requests over {w.trace.span_s:,.1f} s)"
     return (
-        f"Capacity plan: {plan.space.model} at {w.rate_per_s:g} requests/s, prompts "
+        f"Capacity plan: {plan.space.model} at {load}, prompts "
         f"{w.prompt.label()}, outputs {w.output.label()}; {w.slo.label()}"
     )
+
+
+def sim_title(plan: Plan) -> str:
+    arrivals = "the trace's arrivals" if plan.workload.trace else "Poisson arrivals"
+    return f"Simulation check (one replica, {arrivals}, seeded)"
 
 
 def footer(plan: Plan) -> str:
@@ -133,7 +141,7 @@ def terminal(plan: Plan, console: Console) -> None:
             t.add_row("★" if role == "recommended" else "", *_cells(r, mark))
         console.print(t)
     if plan.simulations:
-        t = Table(title="Simulation check (one replica, Poisson arrivals, seeded)",
+        t = Table(title=sim_title(plan),
                   title_justify="left", header_style="bold")  # fmt: skip
         for name in SIM_COLUMNS:
             t.add_column(name)

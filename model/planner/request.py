@@ -12,6 +12,7 @@ from hardware.errors import RooflensError, validation_message
 from hardware.presets import get_gpu, gpu_ids
 from model.planner.prices import default_prices, parse_price, read_price_file
 from model.planner.sweep import DEFAULT_MAX_BATCHES, SweepSpace
+from model.planner.trace import RequestTrace, read_trace
 from model.planner.workload import SLO, LengthDist, ServingWorkload
 
 
@@ -45,9 +46,9 @@ def build_request(
     *,
     model: str,
     gpus: str,
-    rate: float,
-    prompt_len: str,
-    output_len: str,
+    rate: float | None = None,
+    prompt_len: str | None = None,
+    output_len: str | None = None,
     prompt_len_p99: float | None = None,
     output_len_p99: float | None = None,
     ttft_slo: float | None = None,
@@ -69,14 +70,16 @@ def build_request(
     prices: Sequence[str] = (),
     price_file: str | None = None,
     serving_profile: str | None = None,
+    trace: str | None = None,
 ) -> tuple[SweepSpace, ServingWorkload]:
+    rate, prompt_len, output_len, lengths = traffic(rate, prompt_len, output_len, trace)
     overrides = read_price_file(price_file) if price_file else {}
     overrides.update(dict(parse_price(p) for p in prices))
     try:
         workload = ServingWorkload(
             rate_per_s=rate,
-            prompt=LengthDist.parse(prompt_len, prompt_len_p99),
-            output=LengthDist.parse(output_len, output_len_p99),
+            prompt=lengths[0] or LengthDist.parse(prompt_len, prompt_len_p99),
+            output=lengths[1] or LengthDist.parse(output_len, output_len_p99),
             slo=SLO(
                 ttft_p99_s=ttft_slo,
                 tpot_p99_s=tpot_slo,
@@ -84,6 +87,7 @@ def build_request(
                 tpot_mean_s=tpot_slo_mean,
             ),
             prices_usd_per_gpu_hour=overrides,
+            trace=lengths[2],
         )
         extra: dict[str, Any] = (
             {"max_batches": int_list(max_batch, "--max-batch")} if max_batch else {}
@@ -120,3 +124,22 @@ def profile_terms(path: str, caps: tuple[int, ...] | None) -> dict[str, Any]:
     kept = tuple(b for b in (caps or DEFAULT_MAX_BATCHES) if b <= prof.max_batch)
     return {"step_overhead_s": prof.step_overhead_s, "serving_profile": path,
             "max_batches": kept or (prof.max_batch,)}  # fmt: skip
+
+
+def traffic(
+    rate: float | None, prompt_len: str | None, output_len: str | None, trace: str | None
+) -> tuple[float, str, str, tuple[LengthDist | None, LengthDist | None, RequestTrace | None]]:
+    """The load from --rate and the length options, or from a --trace file, never both."""
+    if trace is None:
+        if rate is None:
+            raise RooflensError("give the load: --rate REQUESTS_PER_S, or --trace FILE")
+        return rate, prompt_len or "512", output_len or "128", (None, None, None)
+    for flag, value in (("--rate", rate), ("--prompt-len", prompt_len),
+                        ("--output-len", output_len)):  # fmt: skip
+        if value is not None:
+            raise RooflensError(f"{flag} and --trace both describe the load; drop {flag} (the "
+                                "trace's times and lengths are replayed as given)")  # fmt: skip
+    t = read_trace(trace)
+    prompt = LengthDist(kind="empirical", samples=t.input_len)
+    output = LengthDist(kind="empirical", samples=t.output_len)
+    return t.rate_per_s, "", "", (prompt, output, t)

@@ -44,7 +44,8 @@ def simulate_row(
     rng = np.random.default_rng(seed)
     max_ctx = int(c.prefill_grid_tokens.max())
     if w.trace is not None:
-        return _simulate_trace(c, row, w.trace, chunk_tokens, n_requests, rng, max_ctx)
+        return _simulate_trace(c, row, w.trace, chunk_tokens, n_requests, rng, max_ctx,
+                               per_request_slo(w))  # fmt: skip
     prompts = w.prompt.sample(rng, n_requests, max_ctx - 1)
     outputs = np.minimum(w.output.sample(rng, n_requests, max_ctx - 1), max_ctx - prompts)
     groups = c.group.attention_groups  # EP: ep/tp attention groups per replica
@@ -59,12 +60,17 @@ def simulate_row(
     target = np.interp(prompts, c.prefill_grid_tokens, c.prefill_grid_target_tokens)
     xfer = target * c.kv_transfer_s_per_token + c.kv_transfer_latency_s
     return simulate(CurveCosts(c), row["mode"], arrivals, prompts, outputs, int(row["batch"]),
-                    chunk_tokens, decode_arrivals, xfer)  # fmt: skip
+                    chunk_tokens, decode_arrivals, xfer, slo_s=per_request_slo(w))  # fmt: skip
+
+
+def per_request_slo(w: ServingWorkload) -> tuple[float | None, float | None]:
+    """The p99 targets, applied to each request (goodput counts the requests within them)."""
+    return w.slo.ttft_p99_s, w.slo.tpot_p99_s
 
 
 def _simulate_trace(
     c: Curves, row: dict[str, Any], t: RequestTrace, chunk_tokens: int, n_requests: int,
-    rng: np.random.Generator, max_ctx: int,
+    rng: np.random.Generator, max_ctx: int, slo: tuple[float | None, float | None],
 ) -> SimResult:  # fmt: skip
     """The trace's own arrivals and lengths, routed at random: one attention group sees a
     1/(replicas × groups) share (disaggregated: the prefill replica one share, the decode
@@ -84,7 +90,7 @@ def _simulate_trace(
     if decode_arrivals is not None:  # a request decodes once its prefill replica is done
         decode_arrivals = np.maximum(decode_arrivals, times[mine])
     return simulate(CurveCosts(c), row["mode"], times[mine], prompts, outputs, int(row["batch"]),
-                    chunk_tokens, decode_arrivals, xfer)  # fmt: skip
+                    chunk_tokens, decode_arrivals, xfer, slo_s=slo)  # fmt: skip
 
 
 def check_by_simulation(
@@ -115,7 +121,8 @@ def check_by_simulation(
         ]  # fmt: skip
         config = {k: row[k] for k in ("gpu", "n_gpus", "tp", "pp", "ep", "mode", "batch", "opts")}
         out.append({"role": role, "config": config, **sim.to_dict(), "optimistic": flags,
-                    "sim_misses_slo": misses})  # fmt: skip
+                    "sim_misses_slo": misses,
+                    "goodput_requests_per_s": sim.slo_attainment * w.rate_per_s})  # fmt: skip
     return out
 
 

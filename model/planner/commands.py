@@ -46,6 +46,8 @@ def add_plan_parser(sub: Any) -> None:
     p.add_argument("--price", action="append", default=[], metavar="GPU=USD", help="per GPU-hour")
     p.add_argument("--prices", help="YAML/JSON file of GPU: USD per GPU-hour")
     p.add_argument("--serving-profile", metavar="FILE", help="validate serve --fit output")
+    p.add_argument("--objective", default="cost", choices=("cost", "goodput-per-dollar"),
+                   help="recommend the cheapest, or the most goodput per dollar")  # fmt: skip
     p.add_argument("--sim-requests", type=int, default=2000, help="0 = no simulation")
     p.add_argument("--seed", type=int, default=0)
     out = p.add_mutually_exclusive_group()
@@ -71,7 +73,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         max_batch=args.max_batch, modes=args.modes, max_gpus=args.max_gpus, chunk=args.chunk,
         profile=args.profile, opts=args.opt, sweep_opts=args.sweep_opt, prices=args.price,
         price_file=args.prices,
-        serving_profile=args.serving_profile, trace=args.trace,
+        serving_profile=args.serving_profile, trace=args.trace, objective=args.objective,
     )  # fmt: skip
     err = Console(stderr=True)
     bar = report.LazyProgress(err, "sweeping configurations")

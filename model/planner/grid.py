@@ -40,19 +40,21 @@ def configs(c: Curves, space: SweepSpace, mode: str) -> dict[str, np.ndarray]:
 
 def evaluate(
     c: Curves, space: SweepSpace, w: ServingWorkload, L: LengthStats, mode: str,
-    grid: dict[str, np.ndarray],
+    grid: dict[str, np.ndarray], rate: float | np.ndarray | None = None,
 ) -> tuple[Metrics, np.ndarray]:  # fmt: skip
-    """Serving metrics of a grid and the batch cap each configuration really gets."""
+    """Serving metrics of a grid and the batch cap each configuration really gets, at the
+    workload's rate or at `rate` (requests/s, one per configuration)."""
+    rate = w.rate_per_s if rate is None else rate
     cap = np.minimum(grid["max_batch"], c.max_batch_memory)
     safe_cap = np.maximum(cap, 1.0)
     groups = float(c.group.attention_groups)  # EP: ep/tp attention groups per replica
-    rate_d = w.rate_per_s / (grid["decode_replicas"] * groups)
+    rate_d = rate / (grid["decode_replicas"] * groups)
     if mode == "colocated":
         m = colocated(c, L, rate_d, safe_cap)
     elif mode == "chunked":
         m = chunked(c, L, rate_d, safe_cap, space.chunk_tokens)
     else:
-        rate_p = w.rate_per_s / (grid["prefill_replicas"] * groups)
+        rate_p = rate / (grid["prefill_replicas"] * groups)
         m = disaggregated(c, L, rate_p, rate_d, safe_cap)
     return m, cap
 
@@ -87,9 +89,14 @@ def evaluate_group(
         cost = n_gpus * c.usd_per_gpu_hour
         ok = np.flatnonzero(verdict == 4)
         pick: list[int] = []
+        per_usd = None
+        if space.objective == "goodput-per-dollar":
+            per_usd = goodput(c, space, w, L, mode, grid) * 3600.0 / cost
         if ok.size:
             order = np.lexsort((m.ttft_p99_s[ok], m.tpot_p99_s[ok], cost[ok]))
             pick.append(int(ok[order[0]]))
+            if per_usd is not None:  # the most goodput per dollar, then the cheapest
+                pick.append(int(ok[np.lexsort((cost[ok], -per_dollar_key(per_usd[ok])))[0]]))
             tokens = w.rate_per_s * L.output_mean
             front = pareto_mask(tokens / n_gpus[ok], 1.0 / m.tpot_mean_s[ok])
             pick.extend(int(j) for j in ok[front])
@@ -101,7 +108,78 @@ def evaluate_group(
         for j in dict.fromkeys(pick):
             rows.append(record(c, mode, grid, m, cap, j, int(verdict[j]), w, L))
             rows[-1]["slo_ratio"] = float(slo_ratio(m.take(np.array([j])), w)[0])
+            if per_usd is not None:
+                rows[-1]["goodput_requests_per_usd"] = float(per_usd[j])
+                rows[-1]["goodput_requests_per_s"] = float(per_usd[j] * cost[j] / 3600.0)
     return n, counts, rows
+
+
+def per_dollar_key(per_usd: np.ndarray) -> np.ndarray:
+    """Goodput per dollar to 6 significant digits: R replicas have R× the goodput at R× the
+    cost, equal up to rounding, and the tie must go to the cheapest."""
+    return np.round(np.log(np.maximum(per_usd, 1e-300)) * 1e6)
+
+
+GROWTH_STEPS, BISECTIONS = 40, 14  # doublings to bracket; halvings: 2^-14 of the bracket
+
+
+def goodput(
+    c: Curves, space: SweepSpace, w: ServingWorkload, L: LengthStats, mode: str,
+    grid: dict[str, np.ndarray],
+) -> np.ndarray:  # fmt: skip
+    """Goodput per configuration: the highest arrival rate (requests/s) it serves while
+    meeting every SLO (DistServe, Zhong et al. OSDI'24), 0 if none.
+
+    Random routing splits the rate evenly, so R replicas serve exactly R times one replica's
+    goodput. Disaggregated, TTFT depends on the prefill replicas' rate only and TPOT on the
+    decode replicas' (serving.disaggregated), so the pair serves min(n_p·G_p, n_d·G_d): each
+    side's goodput found with the other side unloaded. Each is a vectorised bisection over
+    the distinct batch caps (feasibility falls as the rate rises, tests/planner)."""
+    caps, where = np.unique(grid["max_batch"], return_inverse=True)
+    one, idle = np.ones_like(caps), np.full_like(caps, 1e12)
+    if mode != "disaggregated":
+        unit = {"prefill_replicas": 0 * one, "decode_replicas": one, "max_batch": caps}
+        return grid["decode_replicas"] * _max_rate(c, space, w, L, mode, unit)[where]
+    prefill = {"prefill_replicas": one, "decode_replicas": idle, "max_batch": caps}
+    decode = {"prefill_replicas": idle, "decode_replicas": one, "max_batch": caps}
+    g_p = _max_rate(c, space, w, L, mode, prefill)[where]
+    g_d = _max_rate(c, space, w, L, mode, decode)[where]
+    return np.minimum(grid["prefill_replicas"] * g_p, grid["decode_replicas"] * g_d)
+
+
+def _max_rate(
+    c: Curves, space: SweepSpace, w: ServingWorkload, L: LengthStats, mode: str,
+    grid: dict[str, np.ndarray],
+) -> np.ndarray:  # fmt: skip
+    def ok(rate: np.ndarray) -> np.ndarray:
+        m, cap = evaluate(c, space, w, L, mode, grid, rate)
+        return classify(m, cap, w) == 4
+
+    # Bracket [lo, hi = 2·lo) from the offered rate: double while feasible, or halve until
+    # feasible; then bisect, so the goodput is found to 2^-BISECTIONS of itself.
+    hi = np.full(grid["max_batch"].size, w.rate_per_s)
+    lo = np.zeros(hi.size)
+    rising = falling = None
+    for _ in range(GROWTH_STEPS):
+        if rising is None:
+            up = ok(hi)
+            rising, falling = up, ~up
+        if rising.any():
+            up = ok(hi) & rising
+            lo, hi = np.where(up, hi, lo), np.where(up, 2 * hi, hi)
+            rising = up
+        if falling.any():
+            down = ok(hi / 2) & falling
+            lo = np.where(down, hi / 2, lo)
+            hi = np.where(falling & ~down, hi / 2, hi)
+            falling = falling & ~down
+        if not (rising.any() or falling.any()):
+            break
+    for _ in range(BISECTIONS):
+        mid = (lo + hi) / 2
+        up = ok(mid)
+        lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
+    return lo
 
 
 def slo_ratio(m: Metrics, w: ServingWorkload) -> np.ndarray:

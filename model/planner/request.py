@@ -71,6 +71,7 @@ def build_request(
     price_file: str | None = None,
     serving_profile: str | None = None,
     trace: str | None = None,
+    objective: str = "cost",
 ) -> tuple[SweepSpace, ServingWorkload]:
     rate, prompt_len, output_len, lengths = traffic(rate, prompt_len, output_len, trace)
     overrides = read_price_file(price_file) if price_file else {}
@@ -94,6 +95,7 @@ def build_request(
         )
         if serving_profile:
             extra.update(profile_terms(serving_profile, extra.get("max_batches")))
+        extra["objective"] = objective
         space = SweepSpace(
             model=model,
             gpus=gpu_list(gpus, overrides),

@@ -106,6 +106,7 @@ class SimResult:
     tpot_p99_s: float
     mean_batch: float
     wall_s: float
+    slo_attainment: float = 1.0  # share of requests within the per-request SLOs given
 
     def to_dict(self) -> dict[str, float | int | str]:
         return asdict(self)
@@ -179,8 +180,10 @@ def simulate(
     decode_arrival_s: np.ndarray | None = None,
     kv_transfer_s: np.ndarray | None = None,
     warmup: float = 0.1,
+    slo_s: tuple[float | None, float | None] = (None, None),
 ) -> SimResult:
-    """`replay`, summarised after dropping the first `warmup` share of requests."""
+    """`replay`, summarised after dropping the first `warmup` share of requests; `slo_s`:
+    per-request (TTFT, TPOT) targets for the share of requests that meet both."""
     start = time.perf_counter()
     tr = replay(costs, mode, arrival_s, prompts, outputs, cap, chunk_tokens, decode_arrival_s,
                 kv_transfer_s)  # fmt: skip
@@ -188,6 +191,8 @@ def simulate(
     ttft = tr.ttft_s[keep]
     tpot = tr.tpot_s(outputs)[keep & (outputs > 1)]
     tpot = tpot if tpot.size else np.zeros(1)
+    good = ttft <= (slo_s[0] or np.inf)
+    good &= ~(tr.tpot_s(outputs)[keep] > (slo_s[1] or np.inf))  # one-token outputs: no TPOT
     return SimResult(
         mode=mode,
         n_requests=int(keep.sum()),
@@ -199,6 +204,7 @@ def simulate(
         tpot_p99_s=float(np.percentile(tpot, 99)),
         mean_batch=tr.batch_area / tr.span_s if tr.span_s > 0 else 0.0,
         wall_s=time.perf_counter() - start,
+        slo_attainment=float(good.mean()),
     )
 
 

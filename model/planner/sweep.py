@@ -10,7 +10,7 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -53,6 +53,9 @@ class SweepSpace(BaseModel):
     overhead_bytes: float = DEFAULT_OVERHEAD_BYTES
     step_overhead_s: float = Field(default=0.0, ge=0, description="host time per engine step")
     serving_profile: str | None = Field(default=None, description="where step_overhead_s is from")
+    objective: Literal["cost", "goodput-per-dollar"] = Field(
+        default="cost", description="rank by cost per hour, or by goodput per dollar"
+    )
 
     @field_validator("modes")
     @classmethod

@@ -159,11 +159,9 @@ def _max_rate(
     # feasible; then bisect, so the goodput is found to 2^-BISECTIONS of itself.
     hi = np.full(grid["max_batch"].size, w.rate_per_s)
     lo = np.zeros(hi.size)
-    rising = falling = None
+    falling = ~ok(hi)
+    rising = ~falling
     for _ in range(GROWTH_STEPS):
-        if rising is None:
-            up = ok(hi)
-            rising, falling = up, ~up
         if rising.any():
             up = ok(hi) & rising
             lo, hi = np.where(up, hi, lo), np.where(up, 2 * hi, hi)

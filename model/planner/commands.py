@@ -46,6 +46,9 @@ def add_plan_parser(sub: Any) -> None:
     p.add_argument("--price", action="append", default=[], metavar="GPU=USD", help="per GPU-hour")
     p.add_argument("--prices", help="YAML/JSON file of GPU: USD per GPU-hour")
     p.add_argument("--serving-profile", metavar="FILE", help="validate serve --fit output")
+    p.add_argument("--prefix-hit-rate", type=float, help="share of prompt tokens cached, 0-1")
+    p.add_argument("--kv-offload", default="none", choices=("none", "host", "nvme"),
+                   help="where the prefix cache lives below HBM (default none)")  # fmt: skip
     p.add_argument("--objective", default="cost", choices=("cost", "goodput-per-dollar"),
                    help="recommend the cheapest, or the most goodput per dollar")  # fmt: skip
     p.add_argument("--sim-requests", type=int, default=2000, help="0 = no simulation")
@@ -74,6 +77,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         profile=args.profile, opts=args.opt, sweep_opts=args.sweep_opt, prices=args.price,
         price_file=args.prices,
         serving_profile=args.serving_profile, trace=args.trace, objective=args.objective,
+        prefix_hit_rate=args.prefix_hit_rate, kv_offload=args.kv_offload,
     )  # fmt: skip
     err = Console(stderr=True)
     bar = report.LazyProgress(err, "sweeping configurations")

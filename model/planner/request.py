@@ -72,6 +72,8 @@ def build_request(
     serving_profile: str | None = None,
     trace: str | None = None,
     objective: str = "cost",
+    prefix_hit_rate: float | None = None,
+    kv_offload: str = "none",
 ) -> tuple[SweepSpace, ServingWorkload]:
     rate, prompt_len, output_len, lengths = traffic(rate, prompt_len, output_len, trace)
     overrides = read_price_file(price_file) if price_file else {}
@@ -89,6 +91,7 @@ def build_request(
             ),
             prices_usd_per_gpu_hour=overrides,
             trace=lengths[2],
+            **prefix_terms(prefix_hit_rate, lengths[2], prompt_len, prompt_len_p99),
         )
         extra: dict[str, Any] = (
             {"max_batches": int_list(max_batch, "--max-batch")} if max_batch else {}
@@ -96,6 +99,7 @@ def build_request(
         if serving_profile:
             extra.update(profile_terms(serving_profile, extra.get("max_batches")))
         extra["objective"] = objective
+        extra["kv_offload"] = kv_offload
         space = SweepSpace(
             model=model,
             gpus=gpu_list(gpus, overrides),
@@ -145,3 +149,24 @@ def traffic(
     prompt = LengthDist(kind="empirical", samples=t.input_len)
     output = LengthDist(kind="empirical", samples=t.output_len)
     return t.rate_per_s, "", "", (prompt, output, t)
+
+
+def prefix_terms(
+    hit: float | None, trace: RequestTrace | None, prompt_len: str, prompt_len_p99: float | None
+) -> dict[str, float]:
+    """The prefix cache's hit rate and pool (kv_tiers.py): from --prefix-hit-rate (one shared
+    prefix of that share of the mean prompt) or from a trace's prefix ids, never both."""
+    if trace is not None:
+        if hit is not None:
+            raise RooflensError(
+                "--prefix-hit-rate and --trace both give the prefix-cache hit rate; drop "
+                "--prefix-hit-rate (the trace's prefix ids give it)"
+            )
+        return {"prefix_hit_rate": trace.prefix_hit_rate(),
+                "prefix_pool_tokens": trace.prefix_pool_tokens()}  # fmt: skip
+    if hit is None or hit == 0:
+        return {}
+    if not 0 < hit < 1:
+        raise RooflensError(f"--prefix-hit-rate must be in [0, 1), got {hit}")
+    mean = LengthDist.parse(prompt_len, prompt_len_p99).mean()
+    return {"prefix_hit_rate": hit, "prefix_pool_tokens": hit * mean}

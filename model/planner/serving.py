@@ -167,11 +167,11 @@ def chunked(c: Curves, L: LengthStats, rate: np.ndarray, cap: np.ndarray, chunk:
     room = np.maximum(float(chunk) - rows, 1.0)
     iteration = c.tokens_per_step * t
     t_full = iteration + interp(rows + room, grid, c.body_s) - interp(rows, grid, c.body_s)
-    pts = c.prompt_points[None, :]
+    pts = c.prompt_points[None, :] * c.prompt_row_fraction  # rows computed (prefix cache)
     busy = pts / room[:, None] * t_full[:, None]
     rho, wait, w99 = _queue(rate, busy.mean(axis=1), (busy**2).mean(axis=1))
     own = np.maximum(pts / room[:, None], 1.0) * iteration[:, None] + chunk_extra_s(c, batch, chunk)
-    P99 = c.prompt_p99_tokens
+    P99 = c.prompt_p99_tokens * c.prompt_row_fraction
     own_p99 = np.maximum(P99 / room, 1.0) * iteration + _extra(
         c, batch, P99, c.prefill_extra_p99_s, chunk
     )
@@ -209,7 +209,8 @@ def _extra(c: Curves, batch: np.ndarray, prompt: np.ndarray | float, extra_s: np
 
 def chunk_extra_s(c: Curves, batch: np.ndarray, chunk: int) -> np.ndarray:
     """ΔS of each prompt quantile point at each batch: shape [batch, points]."""
-    return _extra(c, batch[:, None], c.prompt_points[None, :], c.prefill_extra_s[None, :], chunk)
+    rows = c.prompt_points[None, :] * c.prompt_row_fraction
+    return _extra(c, batch[:, None], rows, c.prefill_extra_s[None, :], chunk)
 
 
 def disaggregated(

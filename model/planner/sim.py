@@ -41,6 +41,7 @@ class StepCosts(Protocol):
     pp: int
     tokens_per_step: float
     rows_per_sequence: float
+    prompt_row_fraction: float  # prompt rows computed per prompt token (1 − prefix-cache hit)
 
     def decode_s(self, batch: int, kv_tokens: np.ndarray) -> np.ndarray: ...
 
@@ -62,6 +63,7 @@ class CurveCosts:
     def __init__(self, c: Curves):
         self.c, self.pp = c, c.group.pp
         self.tokens_per_step, self.rows_per_sequence = c.tokens_per_step, c.rows_per_sequence
+        self.prompt_row_fraction = c.prompt_row_fraction
 
     def _slope(self, batch: float) -> float:
         return float(np.interp(batch, self.c.tokens, self.c.decode_s_per_kv_token))
@@ -227,7 +229,8 @@ def _replica(
     counts: list[np.ndarray] = []
     stall, stalled = 0.0, 0  # prefill time waited since their last token, by how many
     pre_extra = costs.prefill_extra_s(prompts) / costs.pp
-    target = costs.target_tokens(prompts)  # what the target prefills and caches
+    target = costs.target_tokens(prompts)  # what the target caches
+    rows = np.maximum(target * costs.prompt_row_fraction, 1.0)  # and computes (prefix cache)
     tau, width = costs.tokens_per_step, costs.rows_per_sequence
     t, a, done, area = 0.0, 0, 0, 0.0
     waiting: deque[int] = deque()
@@ -275,12 +278,12 @@ def _replica(
             tokens, extra = 0.0, 0.0
             for entry in prefilling:
                 i = int(entry[0])
-                take = min(target[i] - entry[1], chunk_tokens - busy_rows - tokens)
+                take = min(rows[i] - entry[1], chunk_tokens - busy_rows - tokens)
                 if take <= 0:
                     break
                 entry[1] += take
                 tokens += take
-                extra += pre_extra[i] * take / target[i]
+                extra += pre_extra[i] * take / rows[i]
             dt = costs.mixed_s(b, float(kv.sum()), tokens, extra)  # one iteration: τ tokens
             if b:
                 gaps.append(np.array([dt]))
@@ -288,7 +291,7 @@ def _replica(
             area, t = area + b * dt, t + dt
             left, kv = left - tau, kv + tau
             retire(t)
-            for entry in [e for e in prefilling if e[1] >= target[int(e[0])]]:
+            for entry in [e for e in prefilling if e[1] >= rows[int(e[0])]]:
                 prefilling.remove(entry)
                 join(int(entry[0]), t)
             continue

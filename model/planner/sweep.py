@@ -53,6 +53,9 @@ class SweepSpace(BaseModel):
     overhead_bytes: float = DEFAULT_OVERHEAD_BYTES
     step_overhead_s: float = Field(default=0.0, ge=0, description="host time per engine step")
     serving_profile: str | None = Field(default=None, description="where step_overhead_s is from")
+    kv_offload: Literal["none", "host", "nvme"] = Field(
+        default="none", description="where the prefix cache lives below HBM (kv_tiers.py)"
+    )
     objective: Literal["cost", "goodput-per-dollar"] = Field(
         default="cost", description="rank by cost per hour, or by goodput per dollar"
     )
@@ -162,6 +165,7 @@ def run_sweep(
                 profile=space.profile,
                 chunk_tokens=space.chunk_tokens,
                 overhead_bytes=space.overhead_bytes,
+                kv_offload=space.kv_offload,
             )
             c = with_step_overhead(c, space.step_overhead_s)
         except RooflensError as exc:

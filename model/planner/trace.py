@@ -59,6 +59,14 @@ class RequestTrace(BaseModel):
             seen.add(pid)
         return hit / max(sum(self.input_len), 1)
 
+    def prefix_pool_tokens(self) -> float:
+        """Tokens of the distinct prefixes (each counted once, as a cache holds it)."""
+        pool: dict[str, int] = {}
+        for pid, plen in zip(self.prefix_id, self.prefix_len, strict=True):
+            if pid:
+                pool.setdefault(pid, plen)
+        return float(sum(pool.values()))
+
     def routed(self, share: float, rng: np.random.Generator, limit: int) -> np.ndarray:
         """Indices of the requests one of 1/share replicas sees under random routing (at most
         `limit`, at least one)."""

@@ -169,6 +169,8 @@ class ServingWorkload(_Frozen):
         default_factory=dict, description="overrides of model/planner/prices.yaml, per GPU id"
     )
     trace: RequestTrace | None = Field(default=None, description="replayed instead of Poisson")
+    prefix_hit_rate: float = Field(default=0.0, ge=0, lt=1, description="prompt share cached")
+    prefix_pool_tokens: float = Field(default=0.0, ge=0, description="cached prefix tokens")
 
     def kv_len_mean_tokens(self) -> float:
         """Mean KV length a decode step reads per running sequence, time-weighted: a request

@@ -21,6 +21,7 @@ class Linear:
     pp = 1
     tokens_per_step = 1.0
     rows_per_sequence = 1.0
+    prompt_row_fraction = 1.0
 
     def __init__(self, const: float = 0.0, per_token: float = 0.0, tau: float = 0.0):
         self.const, self.k, self.tau = const, per_token, tau

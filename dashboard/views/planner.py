@@ -164,7 +164,9 @@ def _simulations(sims: list[dict[str, Any]]) -> pd.DataFrame:
     rows = []
     for sim in sims:
         c = sim["config"]
-        layout = f"{c['n_gpus']} × {c['gpu']} TP {c['tp']}" + (
+        gpu = c["gpu"] if c.get("prefill_gpu") in (None, "", c["gpu"]) else (
+            f"{c['prefill_gpu']} → {c['gpu']}")  # fmt: skip
+        layout = f"{c['n_gpus']} × {gpu} TP {c['tp']}" + (
             f" PP {c['pp']}" if c.get("pp", 1) > 1 else ""
         )
         flags = [f"optimistic: {f}" for f in sim.get("optimistic", [])] + [

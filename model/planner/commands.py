@@ -49,6 +49,8 @@ def add_plan_parser(sub: Any) -> None:
     p.add_argument("--prefix-hit-rate", type=float, help="share of prompt tokens cached, 0-1")
     p.add_argument("--kv-offload", default="none", choices=("none", "host", "nvme"),
                    help="where the prefix cache lives below HBM (default none)")  # fmt: skip
+    p.add_argument("--prefill-gpus", help="mixed pairs: GPUs for prefill replicas")
+    p.add_argument("--decode-gpus", help="mixed pairs: GPUs for decode replicas")
     p.add_argument("--objective", default="cost", choices=("cost", "goodput-per-dollar"),
                    help="recommend the cheapest, or the most goodput per dollar")  # fmt: skip
     p.add_argument("--sim-requests", type=int, default=2000, help="0 = no simulation")
@@ -78,6 +80,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         price_file=args.prices,
         serving_profile=args.serving_profile, trace=args.trace, objective=args.objective,
         prefix_hit_rate=args.prefix_hit_rate, kv_offload=args.kv_offload,
+        prefill_gpus=args.prefill_gpus, decode_gpus=args.decode_gpus,
     )  # fmt: skip
     err = Console(stderr=True)
     bar = report.LazyProgress(err, "sweeping configurations")

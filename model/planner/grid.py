@@ -9,6 +9,8 @@ and its nearest miss (for explanations), so memory stays small however large the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -123,12 +125,22 @@ def per_dollar_key(per_usd: np.ndarray) -> np.ndarray:
 GROWTH_STEPS, BISECTIONS = 40, 14  # doublings to bracket; halvings: 2^-14 of the bracket
 
 
+Evaluator = Callable[[dict[str, np.ndarray], np.ndarray], "tuple[Metrics, np.ndarray]"]
+
+
 def goodput(
     c: Curves, space: SweepSpace, w: ServingWorkload, L: LengthStats, mode: str,
     grid: dict[str, np.ndarray],
 ) -> np.ndarray:  # fmt: skip
+    """Goodput per configuration of one group (goodput_of with `evaluate`)."""
+    return goodput_of(partial(evaluate, c, space, w, L, mode), w, mode, grid)
+
+
+def goodput_of(ev: Evaluator, w: ServingWorkload, mode: str, grid: dict[str, np.ndarray]
+               ) -> np.ndarray:  # fmt: skip
     """Goodput per configuration: the highest arrival rate (requests/s) it serves while
-    meeting every SLO (DistServe, Zhong et al. OSDI'24), 0 if none.
+    meeting every SLO (DistServe, Zhong et al. OSDI'24), 0 if none; `ev(grid, rate)` gives
+    the metrics of a grid at per-configuration rates.
 
     Random routing splits the rate evenly, so R replicas serve exactly R times one replica's
     goodput. Disaggregated, TTFT depends on the prefill replicas' rate only and TPOT on the
@@ -139,20 +151,17 @@ def goodput(
     one, idle = np.ones_like(caps), np.full_like(caps, 1e12)
     if mode != "disaggregated":
         unit = {"prefill_replicas": 0 * one, "decode_replicas": one, "max_batch": caps}
-        return grid["decode_replicas"] * _max_rate(c, space, w, L, mode, unit)[where]
+        return grid["decode_replicas"] * _max_rate(ev, w, unit)[where]
     prefill = {"prefill_replicas": one, "decode_replicas": idle, "max_batch": caps}
     decode = {"prefill_replicas": idle, "decode_replicas": one, "max_batch": caps}
-    g_p = _max_rate(c, space, w, L, mode, prefill)[where]
-    g_d = _max_rate(c, space, w, L, mode, decode)[where]
+    g_p = _max_rate(ev, w, prefill)[where]
+    g_d = _max_rate(ev, w, decode)[where]
     return np.minimum(grid["prefill_replicas"] * g_p, grid["decode_replicas"] * g_d)
 
 
-def _max_rate(
-    c: Curves, space: SweepSpace, w: ServingWorkload, L: LengthStats, mode: str,
-    grid: dict[str, np.ndarray],
-) -> np.ndarray:  # fmt: skip
+def _max_rate(ev: Evaluator, w: ServingWorkload, grid: dict[str, np.ndarray]) -> np.ndarray:
     def ok(rate: np.ndarray) -> np.ndarray:
-        m, cap = evaluate(c, space, w, L, mode, grid, rate)
+        m, cap = ev(grid, rate)
         return classify(m, cap, w) == 4
 
     # Bracket [lo, hi = 2·lo) from the offered rate: double while feasible, or halve until
@@ -218,5 +227,8 @@ def record(
         "memory_per_gpu_bytes": c.memory_bytes(batch), "capacity_bytes": c.capacity_bytes,
         "weights_bytes": c.weights_bytes, "max_batch_memory": int(c.max_batch_memory),
         "load": float(m.load[j]), "feasible": verdict == 4,
+        "prefill_gpu": g.gpu if mode == "disaggregated" else "",
+        "prefill_tp": g.tp if mode == "disaggregated" else 0,
+        "prefill_act_dtype": g.act_dtype if mode == "disaggregated" else "",
         "reason": REASONS[verdict] if verdict < 4 else "",
     }  # fmt: skip

@@ -10,14 +10,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from model.planner.check import MAX_SIMULATIONS, RANK, check_by_simulation, verify
+from model.planner.curves import Group
 from model.planner.explain import describe, explain_infeasible, explain_recommendation
-from model.planner.grid import goodput, per_dollar_key
+from model.planner.grid import goodput, goodput_of, per_dollar_key
+from model.planner.mixed import evaluate_pair, prefill_group
 from model.planner.pareto import pareto_mask
 from model.planner.serving import LengthStats
 from model.planner.sweep import SweepResult, SweepSpace, group_of, records, run_sweep
@@ -88,11 +91,20 @@ def attach_goodput(rows: list[dict[str, Any]], sweep: SweepResult, space: SweepS
     vectorised search per group and scheduler (grid.goodput)."""
     todo = [r for r in rows if "goodput_requests_per_s" not in r]
     L = LengthStats.of(w)
-    for key in dict.fromkeys((r["mode"], group_of(r)) for r in todo):
-        mine = [r for r in todo if (r["mode"], group_of(r)) == key]
+
+    def unit(r: dict[str, Any]) -> tuple[str, Group, Group | None]:
+        return r["mode"], group_of(r), prefill_group(r, group_of(r))
+
+    for key in dict.fromkeys(unit(r) for r in todo):
+        mine = [r for r in todo if unit(r) == key]
         grid = {k: np.array([float(r[k]) for r in mine])
                 for k in ("prefill_replicas", "decode_replicas", "max_batch")}  # fmt: skip
-        g = goodput(sweep.curves[key[1]], space, w, L, key[0], grid)
+        mode, group, pg = key
+        c = sweep.curves[group]
+        if pg is None:
+            g = goodput(c, space, w, L, mode, grid)
+        else:
+            g = goodput_of(partial(evaluate_pair, sweep.curves[pg], c, L), w, mode, grid)
         for r, value in zip(mine, g, strict=True):
             r["goodput_requests_per_s"] = float(value)
             r["goodput_requests_per_usd"] = float(value) * 3600.0 / r["cost_per_hour"]

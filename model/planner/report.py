@@ -66,8 +66,11 @@ def _cells(r: dict[str, Any], mark: bool = True) -> list[str]:
         else f"{r['replicas']} × {unit}"
     )
     layout += _marks(r.get("opts")) if mark else ""
+    gpu = r["gpu"]
+    if r.get("prefill_gpu") not in (None, "", gpu):  # mixed pair: prefill GPU (TP) → decode
+        gpu = f"{r['prefill_gpu']} TP{r['prefill_tp']} → {gpu}"
     return [
-        r["gpu"], str(r["n_gpus"]), layout, f"{r['weight_dtype']}/{r['kv_dtype']}", r["mode"],
+        gpu, str(r["n_gpus"]), layout, f"{r['weight_dtype']}/{r['kv_dtype']}", r["mode"],
         str(r["batch"]), fmt_time(r["ttft_p99_s"]), fmt_time(r["tpot_p99_s"]),
         f"{r['tokens_per_s_per_gpu']:,.0f}", f"{r['tokens_per_s_per_user']:,.1f}",
         f"{r['cost_per_hour']:,.2f}", f"{r['cost_per_million_tokens']:,.3f}",
@@ -85,7 +88,9 @@ def _sim_cells(s: dict[str, Any], mark: bool = True) -> list[str]:
     c = s["config"]
     unit = f"TP{c['tp']}" + (f" EP{c['ep']}" if c.get("ep", 1) > 1 else "")
     unit += _marks(c.get("opts")) if mark else ""
-    return [s["role"], f"{c['n_gpus']} × {c['gpu']} {unit} {c['mode']} batch {c['batch']}",
+    gpu = c["gpu"] if c.get("prefill_gpu") in (None, "", c["gpu"]) else (
+        f"{c['prefill_gpu']} → {c['gpu']}")  # fmt: skip
+    return [s["role"], f"{c['n_gpus']} × {gpu} {unit} {c['mode']} batch {c['batch']}",
             fmt_time(s["ttft_p50_s"]), fmt_time(s["ttft_p99_s"]), fmt_time(s["tpot_p50_s"]),
             fmt_time(s["tpot_p99_s"]), "; ".join(s["optimistic"]) or "—"]  # fmt: skip
 

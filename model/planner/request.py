@@ -10,7 +10,12 @@ from pydantic import ValidationError
 
 from hardware.errors import RooflensError, validation_message
 from hardware.presets import get_gpu, gpu_ids
-from model.planner.prices import default_prices, parse_price, read_price_file
+from model.planner.prices import (
+    default_prices,
+    parse_price,
+    price_per_gpu_hour,
+    read_price_file,
+)
 from model.planner.sweep import DEFAULT_MAX_BATCHES, SweepSpace
 from model.planner.trace import RequestTrace, read_trace
 from model.planner.workload import SLO, LengthDist, ServingWorkload
@@ -74,6 +79,8 @@ def build_request(
     objective: str = "cost",
     prefix_hit_rate: float | None = None,
     kv_offload: str = "none",
+    prefill_gpus: str | None = None,
+    decode_gpus: str | None = None,
 ) -> tuple[SweepSpace, ServingWorkload]:
     rate, prompt_len, output_len, lengths = traffic(rate, prompt_len, output_len, trace)
     overrides = read_price_file(price_file) if price_file else {}
@@ -100,6 +107,7 @@ def build_request(
             extra.update(profile_terms(serving_profile, extra.get("max_batches")))
         extra["objective"] = objective
         extra["kv_offload"] = kv_offload
+        extra.update(mixed_gpus(prefill_gpus, decode_gpus, modes, overrides))
         space = SweepSpace(
             model=model,
             gpus=gpu_list(gpus, overrides),
@@ -170,3 +178,26 @@ def prefix_terms(
         raise RooflensError(f"--prefix-hit-rate must be in [0, 1), got {hit}")
     mean = LengthDist.parse(prompt_len, prompt_len_p99).mean()
     return {"prefix_hit_rate": hit, "prefix_pool_tokens": hit * mean}
+
+
+def mixed_gpus(prefill: str | None, decode: str | None, modes: str,
+               prices: dict[str, float]) -> dict[str, tuple[str, ...]]:  # fmt: skip
+    """--prefill-gpus and --decode-gpus: both or neither, each GPU priced, a pair of different
+    types possible, and the disaggregated scheduler swept."""
+    if prefill is None and decode is None:
+        return {}
+    if prefill is None or decode is None:
+        raise RooflensError("--prefill-gpus and --decode-gpus go together (e.g. --prefill-gpus "
+                            "h100-sxm --decode-gpus l40s)")  # fmt: skip
+    p, d = gpu_list(prefill, prices), gpu_list(decode, prices)
+    for gpu in (*p, *d):
+        price_per_gpu_hour(gpu, prices)
+    if not any(a != b for a in p for b in d):
+        raise RooflensError(
+            "--prefill-gpus and --decode-gpus name the same GPU only; mixed "
+            "pairs need two types (one type is the disaggregated scheduler)"
+        )
+    if "disaggregated" not in str_list(modes):
+        raise RooflensError("--prefill-gpus/--decode-gpus need the disaggregated scheduler in "
+                            "--modes")  # fmt: skip
+    return {"prefill_gpus": p, "decode_gpus": d}

@@ -21,6 +21,7 @@ from hardware.presets import get_gpu
 from model.optimizations import parse_opt
 from model.planner.curves import Curves, Group, build_curves
 from model.planner.grid import OPT_SEP, REASONS, evaluate_group
+from model.planner.mixed import evaluate_pairs
 from model.planner.profile import with_step_overhead
 from model.planner.serving import MODES, LengthStats
 from model.planner.workload import ServingWorkload
@@ -53,6 +54,8 @@ class SweepSpace(BaseModel):
     overhead_bytes: float = DEFAULT_OVERHEAD_BYTES
     step_overhead_s: float = Field(default=0.0, ge=0, description="host time per engine step")
     serving_profile: str | None = Field(default=None, description="where step_overhead_s is from")
+    prefill_gpus: tuple[str, ...] = Field(default=(), description="mixed pairs: prefill side")
+    decode_gpus: tuple[str, ...] = Field(default=(), description="mixed pairs: decode side")
     kv_offload: Literal["none", "host", "nvme"] = Field(
         default="none", description="where the prefix cache lives below HBM (kv_tiers.py)"
     )
@@ -76,8 +79,9 @@ class SweepSpace(BaseModel):
             for flags in itertools.product((False, True), repeat=len(self.sweep_opts))
         ]
         out = []
+        gpus = tuple(dict.fromkeys((*self.gpus, *self.prefill_gpus, *self.decode_gpus)))
         for gpu, tp, pp, ep, w, kv, opts in itertools.product(
-            self.gpus, self.tp, self.pp, self.ep, self.weight_dtypes, self.kv_dtypes, variants
+            gpus, self.tp, self.pp, self.ep, self.weight_dtypes, self.kv_dtypes, variants
         ):
             group = Group(gpu, tp, pp, ep, w, act_dtype(gpu, w), kv, opts)
             if (ep == 1 or ep % tp == 0) and group.gpus_per_replica <= self.max_gpus:
@@ -185,6 +189,12 @@ def run_sweep(
         kept.extend(rows)
         if progress is not None:
             progress(i + 1, len(groups))
+    if space.prefill_gpus and space.decode_gpus and "disaggregated" in space.modes:
+        n, counts, rows = evaluate_pairs(space, workload, L, curves)
+        n_configs += n
+        for key, value in counts.items():
+            rejected[key] += value
+        kept.extend(rows)
     rows_frame = pd.DataFrame(kept)
     return SweepResult(
         rows=rows_frame,

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from hardware.errors import RooflensError
-from model.planner.sim import StepCosts, Trace, replay
+from model.planner.costs import StepCosts
+from model.planner.sim import Trace, replay
 
 PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls")
 

@@ -16,7 +16,7 @@ from rich.table import Table
 from hardware.errors import RooflensError
 from model.dtypes import STORAGE_DTYPES
 from model.io import atomic_write_text, to_json
-from model.planner.sim import CurveCosts
+from model.planner.costs import CurveCosts
 
 ROWS = (
     ("TTFT p50", "ttft_p50_s"),

@@ -21,10 +21,11 @@ import numpy as np
 
 from hardware.errors import RooflensError
 from model.optimizations import parse_opt
+from model.planner.costs import CurveCosts
 from model.planner.curves import Curves, Group, build_curves
 from model.planner.prices import default_prices
 from model.planner.profile import ServingProfile, with_step_overhead
-from model.planner.sim import CurveCosts, replay
+from model.planner.sim import replay
 from model.planner.sweep import DEFAULT_MAX_BATCHES, act_dtype
 from model.planner.workload import LengthDist, ServingWorkload
 from model.presets import get_model

@@ -21,11 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from model.planner.costs import CurveCosts
 from model.planner.curves import Curves
 from model.planner.grid import classify, configs, evaluate, record, slo_ratio
 from model.planner.mixed import PairCosts, prefill_group, ranked_pair
 from model.planner.serving import LengthStats, kv_transfer
-from model.planner.sim import CurveCosts, SimResult, simulate
+from model.planner.sim import SimResult, simulate
 from model.planner.sweep import SweepResult, SweepSpace, group_of, records
 from model.planner.trace import RequestTrace
 from model.planner.workload import ServingWorkload

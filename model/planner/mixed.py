@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from model.planner.costs import CurveCosts
 from model.planner.curves import Curves, Group
 from model.planner.grid import REASONS, classify, goodput_of, per_dollar_key, record, slo_ratio
 from model.planner.pareto import pareto_mask
 from model.planner.serving import LengthStats, Metrics, disaggregated
-from model.planner.sim import CurveCosts
 from model.planner.workload import ServingWorkload
 
 if TYPE_CHECKING:

@@ -12,10 +12,11 @@ import pytest
 
 import cli
 from hardware.presets import get_gpu
+from model.planner.costs import CurveCosts
 from model.planner.curves import Curves, Group, build_curves
 from model.planner.kv_tiers import host_capacity_bytes, tiers
 from model.planner.request import build_request
-from model.planner.sim import CurveCosts, simulate
+from model.planner.sim import simulate
 from model.planner.workload import LengthDist, ServingWorkload
 from model.presets import get_model
 

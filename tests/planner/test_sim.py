@@ -8,9 +8,10 @@ import time
 import numpy as np
 import pytest
 
+from model.planner.costs import CurveCosts
 from model.planner.curves import Group, build_curves
 from model.planner.serving import LengthStats, chunked, colocated
-from model.planner.sim import CurveCosts, simulate
+from model.planner.sim import simulate
 from model.planner.workload import LengthDist, ServingWorkload
 from model.presets import get_model
 

@@ -15,8 +15,8 @@ import yaml
 from serve_example import DEPLOYMENT, TRUE_CAP, TRUE_OVERHEAD_S, build
 
 import cli
+from model.planner.costs import CurveCosts
 from model.planner.profile import read_profile, with_step_overhead
-from model.planner.sim import CurveCosts
 from model.planner.sweep import SweepSpace, run_sweep
 from model.planner.workload import ServingWorkload
 from validate.serve import measured, predicted, read_result

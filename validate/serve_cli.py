@@ -80,6 +80,9 @@ def _check(args: argparse.Namespace) -> None:
             raise RooflensError(
                 f"--{name.replace('_', '-')} must be ≥ 1, got {getattr(args, name)}"
             )
+    if args.ep > args.tp:
+        raise RooflensError(f"--ep {args.ep} > --tp {args.tp}: validate serve replays one "
+                            "attention group; data-parallel attention is not replayed")  # fmt: skip
     for name in ("ttft_slo", "tpot_slo"):
         value = getattr(args, name)
         if value is not None and not (value > 0 and math.isfinite(value)):

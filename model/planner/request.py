@@ -107,6 +107,9 @@ def build_request(
             extra.update(profile_terms(serving_profile, extra.get("max_batches")))
         extra["objective"] = objective
         extra["kv_offload"] = kv_offload
+        if kv_offload != "none" and not workload.prefix_hit_rate:
+            raise RooflensError(f"--kv-offload {kv_offload} moves the prefix cache: give "
+                                "--prefix-hit-rate, or a --trace with prefix ids")  # fmt: skip
         extra.update(mixed_gpus(prefill_gpus, decode_gpus, modes, overrides))
         space = SweepSpace(
             model=model,

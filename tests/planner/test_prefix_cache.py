@@ -110,6 +110,7 @@ def test_trace_prefix_ids_give_the_hit_rate_and_pool(tmp_path: Path) -> None:
         (["--prefix-hit-rate", "1.5"], "--prefix-hit-rate must be in"),
         (["--prefix-hit-rate", "-0.1"], "--prefix-hit-rate must be in"),
         (["--kv-offload", "ssd"], None),
+        (["--kv-offload", "host"], "moves the prefix cache"),
     ],
 )
 def test_bad_prefix_options(extra: list[str], message: str | None, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -105,6 +105,7 @@ def test_cli_fit_writes_a_profile_the_planner_uses(tmp_path: Path, capsys) -> No
         (["--tp", "0"], "--tp must be"),
         (["--ttft-slo", "-1"], "--ttft-slo must be"),
         (["--gpu", "h100-sxmm"], "h100-sxm"),
+        (["--ep", "2"], "one attention group"),
     ],
 )
 def test_cli_bad_input_exits_2(argv: list[str], message: str, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -154,7 +154,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
         prof = profile_from_fit(f, r, d, pred, provenance)
-        atomic_write_text(args.out, prof.to_yaml())
+        try:
+            atomic_write_text(args.out, prof.to_yaml())
+        except OSError as exc:
+            raise RooflensError(f"cannot write the profile to {args.out}: {exc.strerror}") from None
         out["fit"] = {
             "step_overhead_s": f.step_overhead_s,
             "max_batch": f.max_batch,

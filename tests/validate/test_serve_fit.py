@@ -106,6 +106,7 @@ def test_cli_fit_writes_a_profile_the_planner_uses(tmp_path: Path, capsys) -> No
         (["--ttft-slo", "-1"], "--ttft-slo must be"),
         (["--gpu", "h100-sxmm"], "h100-sxm"),
         (["--ep", "2"], "one attention group"),
+        (["--fit", "--out", "/proc/no/profile.yaml"], "cannot write the profile"),
     ],
 )
 def test_cli_bad_input_exits_2(argv: list[str], message: str, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -4,6 +4,8 @@ simulated share of requests within the SLOs."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from test_sim import Linear
@@ -100,3 +102,15 @@ def test_simulated_slo_attainment() -> None:
     above = simulate(Linear(const=S), "colocated", arr, ones, ones, 8, slo_s=(S * 1.01, None))
     below = simulate(Linear(const=S), "colocated", arr, ones, ones, 8, slo_s=(S * 0.99, None))
     assert (above.slo_attainment, below.slo_attainment) == (1.0, 0.0)
+
+
+def test_tighter_slo_never_raises_goodput() -> None:
+    c = next(iter(run_sweep(SPACE, W).curves.values()))
+    grid = configs(c, SPACE, "chunked")
+    values = []
+    for tpot in (0.1, 0.05, 0.03, 0.02):
+        w = W.model_copy(update={"slo": SLO(ttft_p99_s=0.5, tpot_p99_s=tpot)})
+        values.append(goodput(c, SPACE, w, LengthStats.of(w), "chunked", grid))
+    for looser, tighter in itertools.pairwise(values):
+        assert np.all(tighter <= looser * (1 + 1e-4))
+    assert values[-1].sum() < values[0].sum()

@@ -122,3 +122,13 @@ def test_bad_prefix_options(extra: list[str], message: str | None, capsys) -> No
         return
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_more_hits_never_cost_more() -> None:
+    # invariants over the hit rate (pool in HBM): prefill time and TTFT fall, the batch that
+    # fits grows (each sequence sheds h·P tokens and the pool adds them back once)
+    runs = [curves(hit=h) for h in (0.0, 0.2, 0.5, 0.8, 0.95)]
+    prefill = [c.prefill_s[0] for c in runs]
+    batch = [c.max_batch_memory for c in runs]
+    assert prefill == sorted(prefill, reverse=True)
+    assert batch == sorted(batch)

@@ -65,6 +65,8 @@ def add_serve_parser(vsub: Any) -> None:
         default=256,
         help="the engine's max_num_seqs / max_running_requests (default 256)",
     )
+    q.add_argument("--prefix-hit-rate", type=float, default=0.0,
+                   help="share of prompt tokens served by the prefix cache, 0-1")  # fmt: skip
     q.add_argument("--ttft-slo", type=float, help="per-request TTFT target for goodput, s")
     q.add_argument("--tpot-slo", type=float, help="per-request TPOT target for goodput, s")
     q.add_argument("--fit", action="store_true", help="fit step overhead and batch cap")
@@ -80,6 +82,8 @@ def _check(args: argparse.Namespace) -> None:
             raise RooflensError(
                 f"--{name.replace('_', '-')} must be ≥ 1, got {getattr(args, name)}"
             )
+    if not 0 <= args.prefix_hit_rate < 1:
+        raise RooflensError(f"--prefix-hit-rate must be in [0, 1), got {args.prefix_hit_rate}")
     if args.ep > args.tp:
         raise RooflensError(f"--ep {args.ep} > --tp {args.tp}: validate serve replays one "
                             "attention group; data-parallel attention is not replayed")  # fmt: skip
@@ -115,6 +119,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         args.mode,
         args.chunk,
         args.max_batch,
+        args.prefix_hit_rate,
     )
     c = deployment_curves(d, r.input_lens, r.output_lens)
     cap = engine_cap(c, d.max_batch)

@@ -14,7 +14,7 @@ Fit (`rooflens validate serve --fit`), by replaying the benchmark's own requests
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -51,7 +51,7 @@ class Deployment:
     mode: str = "chunked"
     chunk_tokens: int = 2048
     max_batch: int = 256
-    extra: dict[str, Any] = field(default_factory=dict)
+    prefix_hit_rate: float = 0.0  # share of prompt tokens the engine's prefix cache serves
 
 
 def deployment_curves(d: Deployment, inputs: np.ndarray, outputs: np.ndarray) -> Curves:
@@ -73,6 +73,8 @@ def deployment_curves(d: Deployment, inputs: np.ndarray, outputs: np.ndarray) ->
         output=LengthDist(kind="empirical", samples=tuple(int(x) for x in outputs)),
         # validate serve reports no cost; a GPU without a listed price still gets curves
         prices_usd_per_gpu_hour={} if d.gpu in default_prices() else {d.gpu: 1.0},
+        prefix_hit_rate=d.prefix_hit_rate,  # one shared prefix (kv_tiers.py), held in HBM
+        prefix_pool_tokens=d.prefix_hit_rate * float(np.mean(inputs)),
     )
     group = Group(
         d.gpu,

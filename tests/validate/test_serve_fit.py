@@ -7,6 +7,7 @@ of 32. That known truth is what the fit must recover; a real benchmark has no su
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -106,6 +107,7 @@ def test_cli_fit_writes_a_profile_the_planner_uses(tmp_path: Path, capsys) -> No
         (["--ttft-slo", "-1"], "--ttft-slo must be"),
         (["--gpu", "h100-sxmm"], "h100-sxm"),
         (["--ep", "2"], "one attention group"),
+        (["--prefix-hit-rate", "1"], "--prefix-hit-rate must be"),
         (["--fit", "--out", "/proc/no/profile.yaml"], "cannot write the profile"),
     ],
 )
@@ -132,3 +134,13 @@ def test_a_request_beyond_the_model_context_is_rejected(tmp_path: Path, capsys) 
     path.write_text(json.dumps(doc))
     code = cli.main(["validate", "serve", str(path), "--model", "opt-13b", "--gpu", "h100-sxm"])
     assert code == 2 and "max context 2048" in capsys.readouterr().err
+
+
+def test_a_prefix_cache_shortens_the_replayed_ttft(tmp_path: Path) -> None:
+    r, _ = setup(tmp_path, "vllm", 60, 8.0, None)
+    runs = []
+    for hit in (0.0, 0.5):
+        d = replace(DEPLOYMENT, prefix_hit_rate=hit)
+        c = deployment_curves(d, r.input_lens, r.output_lens)
+        runs.append(predicted(CurveCosts(c), r, "chunked", 256, 2048, None, None))
+    assert runs[1]["ttft_p50_s"] < 0.8 * runs[0]["ttft_p50_s"]

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from hardware.errors import RooflensError
 from validate.datasets import DEFAULT_ROOT
+from validate.serve_cli import add_serve_parser
 
 console = Console(width=200)
 PROFILES = ("ideal", "calibrated")
@@ -289,6 +290,7 @@ def add_validate_parsers(sub: argparse._SubParsersAction) -> None:
                            help="folder for report.html and summary.csv")  # fmt: skip
         q.set_defaults(handler=handler)
     _add_cv_parser(vsub)
+    add_serve_parser(vsub)
 
     p = sub.add_parser("calibrate", help="fit calibration profiles; measure this CPU")
     csub = p.add_subparsers(dest="calibrate_command", required=True)

@@ -58,6 +58,10 @@ def _form(ctx: Context) -> dict[str, Any]:
         a.number_input("Max GPUs", min_value=1, step=1, key=url_state(ctx, "plan_max_gpus", 64))
         b.radio("Profile", ["calibrated", "ideal"], key=url_state(ctx, "plan_profile",
                 "calibrated"), horizontal=True)  # fmt: skip
+        a.radio("Objective", ["cost", "goodput-per-dollar"], horizontal=True,
+                key=url_state(ctx, "plan_objective", "cost"),
+                help="the cheapest configuration, or the most goodput (requests/s within every "
+                "SLO) per dollar")  # fmt: skip
         c.number_input(
             "Simulated requests (0 = skip the check)",
             min_value=0,
@@ -90,6 +94,7 @@ def _form(ctx: Context) -> dict[str, Any]:
         "profile": str(state.plan_profile),
         "opts": tuple(s.opts),
         "simulate_requests": int(state.plan_sim),
+        "objective": str(state.plan_objective),
     }
 
 
@@ -108,6 +113,7 @@ def render(ctx: Context) -> None:
             ("Cost per M output tokens", f"${rec['cost_per_million_tokens']:,.3f}"),
             ("TTFT p99", fmt_time(rec["ttft_p99_s"])),
             ("TPOT p99", fmt_time(rec["tpot_p99_s"])),
+            ("Goodput", f"{fmt_sig(rec['goodput_requests_per_s'])} requests/s"),
         )
         for column, (label, value) in zip(st.columns(len(values)), values, strict=True):
             column.metric(label, value, border=True)
@@ -147,6 +153,7 @@ def _table(rows: pd.DataFrame) -> pd.DataFrame:
             "tokens/s per user": [fmt_sig(v, "tokens/s") for v in rows["tokens_per_s_per_user"]],
             "$ per hour": [f"${v:,.2f}" for v in rows["cost_per_hour"]],
             "$ per M output tokens": [f"${v:,.3f}" for v in rows["cost_per_million_tokens"]],
+            "goodput (requests/s)": [fmt_sig(v) for v in rows["goodput_requests_per_s"]],
             "memory per GPU": [fmt_bytes(v) for v in rows["memory_per_gpu_bytes"]],
         }
     )
@@ -157,7 +164,9 @@ def _simulations(sims: list[dict[str, Any]]) -> pd.DataFrame:
     rows = []
     for sim in sims:
         c = sim["config"]
-        layout = f"{c['n_gpus']} × {c['gpu']} TP {c['tp']}" + (
+        gpu = c["gpu"] if c.get("prefill_gpu") in (None, "", c["gpu"]) else (
+            f"{c['prefill_gpu']} → {c['gpu']}")  # fmt: skip
+        layout = f"{c['n_gpus']} × {gpu} TP {c['tp']}" + (
             f" PP {c['pp']}" if c.get("pp", 1) > 1 else ""
         )
         flags = [f"optimistic: {f}" for f in sim.get("optimistic", [])] + [
@@ -171,6 +180,7 @@ def _simulations(sims: list[dict[str, Any]]) -> pd.DataFrame:
                 "TTFT p50 / p99": f"{fmt_time(sim['ttft_p50_s'])} / {fmt_time(sim['ttft_p99_s'])}",
                 "TPOT p50 / p99": f"{fmt_time(sim['tpot_p50_s'])} / {fmt_time(sim['tpot_p99_s'])}",
                 "mean batch (sequences)": fmt_sig(sim["mean_batch"]),
+                "goodput at this load": f"{fmt_sig(sim['goodput_requests_per_s'])} requests/s",
                 "analytical vs simulated": "; ".join(flags) or "agree",
             }
         )

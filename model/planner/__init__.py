@@ -1,9 +1,13 @@
 """Capacity planner (`rooflens plan`): serving workload -> vectorised sweep of hardware and
-settings -> feasible set, cheapest configuration, Pareto frontier -> simulation check -> report.
+settings -> feasible set, cheapest configuration (or most goodput per dollar), Pareto frontier
+-> simulation check -> report.
 
-workload.py (load, lengths, SLOs), prices.py (+ prices.yaml), curves.py (per-group step costs,
-with the optimizations' vectorised step-structure hooks), serving.py (steady-state schedulers),
-sweep.py (the grid), pareto.py, sim.py (discrete-event simulation), check.py (the cheapest
-configuration that passes both checks), explain.py, plan.py (orchestration, recheck),
-request.py (CLI values), report.py, commands.py (`rooflens plan`).
+workload.py (load, lengths, SLOs), trace.py (request traces), prices.py (+ prices.yaml),
+curves.py (per-group step costs, with the optimizations' vectorised step-structure hooks),
+kv_tiers.py (+ kv_tiers.yaml: prefix cache, KV offload tiers), profile.py (serving profiles
+fitted by `validate serve --fit`), serving.py (steady-state schedulers), sweep.py (the space
+and the loop over groups), grid.py (one group's grid, classification, goodput), mixed.py
+(mixed-GPU prefill/decode pairs), pareto.py, costs.py + sim.py (discrete-event simulation and
+replay), check.py (the cheapest configuration that passes both checks), explain.py, plan.py
+(orchestration, recheck), request.py (CLI values), report.py, commands.py (`rooflens plan`).
 """

@@ -21,20 +21,14 @@ from typing import Any
 
 import numpy as np
 
+from model.planner.costs import CurveCosts
 from model.planner.curves import Curves
-from model.planner.serving import LengthStats
-from model.planner.sim import CurveCosts, SimResult, simulate
-from model.planner.sweep import (
-    SweepResult,
-    SweepSpace,
-    classify,
-    configs,
-    evaluate,
-    group_of,
-    record,
-    records,
-    slo_ratio,
-)
+from model.planner.grid import classify, configs, evaluate, record, slo_ratio
+from model.planner.mixed import PairCosts, prefill_group, ranked_pair
+from model.planner.serving import LengthStats, kv_transfer
+from model.planner.sim import SimResult, simulate
+from model.planner.sweep import SweepResult, SweepSpace, group_of, records
+from model.planner.trace import RequestTrace
 from model.planner.workload import ServingWorkload
 from model.units import fmt_time
 
@@ -45,12 +39,15 @@ MAX_SIMULATIONS = 12  # configurations simulated before the scan gives up
 
 def simulate_row(
     c: Curves, row: dict[str, Any], w: ServingWorkload, chunk_tokens: int,
-    n_requests: int = 2000, seed: int = 0,
+    n_requests: int = 2000, seed: int = 0, prefill: Curves | None = None,
 ) -> SimResult:  # fmt: skip
     """Simulate one attention group of a configuration (random routing: each of the
     replicas × ep/tp groups sees that share of the rate)."""
     rng = np.random.default_rng(seed)
     max_ctx = int(c.prefill_grid_tokens.max())
+    if w.trace is not None:
+        return _simulate_trace(c, row, w.trace, chunk_tokens, n_requests, rng, max_ctx,
+                               per_request_slo(w), prefill)  # fmt: skip
     prompts = w.prompt.sample(rng, n_requests, max_ctx - 1)
     outputs = np.minimum(w.output.sample(rng, n_requests, max_ctx - 1), max_ctx - prompts)
     groups = c.group.attention_groups  # EP: ep/tp attention groups per replica
@@ -62,10 +59,48 @@ def simulate_row(
     else:
         arrivals = np.cumsum(rng.exponential(1.0 / decode_rate, n_requests))
         decode_arrivals = None
-    target = np.interp(prompts, c.prefill_grid_tokens, c.prefill_grid_target_tokens)
-    xfer = target * c.kv_transfer_s_per_token + c.kv_transfer_latency_s
-    return simulate(CurveCosts(c), row["mode"], arrivals, prompts, outputs, int(row["batch"]),
-                    chunk_tokens, decode_arrivals, xfer)  # fmt: skip
+    costs, xfer = _costs(c, prefill, prompts)
+    return simulate(costs, row["mode"], arrivals, prompts, outputs, int(row["batch"]),
+                    chunk_tokens, decode_arrivals, xfer, slo_s=per_request_slo(w))  # fmt: skip
+
+
+def _costs(c: Curves, prefill: Curves | None, prompts: np.ndarray) -> tuple[CurveCosts, Any]:
+    """The replica's step costs (a mixed pair's: prefill side and decode side) and each
+    request's KV transfer time, s."""
+    cp = c if prefill is None else prefill
+    per_token, latency = kv_transfer(cp, c)
+    xfer = np.interp(prompts, cp.prefill_grid_tokens, cp.prefill_grid_target_tokens) * per_token
+    return (CurveCosts(c) if prefill is None else PairCosts(prefill, c)), xfer + latency
+
+
+def per_request_slo(w: ServingWorkload) -> tuple[float | None, float | None]:
+    """The p99 targets, applied to each request (goodput counts the requests within them)."""
+    return w.slo.ttft_p99_s, w.slo.tpot_p99_s
+
+
+def _simulate_trace(
+    c: Curves, row: dict[str, Any], t: RequestTrace, chunk_tokens: int, n_requests: int,
+    rng: np.random.Generator, max_ctx: int, slo: tuple[float | None, float | None],
+    prefill: Curves | None = None,
+) -> SimResult:  # fmt: skip
+    """The trace's own arrivals and lengths, routed at random: one attention group sees a
+    1/(replicas × groups) share (disaggregated: the prefill replica one share, the decode
+    replica another, paired in time order)."""
+    groups = c.group.attention_groups
+    times = np.asarray(t.timestamp_s)
+    mine = t.routed(1.0 / (row["decode_replicas"] * groups), rng, n_requests)
+    decode_arrivals = None
+    if row["mode"] == "disaggregated":
+        pre = t.routed(1.0 / (row["prefill_replicas"] * groups), rng, n_requests)
+        size = min(pre.size, mine.size)
+        decode_arrivals, mine = times[mine[:size]], pre[:size]
+    prompts = np.clip(np.asarray(t.input_len, dtype=float)[mine], 1, max_ctx - 1)
+    outputs = np.clip(np.asarray(t.output_len, dtype=float)[mine], 1, max_ctx - prompts)
+    costs, xfer = _costs(c, prefill, prompts)
+    if decode_arrivals is not None:  # a request decodes once its prefill replica is done
+        decode_arrivals = np.maximum(decode_arrivals, times[mine])
+    return simulate(costs, row["mode"], times[mine], prompts, outputs, int(row["batch"]),
+                    chunk_tokens, decode_arrivals, xfer, slo_s=slo)  # fmt: skip
 
 
 def check_by_simulation(
@@ -74,9 +109,10 @@ def check_by_simulation(
 ) -> list[dict[str, Any]]:  # fmt: skip
     out = []
     for role, row in rows:
-        sim = simulate_row(
-            sweep.curves[group_of(row)], row, w, space.chunk_tokens, n_requests, seed
-        )
+        group = group_of(row)
+        pg = prefill_group(row, group)
+        sim = simulate_row(sweep.curves[group], row, w, space.chunk_tokens, n_requests, seed,
+                           None if pg is None else sweep.curves[pg])  # fmt: skip
         flags = []
         for name, analytical, simulated in (
             ("TTFT p99", row["ttft_p99_s"], sim.ttft_p99_s),
@@ -95,8 +131,10 @@ def check_by_simulation(
             if target is not None and value > target
         ]  # fmt: skip
         config = {k: row[k] for k in ("gpu", "n_gpus", "tp", "pp", "ep", "mode", "batch", "opts")}
+        config["prefill_gpu"] = row.get("prefill_gpu") or ""
         out.append({"role": role, "config": config, **sim.to_dict(), "optimistic": flags,
-                    "sim_misses_slo": misses})  # fmt: skip
+                    "sim_misses_slo": misses,
+                    "goodput_requests_per_s": sim.slo_attainment * w.rate_per_s})  # fmt: skip
     return out
 
 
@@ -132,9 +170,12 @@ def verify(
             heapq.heappush(heap, (*(row[key] for key in RANK), k, row))
 
     feasible = sweep.feasible
-    pairs = dict.fromkeys((r["mode"], group_of(r)) for r in records(feasible))
-    for mode, group in pairs:
-        streams.append(ranked(sweep.curves[group], space, w, mode))
+    units = dict.fromkeys((r["mode"], group_of(r), prefill_group(r, group_of(r)))
+                          for r in records(feasible))  # fmt: skip
+    for mode, group, pg in units:
+        c = sweep.curves[group]
+        streams.append(ranked(c, space, w, mode) if pg is None
+                       else ranked_pair(sweep.curves[pg], c, space, w))  # fmt: skip
         push(len(streams) - 1)
     done: list[dict[str, Any]] = []
     while heap and len(done) < budget:

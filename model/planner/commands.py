@@ -16,10 +16,16 @@ def add_plan_parser(sub: Any) -> None:
     p = sub.add_parser("plan", help="capacity plan: cheapest GPUs meeting a load and its SLOs")
     p.add_argument("--model", required=True, help="preset id or spec file")
     p.add_argument("--gpus", default="all", help="GPU ids, comma-separated, or 'all' (default)")
-    p.add_argument("--rate", type=float, required=True, help="request arrival rate, requests/s")
-    p.add_argument("--prompt-len", default="512", help="N, lognormal:mean=N,p99=M or file:PATH")
+    p.add_argument("--rate", type=float, help="request arrival rate, requests/s (or --trace)")
+    p.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="JSONL of timestamp, input_len, output_len "
+        "[, prefix_id, prefix_len], replayed in place of --rate and the lengths",
+    )
+    p.add_argument("--prompt-len", help="N (default 512), lognormal:mean=N,p99=M or file:PATH")
     p.add_argument("--prompt-len-p99", type=float, help="with --prompt-len N: lognormal p99")
-    p.add_argument("--output-len", default="128", help="N, lognormal:mean=N,p99=M or file:PATH")
+    p.add_argument("--output-len", help="N (default 128), lognormal:mean=N,p99=M or file:PATH")
     p.add_argument("--output-len-p99", type=float, help="with --output-len N: lognormal p99")
     p.add_argument("--ttft-slo", type=float, help="p99 time to first token target, s")
     p.add_argument("--tpot-slo", type=float, help="p99 time per output token target, s")
@@ -39,6 +45,14 @@ def add_plan_parser(sub: Any) -> None:
     p.add_argument("--sweep-opt", action="append", default=[], help="tried on and off")
     p.add_argument("--price", action="append", default=[], metavar="GPU=USD", help="per GPU-hour")
     p.add_argument("--prices", help="YAML/JSON file of GPU: USD per GPU-hour")
+    p.add_argument("--serving-profile", metavar="FILE", help="validate serve --fit output")
+    p.add_argument("--prefix-hit-rate", type=float, help="share of prompt tokens cached, 0-1")
+    p.add_argument("--kv-offload", default="none", choices=("none", "host", "nvme"),
+                   help="where the prefix cache lives below HBM (default none)")  # fmt: skip
+    p.add_argument("--prefill-gpus", help="mixed pairs: GPUs for prefill replicas")
+    p.add_argument("--decode-gpus", help="mixed pairs: GPUs for decode replicas")
+    p.add_argument("--objective", default="cost", choices=("cost", "goodput-per-dollar"),
+                   help="recommend the cheapest, or the most goodput per dollar")  # fmt: skip
     p.add_argument("--sim-requests", type=int, default=2000, help="0 = no simulation")
     p.add_argument("--seed", type=int, default=0)
     out = p.add_mutually_exclusive_group()
@@ -64,6 +78,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         max_batch=args.max_batch, modes=args.modes, max_gpus=args.max_gpus, chunk=args.chunk,
         profile=args.profile, opts=args.opt, sweep_opts=args.sweep_opt, prices=args.price,
         price_file=args.prices,
+        serving_profile=args.serving_profile, trace=args.trace, objective=args.objective,
+        prefix_hit_rate=args.prefix_hit_rate, kv_offload=args.kv_offload,
+        prefill_gpus=args.prefill_gpus, decode_gpus=args.decode_gpus,
     )  # fmt: skip
     err = Console(stderr=True)
     bar = report.LazyProgress(err, "sweeping configurations")

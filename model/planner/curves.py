@@ -42,6 +42,7 @@ from model.memory import (
 from model.ops import Num
 from model.optimizations import Optimization
 from model.pipeline import Pipeline
+from model.planner.kv_tiers import prefix_plan
 from model.planner.prices import price_per_gpu_hour
 from model.planner.workload import ServingWorkload
 from model.pricing import PricedOp, step_time_s
@@ -107,6 +108,8 @@ class Curves:
     kv_transfer_s_per_token: float  # disaggregated: one token's KV shard over the link
     kv_transfer_latency_s: float
     usd_per_gpu_hour: float
+    step_overhead_s: float = 0.0  # host time per iteration, in decode_s and prefill (profile.py)
+    prompt_row_fraction: float = 1.0  # prompt rows computed per prompt token (1 − prefix hit)
 
     def memory_bytes(self, batch: float) -> float:
         return self.fixed_bytes + batch * self.kv_bytes_per_token * self.kv_tokens_per_sequence
@@ -132,8 +135,11 @@ def build_curves(
     profile: str,
     chunk_tokens: int,
     overhead_bytes: float,
+    kv_offload: str = "none",
 ) -> Curves:
-    """Price one group. Raises RooflensError for a combination the scenario rejects."""
+    """Price one group. Raises RooflensError for a combination the scenario rejects. A prefix
+    cache (workload.prefix_hit_rate) prefills (1 − h) of each prompt over the whole prompt,
+    plus bringing the cached part back from its tier (kv_tiers.py)."""
     prompt_mean = max(1, round(workload.prompt.mean(N_POINTS)))
     output_mean = max(1, round(workload.output.mean(N_POINTS)))
     prompt_p99 = workload.prompt.p99()
@@ -169,12 +175,23 @@ def build_curves(
     grid_top = max(sc.model.max_context, prompt_p99)
     lengths = np.unique(np.concatenate([points_in, [prompt_p99], np.geomspace(1, grid_top, 40)]))
     lengths_target = np.asarray(target(lengths), dtype=np.float64)
+    mem = _memory(sc, pipe, chunk_tokens=max(chunk_tokens, math.ceil(prompt_p99)))
+    prefix = prefix_plan(
+        group.gpu,
+        sc.gpu,
+        mem.kv_bytes_per_token,
+        workload.prefix_hit_rate,
+        workload.prefix_pool_tokens,
+        float(np.mean(points)),
+        kv_offload,
+    )
+    rows = np.maximum(lengths_target * (1.0 - prefix.hit), 1.0)  # prompt rows computed
 
     # Plain steps: decode at B = M/PP sequences (one micro-batch), L at the mean and twice it;
     # prefill of one prompt at each length. Then the optimizations' step-structure hooks.
     B, kv_lens = (M / pp)[:, None], np.array([[kv_len, 2 * kv_len]])
     decode = pipe.price_step(Step("decode", B, 1.0, kv_lens))
-    prefill = pipe.price_step(Step("prefill", 1.0, lengths_target, lengths_target))
+    prefill = pipe.price_step(Step("prefill", 1.0, rows, lengths_target))
     plain_prefill_s = _total(prefill, lengths.shape)
     t = StepTiming(batch=B, kv_lens=kv_lens, prefill_batch=1.0, prompt_tokens=lengths_target,
                    prompt_tokens_in=lengths, prefill_priced=prefill, prefill_s=plain_prefill_s,
@@ -203,13 +220,15 @@ def build_curves(
     # (at each M: attention's achieved bandwidth may depend on the batch).
     slope = (per_token[:, 1] - per_token[:, 0]) / (kv_len * M)
 
-    pre_total = np.broadcast_to(t.prefill_s, lengths.shape) + pp_send_s(lengths_target)
+    load = prefix.load_s_per_token * prefix.hit * lengths_target  # cached KV back to HBM
+    pre_total = np.broadcast_to(t.prefill_s, lengths.shape) + pp_send_s(rows) + load
     pre_extra = _total(prefill, lengths.shape, ("attn.core",)) + pre_total - plain_prefill_s
-    pre_extra = pre_extra - pp_send_s(lengths_target)
+    pre_extra = pre_extra - pp_send_s(rows)
 
-    mem = _memory(sc, pipe, chunk_tokens=max(chunk_tokens, math.ceil(prompt_p99)))
-    per_sequence = mem.kv_bytes_per_token * float(np.mean(kv_tokens_held(sc, pipe)))
+    held = float(np.mean(kv_tokens_held(sc, pipe))) - prefix.shared_tokens
+    per_sequence = mem.kv_bytes_per_token * held  # a shared prefix counts once, in `fixed`
     fixed = mem.weights_bytes + mem.overhead_bytes + mem.activation_bytes + mem.extra_bytes
+    fixed += prefix.hbm_pool_tokens * mem.kv_bytes_per_token
     room = sc.gpu.memory_bytes - fixed
     kv_link = sc.system.inter_node or sc.system.intra_node
     usd, _ = price_per_gpu_hour(group.gpu, workload.prices_usd_per_gpu_hour)
@@ -242,6 +261,7 @@ def build_curves(
         kv_transfer_s_per_token=mem.kv_bytes_per_token / kv_link.bytes_per_s,
         kv_transfer_latency_s=kv_link.latency_s,
         usd_per_gpu_hour=usd,
+        prompt_row_fraction=1.0 - prefix.hit,
     )
 
 

@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from model.planner.curves import Curves
+from model.planner.grid import REASONS, classify, evaluate
 from model.planner.serving import LengthStats
-from model.planner.sweep import REASONS, SweepResult, SweepSpace, classify, evaluate, records
+from model.planner.sweep import SweepResult, SweepSpace, records
 from model.planner.workload import ServingWorkload
 from model.units import fmt_bytes, fmt_time
 
@@ -41,8 +42,15 @@ def describe(row: dict[str, Any]) -> str:
     else:
         layout = f"{row['replicas']} replica{'s' if row['replicas'] > 1 else ''} of {unit}"
     opts = f", opts {row['opts']}" if row.get("opts") else ""
+    gpu = row["gpu"]
+    if row["mode"] == "disaggregated" and row.get("prefill_gpu") not in (None, "", gpu):
+        gpu = f"GPUs: prefill on {row['prefill_gpu']} TP {row['prefill_tp']}, decode on {gpu}"
+        return (
+            f"{row['n_gpus']} {gpu} ({layout}), {row['weight_dtype']} weights, "
+            f"{row['kv_dtype']} KV, {MODE_LABEL[row['mode']]}, max batch {row['batch']}{opts}"
+        )
     return (
-        f"{row['n_gpus']} × {row['gpu']} ({layout}), {row['weight_dtype']} weights, "
+        f"{row['n_gpus']} × {gpu} ({layout}), {row['weight_dtype']} weights, "
         f"{row['kv_dtype']} KV, {MODE_LABEL[row['mode']]}, max batch {row['batch']}{opts}"
     )
 

@@ -10,14 +10,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from model.planner.check import MAX_SIMULATIONS, RANK, check_by_simulation, verify
+from model.planner.curves import Group
 from model.planner.explain import describe, explain_infeasible, explain_recommendation
+from model.planner.grid import goodput, goodput_of, per_dollar_key
+from model.planner.mixed import evaluate_pair, prefill_group
 from model.planner.pareto import pareto_mask
+from model.planner.serving import LengthStats
 from model.planner.sweep import SweepResult, SweepSpace, group_of, records, run_sweep
 from model.planner.workload import ServingWorkload
 
@@ -46,6 +51,9 @@ class Plan:
                 "prompt_mean_tokens": w.prompt.mean(),
                 "output_mean_tokens": w.output.mean(),
                 "slo": w.slo.model_dump(),
+                "trace": None
+                if w.trace is None
+                else {"path": w.trace.path, "requests": w.trace.n, "span_s": w.trace.span_s},
             },
             "space": self.space.model_dump(),
             "recommended": self.recommended,
@@ -66,6 +74,40 @@ def cheapest(rows: pd.DataFrame) -> dict[str, Any] | None:
     if rows.empty:
         return None
     return records(rows.sort_values(RANK))[0]
+
+
+def best_goodput_per_dollar(rows: pd.DataFrame) -> dict[str, Any] | None:
+    """The feasible row with the most goodput per dollar; ties go to the cheapest."""
+    if rows.empty:
+        return None
+    key = -per_dollar_key(rows["goodput_requests_per_usd"].to_numpy())
+    ranked = rows.assign(_neg=key).sort_values(["_neg", *RANK])
+    return records(ranked.drop(columns="_neg"))[0]
+
+
+def attach_goodput(rows: list[dict[str, Any]], sweep: SweepResult, space: SweepSpace,
+                   w: ServingWorkload) -> None:  # fmt: skip
+    """Goodput (requests/s within every SLO) and goodput per dollar on these rows, one
+    vectorised search per group and scheduler (grid.goodput)."""
+    todo = [r for r in rows if "goodput_requests_per_s" not in r]
+    L = LengthStats.of(w)
+
+    def unit(r: dict[str, Any]) -> tuple[str, Group, Group | None]:
+        return r["mode"], group_of(r), prefill_group(r, group_of(r))
+
+    for key in dict.fromkeys(unit(r) for r in todo):
+        mine = [r for r in todo if unit(r) == key]
+        grid = {k: np.array([float(r[k]) for r in mine])
+                for k in ("prefill_replicas", "decode_replicas", "max_batch")}  # fmt: skip
+        mode, group, pg = key
+        c = sweep.curves[group]
+        if pg is None:
+            g = goodput(c, space, w, L, mode, grid)
+        else:
+            g = goodput_of(partial(evaluate_pair, sweep.curves[pg], c, L), w, mode, grid)
+        for r, value in zip(mine, g, strict=True):
+            r["goodput_requests_per_s"] = float(value)
+            r["goodput_requests_per_usd"] = float(value) * 3600.0 / r["cost_per_hour"]
 
 
 def frontier(rows: pd.DataFrame) -> pd.DataFrame:
@@ -92,14 +134,24 @@ def plan(
     start = time.perf_counter()
     sweep = run_sweep(space, workload, progress)
     feasible = sweep.feasible
-    rec = cheapest(feasible)
+    by_goodput = space.objective == "goodput-per-dollar"
+    rec = best_goodput_per_dollar(feasible) if by_goodput else cheapest(feasible)
     front = frontier(feasible)
     pareto = records(front)
+    attach_goodput([r for r in (rec, *pareto) if r is not None], sweep, space, workload)
     alternatives: list[dict[str, Any]] = []
     sims: list[dict[str, Any]] = []
     checks: list[str] = []
     verified_flag: bool | None = None
-    if simulate_requests and rec is not None:
+    if simulate_requests and rec is not None and by_goodput:  # one check, not a cost scan
+        sims += check_by_simulation([("recommended", rec)], sweep, space, workload,
+                                    simulate_requests, seed)  # fmt: skip
+        verified_flag = not sims[0]["sim_misses_slo"]
+        if not verified_flag:
+            checks.append("Simulation warning: the configuration with the most goodput per "
+                          "dollar misses " + ", ".join(sims[0]["sim_misses_slo"]) +
+                          " when simulated.")  # fmt: skip
+    elif simulate_requests and rec is not None:
         verified, tried = verify(sweep, space, workload, simulate_requests, seed, max_simulations)
         sims.extend(tried)
         if verified is not None and len(tried) > 1:
@@ -121,11 +173,15 @@ def plan(
         picks = [("pareto", p) for p in pareto[::stride]]
         sims += check_by_simulation(picks[:max_simulated_pareto], sweep, space, workload,
                                     simulate_requests, seed)  # fmt: skip
+    if rec is not None:
+        attach_goodput([rec], sweep, space, workload)
     lines: list[str] = []
     if explain and rec is not None:
         lines = explain_recommendation(rec, sweep.curves[group_of(rec)], space, workload)
     elif explain:
         lines, alternatives = explain_infeasible(space, workload, sweep, run_sweep)
+    if rec is not None:
+        lines.append(goodput_line(rec, workload))
     lines += checks
     return Plan(space, workload, sweep, rec, pareto, lines, alternatives, sims,
                 time.perf_counter() - start, verified_flag)  # fmt: skip
@@ -147,3 +203,10 @@ def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, c
     per_stage = int(np.ceil(row["batch"] / int(row["pp"])))
     full = run(make_scenario(model, row["gpu"], batch=per_stage, **common), opts)  # type: ignore[arg-type]
     return single, full
+
+
+def goodput_line(rec: dict[str, Any], w: ServingWorkload) -> str:
+    g = rec["goodput_requests_per_s"]
+    return (f"Goodput: {g:,.3g} requests/s within every SLO ({g / w.rate_per_s:.2f}× the "
+            f"offered {w.rate_per_s:.3g} requests/s), {rec['goodput_requests_per_usd']:,.0f} "
+            "requests per dollar at that rate.")  # fmt: skip

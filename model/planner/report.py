@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
+from model.planner.grid import OPT_SEP
 from model.planner.plan import Plan
-from model.planner.sweep import OPT_SEP
 from model.units import fmt_time
 
 COLUMNS = ["gpu", "GPUs", "layout", "weights/KV", "scheduler", "batch", "TTFT p99", "TPOT p99",
@@ -66,8 +66,11 @@ def _cells(r: dict[str, Any], mark: bool = True) -> list[str]:
         else f"{r['replicas']} × {unit}"
     )
     layout += _marks(r.get("opts")) if mark else ""
+    gpu = r["gpu"]
+    if r.get("prefill_gpu") not in (None, "", gpu):  # mixed pair: prefill GPU (TP) → decode
+        gpu = f"{r['prefill_gpu']} TP{r['prefill_tp']} → {gpu}"
     return [
-        r["gpu"], str(r["n_gpus"]), layout, f"{r['weight_dtype']}/{r['kv_dtype']}", r["mode"],
+        gpu, str(r["n_gpus"]), layout, f"{r['weight_dtype']}/{r['kv_dtype']}", r["mode"],
         str(r["batch"]), fmt_time(r["ttft_p99_s"]), fmt_time(r["tpot_p99_s"]),
         f"{r['tokens_per_s_per_gpu']:,.0f}", f"{r['tokens_per_s_per_user']:,.1f}",
         f"{r['cost_per_hour']:,.2f}", f"{r['cost_per_million_tokens']:,.3f}",
@@ -85,7 +88,9 @@ def _sim_cells(s: dict[str, Any], mark: bool = True) -> list[str]:
     c = s["config"]
     unit = f"TP{c['tp']}" + (f" EP{c['ep']}" if c.get("ep", 1) > 1 else "")
     unit += _marks(c.get("opts")) if mark else ""
-    return [s["role"], f"{c['n_gpus']} × {c['gpu']} {unit} {c['mode']} batch {c['batch']}",
+    gpu = c["gpu"] if c.get("prefill_gpu") in (None, "", c["gpu"]) else (
+        f"{c['prefill_gpu']} → {c['gpu']}")  # fmt: skip
+    return [s["role"], f"{c['n_gpus']} × {gpu} {unit} {c['mode']} batch {c['batch']}",
             fmt_time(s["ttft_p50_s"]), fmt_time(s["ttft_p99_s"]), fmt_time(s["tpot_p50_s"]),
             fmt_time(s["tpot_p99_s"]), "; ".join(s["optimistic"]) or "—"]  # fmt: skip
 
@@ -96,10 +101,18 @@ SIM_COLUMNS = ["role", "configuration", "TTFT p50", "TTFT p99", "TPOT p50", "TPO
 
 def header(plan: Plan) -> str:
     w = plan.workload
+    load = f"{w.rate_per_s:.4g} requests/s"
+    if w.trace is not None:
+        load += f" (trace {w.trace.path}: {w.trace.n:,} requests over {w.trace.span_s:,.1f} s)"
     return (
-        f"Capacity plan: {plan.space.model} at {w.rate_per_s:g} requests/s, prompts "
+        f"Capacity plan: {plan.space.model} at {load}, prompts "
         f"{w.prompt.label()}, outputs {w.output.label()}; {w.slo.label()}"
     )
+
+
+def sim_title(plan: Plan) -> str:
+    arrivals = "the trace's arrivals" if plan.workload.trace else "Poisson arrivals"
+    return f"Simulation check (one replica, {arrivals}, seeded)"
 
 
 def footer(plan: Plan) -> str:
@@ -133,7 +146,7 @@ def terminal(plan: Plan, console: Console) -> None:
             t.add_row("★" if role == "recommended" else "", *_cells(r, mark))
         console.print(t)
     if plan.simulations:
-        t = Table(title="Simulation check (one replica, Poisson arrivals, seeded)",
+        t = Table(title=sim_title(plan),
                   title_justify="left", header_style="bold")  # fmt: skip
         for name in SIM_COLUMNS:
             t.add_column(name)

@@ -4,13 +4,20 @@ SweepSpace and ServingWorkload, with one-line errors. The CLI stays a thin shell
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
 from hardware.errors import RooflensError, validation_message
 from hardware.presets import get_gpu, gpu_ids
-from model.planner.prices import default_prices, parse_price, read_price_file
-from model.planner.sweep import SweepSpace
+from model.planner.prices import (
+    default_prices,
+    parse_price,
+    price_per_gpu_hour,
+    read_price_file,
+)
+from model.planner.sweep import DEFAULT_MAX_BATCHES, SweepSpace
+from model.planner.trace import RequestTrace, read_trace
 from model.planner.workload import SLO, LengthDist, ServingWorkload
 
 
@@ -44,9 +51,9 @@ def build_request(
     *,
     model: str,
     gpus: str,
-    rate: float,
-    prompt_len: str,
-    output_len: str,
+    rate: float | None = None,
+    prompt_len: str | None = None,
+    output_len: str | None = None,
     prompt_len_p99: float | None = None,
     output_len_p99: float | None = None,
     ttft_slo: float | None = None,
@@ -67,14 +74,22 @@ def build_request(
     sweep_opts: Sequence[str] = (),
     prices: Sequence[str] = (),
     price_file: str | None = None,
+    serving_profile: str | None = None,
+    trace: str | None = None,
+    objective: str = "cost",
+    prefix_hit_rate: float | None = None,
+    kv_offload: str = "none",
+    prefill_gpus: str | None = None,
+    decode_gpus: str | None = None,
 ) -> tuple[SweepSpace, ServingWorkload]:
+    rate, prompt_len, output_len, lengths = traffic(rate, prompt_len, output_len, trace)
     overrides = read_price_file(price_file) if price_file else {}
     overrides.update(dict(parse_price(p) for p in prices))
     try:
         workload = ServingWorkload(
             rate_per_s=rate,
-            prompt=LengthDist.parse(prompt_len, prompt_len_p99),
-            output=LengthDist.parse(output_len, output_len_p99),
+            prompt=lengths[0] or LengthDist.parse(prompt_len, prompt_len_p99),
+            output=lengths[1] or LengthDist.parse(output_len, output_len_p99),
             slo=SLO(
                 ttft_p99_s=ttft_slo,
                 tpot_p99_s=tpot_slo,
@@ -82,8 +97,20 @@ def build_request(
                 tpot_mean_s=tpot_slo_mean,
             ),
             prices_usd_per_gpu_hour=overrides,
+            trace=lengths[2],
+            **prefix_terms(prefix_hit_rate, lengths[2], prompt_len, prompt_len_p99),
         )
-        extra = {"max_batches": int_list(max_batch, "--max-batch")} if max_batch else {}
+        extra: dict[str, Any] = (
+            {"max_batches": int_list(max_batch, "--max-batch")} if max_batch else {}
+        )
+        if serving_profile:
+            extra.update(profile_terms(serving_profile, extra.get("max_batches")))
+        extra["objective"] = objective
+        extra["kv_offload"] = kv_offload
+        if kv_offload != "none" and not workload.prefix_hit_rate:
+            raise RooflensError(f"--kv-offload {kv_offload} moves the prefix cache: give "
+                                "--prefix-hit-rate, or a --trace with prefix ids")  # fmt: skip
+        extra.update(mixed_gpus(prefill_gpus, decode_gpus, modes, overrides))
         space = SweepSpace(
             model=model,
             gpus=gpu_list(gpus, overrides),
@@ -103,3 +130,77 @@ def build_request(
     except ValidationError as exc:
         raise RooflensError(validation_message(exc, "plan request")) from None
     return space, workload
+
+
+def profile_terms(path: str, caps: tuple[int, ...] | None) -> dict[str, Any]:
+    """SweepSpace fields from a serving profile (validate serve --fit): its step overhead, and
+    batch caps no larger than the batch the engine was found to run."""
+    from model.planner.profile import read_profile
+
+    prof = read_profile(path)
+    kept = tuple(b for b in (caps or DEFAULT_MAX_BATCHES) if b <= prof.max_batch)
+    return {"step_overhead_s": prof.step_overhead_s, "serving_profile": path,
+            "max_batches": kept or (prof.max_batch,)}  # fmt: skip
+
+
+def traffic(
+    rate: float | None, prompt_len: str | None, output_len: str | None, trace: str | None
+) -> tuple[float, str, str, tuple[LengthDist | None, LengthDist | None, RequestTrace | None]]:
+    """The load from --rate and the length options, or from a --trace file, never both."""
+    if trace is None:
+        if rate is None:
+            raise RooflensError("give the load: --rate REQUESTS_PER_S, or --trace FILE")
+        return rate, prompt_len or "512", output_len or "128", (None, None, None)
+    for flag, value in (("--rate", rate), ("--prompt-len", prompt_len),
+                        ("--output-len", output_len)):  # fmt: skip
+        if value is not None:
+            raise RooflensError(f"{flag} and --trace both describe the load; drop {flag} (the "
+                                "trace's times and lengths are replayed as given)")  # fmt: skip
+    t = read_trace(trace)
+    prompt = LengthDist(kind="empirical", samples=t.input_len)
+    output = LengthDist(kind="empirical", samples=t.output_len)
+    return t.rate_per_s, "", "", (prompt, output, t)
+
+
+def prefix_terms(
+    hit: float | None, trace: RequestTrace | None, prompt_len: str, prompt_len_p99: float | None
+) -> dict[str, float]:
+    """The prefix cache's hit rate and pool (kv_tiers.py): from --prefix-hit-rate (one shared
+    prefix of that share of the mean prompt) or from a trace's prefix ids, never both."""
+    if trace is not None:
+        if hit is not None:
+            raise RooflensError(
+                "--prefix-hit-rate and --trace both give the prefix-cache hit rate; drop "
+                "--prefix-hit-rate (the trace's prefix ids give it)"
+            )
+        return {"prefix_hit_rate": trace.prefix_hit_rate(),
+                "prefix_pool_tokens": trace.prefix_pool_tokens()}  # fmt: skip
+    if hit is None or hit == 0:
+        return {}
+    if not 0 < hit < 1:
+        raise RooflensError(f"--prefix-hit-rate must be in [0, 1), got {hit}")
+    mean = LengthDist.parse(prompt_len, prompt_len_p99).mean()
+    return {"prefix_hit_rate": hit, "prefix_pool_tokens": hit * mean}
+
+
+def mixed_gpus(prefill: str | None, decode: str | None, modes: str,
+               prices: dict[str, float]) -> dict[str, tuple[str, ...]]:  # fmt: skip
+    """--prefill-gpus and --decode-gpus: both or neither, each GPU priced, a pair of different
+    types possible, and the disaggregated scheduler swept."""
+    if prefill is None and decode is None:
+        return {}
+    if prefill is None or decode is None:
+        raise RooflensError("--prefill-gpus and --decode-gpus go together (e.g. --prefill-gpus "
+                            "h100-sxm --decode-gpus l40s)")  # fmt: skip
+    p, d = gpu_list(prefill, prices), gpu_list(decode, prices)
+    for gpu in (*p, *d):
+        price_per_gpu_hour(gpu, prices)
+    if not any(a != b for a in p for b in d):
+        raise RooflensError(
+            "--prefill-gpus and --decode-gpus name the same GPU only; mixed "
+            "pairs need two types (one type is the disaggregated scheduler)"
+        )
+    if "disaggregated" not in str_list(modes):
+        raise RooflensError("--prefill-gpus/--decode-gpus need the disaggregated scheduler in "
+                            "--modes")  # fmt: skip
+    return {"prefill_gpus": p, "decode_gpus": d}

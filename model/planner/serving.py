@@ -167,11 +167,11 @@ def chunked(c: Curves, L: LengthStats, rate: np.ndarray, cap: np.ndarray, chunk:
     room = np.maximum(float(chunk) - rows, 1.0)
     iteration = c.tokens_per_step * t
     t_full = iteration + interp(rows + room, grid, c.body_s) - interp(rows, grid, c.body_s)
-    pts = c.prompt_points[None, :]
+    pts = c.prompt_points[None, :] * c.prompt_row_fraction  # rows computed (prefix cache)
     busy = pts / room[:, None] * t_full[:, None]
     rho, wait, w99 = _queue(rate, busy.mean(axis=1), (busy**2).mean(axis=1))
     own = np.maximum(pts / room[:, None], 1.0) * iteration[:, None] + chunk_extra_s(c, batch, chunk)
-    P99 = c.prompt_p99_tokens
+    P99 = c.prompt_p99_tokens * c.prompt_row_fraction
     own_p99 = np.maximum(P99 / room, 1.0) * iteration + _extra(
         c, batch, P99, c.prefill_extra_p99_s, chunk
     )
@@ -209,19 +209,24 @@ def _extra(c: Curves, batch: np.ndarray, prompt: np.ndarray | float, extra_s: np
 
 def chunk_extra_s(c: Curves, batch: np.ndarray, chunk: int) -> np.ndarray:
     """ΔS of each prompt quantile point at each batch: shape [batch, points]."""
-    return _extra(c, batch[:, None], c.prompt_points[None, :], c.prefill_extra_s[None, :], chunk)
+    rows = c.prompt_points[None, :] * c.prompt_row_fraction
+    return _extra(c, batch[:, None], rows, c.prefill_extra_s[None, :], chunk)
 
 
 def disaggregated(
-    c: Curves, L: LengthStats, rate_prefill: np.ndarray, rate_decode: np.ndarray, cap: np.ndarray
-) -> Metrics:
-    """Prefill replicas (M/G/1 each) hand the KV cache to decode replicas over the link."""
-    pp = c.group.pp
-    S, S2 = float(np.mean(c.prefill_s)), float(np.mean(c.prefill_s**2))
+    c: Curves, L: LengthStats, rate_prefill: np.ndarray, rate_decode: np.ndarray, cap: np.ndarray,
+    prefill: Curves | None = None,
+) -> Metrics:  # fmt: skip
+    """Prefill replicas (M/G/1 each) hand the KV cache to decode replicas over the link.
+    `prefill`: the prefill replicas' curves when they run another group (mixed GPUs, mixed.py);
+    c is the decode side's."""
+    cp = c if prefill is None else prefill
+    pp = cp.group.pp
+    S, S2 = float(np.mean(cp.prefill_s)), float(np.mean(cp.prefill_s**2))
     rho, wait, w99 = _queue(rate_prefill, S / pp, S2 / pp**2)
-    xfer_mean = float(np.mean(c.prompt_points)) * c.kv_transfer_s_per_token
-    xfer_mean += c.kv_transfer_latency_s
-    xfer_p99 = c.prompt_p99_tokens * c.kv_transfer_s_per_token + c.kv_transfer_latency_s
+    per_token, latency = kv_transfer(cp, c)
+    xfer_mean = float(np.mean(cp.prompt_points)) * per_token + latency
+    xfer_p99 = cp.prompt_p99_tokens * per_token + latency
     step = c.decode_s
     demand = rate_decode * L.output_mean
     batch = solve_concurrency(c.tokens, step, demand)
@@ -232,8 +237,16 @@ def disaggregated(
         stable=stable,
         mean_batch=batch,
         ttft_mean_s=wait + S + xfer_mean,
-        ttft_p99_s=w99 + c.prefill_p99_s + xfer_p99,
+        ttft_p99_s=w99 + cp.prefill_p99_s + xfer_p99,
         tpot_mean_s=t,
         tpot_p99_s=interp(cap, c.tokens, step),
         load=np.maximum(batch_p99 / cap, rho),
     )
+
+
+def kv_transfer(prefill: Curves, decode: Curves) -> tuple[float, float]:
+    """(s per prompt token, latency s) of moving the KV cache from the prefill replica to the
+    decode replica: every GPU sends (receives) its shard over its own inter-node link at once,
+    so the slower side sets the time (the whole token's KV is the same on both sides)."""
+    return (max(prefill.kv_transfer_s_per_token, decode.kv_transfer_s_per_token),
+            max(prefill.kv_transfer_latency_s, decode.kv_transfer_latency_s))  # fmt: skip

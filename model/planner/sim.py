@@ -13,6 +13,12 @@ running sequence, w rows each in the token budget;
 without prefill. Decode-only stretches between events (an arrival that can be admitted, a
 completion) are priced in one vectorised call, so a run of thousands of requests takes well
 under a second. Routing across replicas is random (each replica sees rate / replicas).
+
+`replay` keeps the per-request outcome (`Trace`), for replaying a measured benchmark
+(validate/serve.py): optional closed-loop clients (`concurrency`: at most N requests in flight,
+the next sent when one finishes, as `vllm bench serve --max-concurrency` does; TTFT counts from
+the send), and the inter-token gaps the running sequences saw (a decode step, or a prompt's
+prefill stalling them), weighted by the tokens that ended each gap.
 """
 
 from __future__ import annotations
@@ -20,69 +26,10 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
-from typing import Protocol
 
 import numpy as np
 
-from model.planner.curves import Curves
-
-
-class StepCosts(Protocol):
-    """Step costs of one replica. A decode step gives each running sequence one token; under a
-    step-structure optimization it is a 1/τ share of an iteration that gives τ tokens and
-    feeds the target w rows per sequence (`tokens_per_step`, `rows_per_sequence`)."""
-
-    pp: int
-    tokens_per_step: float
-    rows_per_sequence: float
-
-    def decode_s(self, batch: int, kv_tokens: np.ndarray) -> np.ndarray: ...
-
-    def mixed_s(
-        self, batch: int, kv_tokens: float, prompt_tokens: float, extra_s: float
-    ) -> float: ...
-
-    def prefill_s(self, prompt_tokens: np.ndarray) -> np.ndarray: ...
-
-    def prefill_extra_s(self, prompt_tokens: np.ndarray) -> np.ndarray: ...
-
-    def target_tokens(self, prompt_tokens: np.ndarray) -> np.ndarray: ...
-
-
-class CurveCosts:
-    """StepCosts of a priced group: the same curves the analytical model reads. Prompt lengths
-    are the requests'; `target_tokens` maps them to what the target prefills."""
-
-    def __init__(self, c: Curves):
-        self.c, self.pp = c, c.group.pp
-        self.tokens_per_step, self.rows_per_sequence = c.tokens_per_step, c.rows_per_sequence
-
-    def _slope(self, batch: float) -> float:
-        return float(np.interp(batch, self.c.tokens, self.c.decode_s_per_kv_token))
-
-    def decode_s(self, batch: int, kv_tokens: np.ndarray) -> np.ndarray:
-        c = self.c
-        at_mean = float(np.interp(batch, c.tokens, c.decode_s))
-        return at_mean + self._slope(batch) * (kv_tokens - batch * c.kv_len_mean)
-
-    def mixed_s(self, batch: int, kv_tokens: float, prompt_tokens: float, extra_s: float) -> float:
-        """One iteration (τ tokens per running sequence) carrying `prompt_tokens` prompt rows."""
-        c = self.c
-        rows = batch * self.rows_per_sequence
-        base = float(np.interp(rows, c.tokens, c.body_s)) if rows else 0.0
-        chunk = float(np.interp(rows + prompt_tokens, c.tokens, c.body_s)) - base
-        own = float(self.decode_s(batch, np.asarray(kv_tokens))) if batch else 0.0
-        return self.tokens_per_step * own + chunk + extra_s
-
-    def prefill_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
-        return np.interp(prompt_tokens, self.c.prefill_grid_tokens, self.c.prefill_grid_s)
-
-    def prefill_extra_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
-        return np.interp(prompt_tokens, self.c.prefill_grid_tokens, self.c.prefill_extra_grid_s)
-
-    def target_tokens(self, prompt_tokens: np.ndarray) -> np.ndarray:
-        c = self.c
-        return np.interp(prompt_tokens, c.prefill_grid_tokens, c.prefill_grid_target_tokens)
+from model.planner.costs import StepCosts
 
 
 @dataclass(frozen=True)
@@ -97,9 +44,67 @@ class SimResult:
     tpot_p99_s: float
     mean_batch: float
     wall_s: float
+    slo_attainment: float = 1.0  # share of requests within the per-request SLOs given
 
     def to_dict(self) -> dict[str, float | int | str]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Per-request outcome of a replay (seconds): when each request was sent (its arrival, or
+    later under a client concurrency limit), got its first token, began decoding, finished;
+    the inter-token gaps of the running sequences with the tokens ending each; ∫ batch dt."""
+
+    sent_s: np.ndarray
+    first_s: np.ndarray
+    decode_start_s: np.ndarray
+    finish_s: np.ndarray
+    itl_gap_s: np.ndarray
+    itl_tokens: np.ndarray
+    batch_area: float
+    span_s: float
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        return self.first_s - self.sent_s
+
+    def tpot_s(self, outputs: np.ndarray) -> np.ndarray:
+        """Mean gap over tokens 2..N per request (NaN for single-token outputs)."""
+        gaps = (self.finish_s - self.decode_start_s) / np.maximum(outputs - 1, 1)
+        return np.where(outputs > 1, gaps, np.nan)
+
+
+def replay(
+    costs: StepCosts,
+    mode: str,
+    arrival_s: np.ndarray,
+    prompts: np.ndarray,
+    outputs: np.ndarray,
+    cap: int,
+    chunk_tokens: int = 2048,
+    decode_arrival_s: np.ndarray | None = None,
+    kv_transfer_s: np.ndarray | None = None,
+    concurrency: int | None = None,
+) -> Trace:
+    """One replica over sorted arrivals (s) with these lengths (tokens). Disaggregated: the
+    prefill replica takes `arrival_s`, the decode replica `decode_arrival_s`. `concurrency`
+    (colocated and chunked): closed-loop clients, at most that many requests in flight."""
+    if mode != "disaggregated":
+        return _replica(costs, mode, arrival_s, prompts, outputs, costs.prefill_s(prompts), cap,
+                        chunk_tokens, concurrency)  # fmt: skip
+    lat = costs.prefill_s(prompts)
+    xfer = np.zeros_like(lat) if kv_transfer_s is None else kv_transfer_s
+    ready = np.empty_like(lat)
+    free_at = 0.0
+    for i in range(arrival_s.size):  # Lindley: FCFS prefill, the stage held lat / PP
+        begin = max(float(arrival_s[i]), free_at)
+        free_at = begin + lat[i] / costs.pp
+        ready[i] = begin + lat[i] + xfer[i]
+    dec = arrival_s if decode_arrival_s is None else decode_arrival_s
+    d = _replica(costs, "colocated", dec, prompts, outputs, np.zeros_like(lat), cap, chunk_tokens)
+    return Trace(arrival_s, ready, d.first_s, d.finish_s, d.itl_gap_s, d.itl_tokens,
+                 d.batch_area, d.span_s)  # fmt: skip
 
 
 def simulate(
@@ -113,47 +118,19 @@ def simulate(
     decode_arrival_s: np.ndarray | None = None,
     kv_transfer_s: np.ndarray | None = None,
     warmup: float = 0.1,
+    slo_s: tuple[float | None, float | None] = (None, None),
 ) -> SimResult:
-    """One replica over sorted arrivals (s) with these lengths (tokens). Disaggregated: the
-    prefill replica takes `arrival_s`, the decode replica `decode_arrival_s`."""
+    """`replay`, summarised after dropping the first `warmup` share of requests; `slo_s`:
+    per-request (TTFT, TPOT) targets for the share of requests that meet both."""
     start = time.perf_counter()
-    if mode != "disaggregated":
-        first, finish, area, span = _replica(
-            costs, mode, arrival_s, prompts, outputs, costs.prefill_s(prompts), cap, chunk_tokens
-        )
-        return _summary(mode, arrival_s, first, first, finish, outputs, area, span, warmup, start)
-    lat = costs.prefill_s(prompts)
-    xfer = np.zeros_like(lat) if kv_transfer_s is None else kv_transfer_s
-    ready = np.empty_like(lat)
-    free_at = 0.0
-    for i in range(arrival_s.size):  # Lindley: FCFS prefill, the stage held lat / PP
-        begin = max(float(arrival_s[i]), free_at)
-        free_at = begin + lat[i] / costs.pp
-        ready[i] = begin + lat[i] + xfer[i]
-    dec = arrival_s if decode_arrival_s is None else decode_arrival_s
-    d_first, finish, area, span = _replica(
-        costs, "colocated", dec, prompts, outputs, np.zeros_like(lat), cap, chunk_tokens
-    )
-    return _summary(mode, arrival_s, ready, d_first, finish, outputs, area, span, warmup, start)
-
-
-def _summary(
-    mode: str,
-    arrival: np.ndarray,
-    first: np.ndarray,
-    decode_start: np.ndarray,
-    finish: np.ndarray,
-    outputs: np.ndarray,
-    area: float,
-    span: float,
-    warmup: float,
-    start: float,
-) -> SimResult:
-    keep = np.arange(arrival.size) >= int(warmup * arrival.size)
-    ttft = (first - arrival)[keep]
-    multi = keep & (outputs > 1)
-    tpot = ((finish - decode_start) / np.maximum(outputs - 1, 1))[multi]
+    tr = replay(costs, mode, arrival_s, prompts, outputs, cap, chunk_tokens, decode_arrival_s,
+                kv_transfer_s)  # fmt: skip
+    keep = np.arange(arrival_s.size) >= int(warmup * arrival_s.size)
+    ttft = tr.ttft_s[keep]
+    tpot = tr.tpot_s(outputs)[keep & (outputs > 1)]
     tpot = tpot if tpot.size else np.zeros(1)
+    good = ttft <= (slo_s[0] or np.inf)
+    good &= ~(tr.tpot_s(outputs)[keep] > (slo_s[1] or np.inf))  # one-token outputs: no TPOT
     return SimResult(
         mode=mode,
         n_requests=int(keep.sum()),
@@ -163,8 +140,9 @@ def _summary(
         tpot_mean_s=float(tpot.mean()),
         tpot_p50_s=float(np.percentile(tpot, 50)),
         tpot_p99_s=float(np.percentile(tpot, 99)),
-        mean_batch=area / span if span > 0 else 0.0,
+        mean_batch=tr.batch_area / tr.span_s if tr.span_s > 0 else 0.0,
         wall_s=time.perf_counter() - start,
+        slo_attainment=float(good.mean()),
     )
 
 
@@ -177,12 +155,18 @@ def _replica(
     prefill_lat_s: np.ndarray,
     cap: int,
     chunk_tokens: int,
-) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """(first-token times, finish times, ∫ batch dt, time span) of one replica."""
+    concurrency: int | None = None,
+) -> Trace:
+    """The Trace of one replica (a request's decode starts with its first token)."""
     n = arrival_s.size
-    first, finish = np.full(n, np.nan), np.full(n, np.nan)
+    first, finish, sent = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    limit = n if concurrency is None else concurrency
+    gaps: list[np.ndarray] = []  # inter-token gaps of running sequences, and their token counts
+    counts: list[np.ndarray] = []
+    stall, stalled = 0.0, 0  # prefill time waited since their last token, by how many
     pre_extra = costs.prefill_extra_s(prompts) / costs.pp
-    target = costs.target_tokens(prompts)  # what the target prefills and caches
+    target = costs.target_tokens(prompts)  # what the target caches
+    rows = np.maximum(target * costs.prompt_row_fraction, 1.0)  # and computes (prefix cache)
     tau, width = costs.tokens_per_step, costs.rows_per_sequence
     t, a, done, area = 0.0, 0, 0, 0.0
     waiting: deque[int] = deque()
@@ -209,7 +193,8 @@ def _replica(
             idx, left, kv = idx[~out], left[~out], kv[~out]
 
     while done < n:
-        while a < n and arrival_s[a] <= t:
+        while a < n and arrival_s[a] <= t and a - done < limit:
+            sent[a] = max(float(arrival_s[a]), t) if concurrency else arrival_s[a]
             waiting.append(a)
             a += 1
         b = idx.size
@@ -217,6 +202,9 @@ def _replica(
             i = waiting.popleft()
             join(i, t + prefill_lat_s[i])
             area += b * prefill_lat_s[i] / costs.pp  # the running sequences stall, still held
+            if b:  # the sequences running before a run of prefills wait for all of them
+                stalled = stalled if stall else b
+                stall += prefill_lat_s[i] / costs.pp
             t += prefill_lat_s[i] / costs.pp
             continue
         busy_rows = b * width
@@ -226,17 +214,20 @@ def _replica(
             tokens, extra = 0.0, 0.0
             for entry in prefilling:
                 i = int(entry[0])
-                take = min(target[i] - entry[1], chunk_tokens - busy_rows - tokens)
+                take = min(rows[i] - entry[1], chunk_tokens - busy_rows - tokens)
                 if take <= 0:
                     break
                 entry[1] += take
                 tokens += take
-                extra += pre_extra[i] * take / target[i]
+                extra += pre_extra[i] * take / rows[i]
             dt = costs.mixed_s(b, float(kv.sum()), tokens, extra)  # one iteration: τ tokens
+            if b:
+                gaps.append(np.array([dt]))
+                counts.append(np.array([b * tau]))
             area, t = area + b * dt, t + dt
             left, kv = left - tau, kv + tau
             retire(t)
-            for entry in [e for e in prefilling if e[1] >= target[int(e[0])]]:
+            for entry in [e for e in prefilling if e[1] >= rows[int(e[0])]]:
                 prefilling.remove(entry)
                 join(int(entry[0]), t)
             continue
@@ -246,10 +237,21 @@ def _replica(
         steps = int(np.ceil(left.min()))  # τ-token iterations leave fractional counts
         ends = t + np.cumsum(costs.decode_s(b, float(kv.sum()) + b * np.arange(steps)))
         k = steps
-        if b < cap and a < n:  # stop after the step in which the next request arrives
+        if b < cap and a < n and a - done < limit:  # stop after the step the next one arrives
             k = min(k, int(np.searchsorted(ends, arrival_s[a])) + 1)
+        step_gaps = np.diff(ends[:k], prepend=t)
+        weights = np.full(k, float(b))
+        if stall:  # the stalled sequences' first gap holds the stall; joiners' does not
+            gaps.append(np.array([step_gaps[0] + stall]))
+            counts.append(np.array([float(stalled)]))
+            weights[0] -= stalled
+            stall = 0.0
+        gaps.append(step_gaps)
+        counts.append(weights)
         area += b * (ends[k - 1] - t)
         t = float(ends[k - 1])
         left, kv = left - k, kv + k
         retire(t)
-    return first, finish, area, t
+    gap = np.concatenate(gaps) if gaps else np.zeros(0)
+    return Trace(sent, first, first, finish, gap, np.concatenate(counts) if counts else gap,
+                 area, t)  # fmt: skip

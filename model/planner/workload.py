@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hardware.errors import RooflensError, validation_message
+from model.planner.trace import RequestTrace
 
 Z99 = NormalDist().inv_cdf(0.99)  # 2.3263
 
@@ -167,6 +168,9 @@ class ServingWorkload(_Frozen):
     prices_usd_per_gpu_hour: dict[str, float] = Field(
         default_factory=dict, description="overrides of model/planner/prices.yaml, per GPU id"
     )
+    trace: RequestTrace | None = Field(default=None, description="replayed instead of Poisson")
+    prefix_hit_rate: float = Field(default=0.0, ge=0, lt=1, description="prompt share cached")
+    prefix_pool_tokens: float = Field(default=0.0, ge=0, description="cached prefix tokens")
 
     def kv_len_mean_tokens(self) -> float:
         """Mean KV length a decode step reads per running sequence, time-weighted: a request

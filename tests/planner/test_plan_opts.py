@@ -9,10 +9,11 @@ import pytest
 
 from model.api import make_pipeline, make_scenario, run
 from model.optimizations import parse_opt
+from model.planner.costs import CurveCosts
 from model.planner.curves import Curves, Group, build_curves
 from model.planner.plan import plan
 from model.planner.serving import LengthStats, chunked, colocated
-from model.planner.sim import CurveCosts, simulate
+from model.planner.sim import simulate
 from model.planner.sweep import SweepSpace, run_sweep
 from model.planner.workload import SLO, LengthDist, ServingWorkload
 from model.presets import get_model

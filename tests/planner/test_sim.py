@@ -8,9 +8,10 @@ import time
 import numpy as np
 import pytest
 
+from model.planner.costs import CurveCosts
 from model.planner.curves import Group, build_curves
 from model.planner.serving import LengthStats, chunked, colocated
-from model.planner.sim import CurveCosts, simulate
+from model.planner.sim import simulate
 from model.planner.workload import LengthDist, ServingWorkload
 from model.presets import get_model
 
@@ -21,6 +22,7 @@ class Linear:
     pp = 1
     tokens_per_step = 1.0
     rows_per_sequence = 1.0
+    prompt_row_fraction = 1.0
 
     def __init__(self, const: float = 0.0, per_token: float = 0.0, tau: float = 0.0):
         self.const, self.k, self.tau = const, per_token, tau

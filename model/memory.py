@@ -22,7 +22,7 @@ import numpy as np
 
 from model.dtypes import dtype_bytes
 from model.ops import Num, weight_storage_bytes
-from model.params import count_params, router_params
+from model.params import count_params, linear_tensors, router_params
 from model.scenario import Scenario
 from model.spec import ModelSpec
 
@@ -101,7 +101,8 @@ def weights_bytes_per_gpu(sc: Scenario) -> float:
     norms = pc.n_layers * pc.norms_per_layer + pc.final_norm
     plain = 4.0 if p.weight_dtype == "fp32" else 2.0
     per_gpu = linear_params_per_gpu(sc)
-    layer_bytes = weight_storage_bytes(per_gpu, p.weight_dtype, p.weight_group_size) / pp
+    tensors = linear_tensors(sc.model)
+    layer_bytes = weight_storage_bytes(per_gpu, p.weight_dtype, p.weight_group_size, tensors) / pp
     ends = (
         pc.embedding + pc.positional + pc.lm_head
         if pp == 1

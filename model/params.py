@@ -134,3 +134,13 @@ def count_params(spec: ModelSpec) -> ParamCount:
         n_experts=spec.n_experts,
         experts_per_token=spec.experts_per_token,
     )
+
+
+def linear_tensors(spec: ModelSpec) -> int:
+    """Weight matrices of the linear layers, each a tensor with its own per-tensor scale under
+    NVFP4 (HF checkpoint layout: q, k, v, o apart; MLA's q_a, q_b, kv_a, kv_b, o; gate, up, down
+    or up, down per MLP; a router and every expert's matrices per MoE layer)."""
+    mlp = 3 if spec.gated_mlp else 2
+    attention = (4 + (1 if spec.q_lora_rank else 0)) if spec.attention == "mla" else 4
+    moe = 1 + spec.n_experts * mlp + (mlp if spec.n_shared_experts else 0)
+    return spec.n_layers * attention + spec.n_dense_layers * mlp + spec.n_moe_layers * moe

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hardware.spec import GPUSpec, SystemSpec
-from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
+from model.dtypes import ACTIVATION_DTYPES, FP4_DTYPES, STORAGE_DTYPES
 from model.spec import ModelSpec
 
 GIB = float(2**30)
@@ -97,6 +97,14 @@ class Scenario(_Frozen):
                 f"--tp {tp} and {m.id}'s {kv} KV heads must divide one another "
                 "(KV heads are split, or replicated when tp exceeds them)"
             )
+        p = self.precision
+        for flag, value in (("--act-dtype", p.act_dtype), ("--kv-dtype", p.kv_dtype)):
+            if value in FP4_DTYPES and "fp4" not in self.gpu.peak_flops_per_s:
+                raise ValueError(
+                    f"{flag} {value} needs FP4 tensor cores (Blackwell), which {self.gpu.id} "
+                    f"lacks; keep {value} for weights only (--weight-dtype {value}, dequantized "
+                    "to bf16/fp8 activations)"
+                )
         if m.n_layers % self.parallel.pp:
             raise ValueError(f"--pp {self.parallel.pp} must divide {m.id}'s {m.n_layers} layers")
         if self.context_tokens > m.max_context:

@@ -40,9 +40,19 @@ def add_scenario_args(p: argparse.ArgumentParser, memory_only: bool = False) -> 
     else:
         p.add_argument("--prompt-len", type=int, default=512, help="prompt tokens (default 512)")
         p.add_argument("--output-len", type=int, default=128, help="output tokens (default 128)")
-        p.add_argument("--act-dtype", default="bf16", choices=ACTIVATION_DTYPES)
+        p.add_argument(
+            "--act-dtype",
+            default=None,
+            choices=ACTIVATION_DTYPES,
+            help="default: fp8 with fp8 weights on GPUs with fp8 units, else bf16",
+        )
         p.add_argument("--profile", default="ideal", choices=("ideal", "calibrated"))
-    p.add_argument("--weight-dtype", default="bf16", choices=STORAGE_DTYPES)
+    p.add_argument(
+        "--weight-dtype",
+        default=None,
+        choices=STORAGE_DTYPES,
+        help="default: the model's native dtype (bf16; fp8 for DeepSeek-V3)",
+    )
     p.add_argument("--kv-dtype", default=None, choices=STORAGE_DTYPES, help="default: activations")
     p.add_argument("--group-size", type=int, default=128, help="quantization group (default 128)")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs (default 1)")

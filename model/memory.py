@@ -88,10 +88,20 @@ def linear_params_per_gpu(sc: Scenario) -> float:
     pc = count_params(sc.model)
     tp = sc.parallel.tp
     linear = pc.layers - pc.n_layers * pc.norms_per_layer
-    # Routed experts: TP slices them /tp; EP (ep a multiple of tp) spreads whole experts /ep.
     experts = pc.n_moe_layers * pc.n_experts * pc.expert_per_expert
-    split = (linear - experts) / tp + experts / max(tp, sc.parallel.ep)
-    return split + tp_replicated_params(sc.model, tp)
+    return (
+        (linear - experts) / tp
+        + routed_expert_params_per_gpu(sc)
+        + tp_replicated_params(sc.model, tp)
+    )
+
+
+def routed_expert_params_per_gpu(sc: Scenario) -> float:
+    """Routed-expert parameters one GPU holds over all layers: TP slices them /tp; EP (ep a
+    multiple of tp) spreads whole experts /ep."""
+    pc = count_params(sc.model)
+    experts = pc.n_moe_layers * pc.n_experts * pc.expert_per_expert
+    return experts / max(sc.parallel.tp, sc.parallel.ep)
 
 
 def weights_bytes_per_gpu(sc: Scenario) -> float:
@@ -102,7 +112,13 @@ def weights_bytes_per_gpu(sc: Scenario) -> float:
     plain = 4.0 if p.weight_dtype == "fp32" else 2.0
     per_gpu = linear_params_per_gpu(sc)
     tensors = linear_tensors(sc.model)
-    layer_bytes = weight_storage_bytes(per_gpu, p.weight_dtype, p.weight_group_size, tensors) / pp
+    # routed experts at their own dtype where it differs (gpt-oss: mxfp4 experts, bf16 rest)
+    experts = routed_expert_params_per_gpu(sc) if p.expert_dtype != p.weight_dtype else 0.0
+    group = p.weight_group_size
+    layer_bytes = (
+        weight_storage_bytes(per_gpu - experts, p.weight_dtype, group, tensors)
+        + weight_storage_bytes(experts, p.expert_dtype, group, 0.0)
+    ) / pp
     ends = (
         pc.embedding + pc.positional + pc.lm_head
         if pp == 1

@@ -342,7 +342,8 @@ class _Builder:
             self.comm("ep.dispatch", "all_to_all", count, rows, n_gpus=ep)
             self.comm("ep.combine", "all_to_all", count, rows, n_gpus=ep)
         act_dtype = self.sc.precision.act_dtype  # model/moe.py: shared with kernel prediction
-        experts = moe_op(self.phase, count, routed_tokens, D, Fe, k, E, ep, self.wdt, act_dtype,
+        wdt = self.sc.precision.expert_dtype
+        experts = moe_op(self.phase, count, routed_tokens, D, Fe, k, E, ep, wdt, act_dtype,
                          self.group, m.gated_mlp, shape_tokens=n)  # fmt: skip
         self.ops.append(experts)
         if m.n_shared_experts:  # TP-split like the dense MLP (its output joins the all-reduce)

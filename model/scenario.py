@@ -29,6 +29,10 @@ class Precision(_Frozen):
     weight_dtype: str = "bf16"
     act_dtype: str = "bf16"
     kv_dtype: str = "bf16"
+    expert_weight_dtype: str = Field(
+        default="",
+        description="routed experts' weight dtype when it differs (gpt-oss's mxfp4); '' = weights",
+    )
     weight_group_size: int = Field(
         default=128,
         gt=0,
@@ -41,11 +45,17 @@ class Precision(_Frozen):
             ("weight_dtype", STORAGE_DTYPES),
             ("kv_dtype", STORAGE_DTYPES),
             ("act_dtype", ACTIVATION_DTYPES),
+            ("expert_weight_dtype", ("", *STORAGE_DTYPES)),
         ):
             value = getattr(self, field)
             if value not in allowed:
                 raise ValueError(f"{field} '{value}' is not one of {', '.join(allowed)}")
         return self
+
+    @property
+    def expert_dtype(self) -> str:
+        """The dtype routed experts are stored in."""
+        return self.expert_weight_dtype or self.weight_dtype
 
 
 class Parallelism(_Frozen):

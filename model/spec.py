@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from model.dtypes import STORAGE_DTYPES
+
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
 
 
@@ -68,6 +70,16 @@ class ModelSpec(BaseModel):
         default=0, ge=0, description="attention window in tokens (0 = full)"
     )
     max_context: int = Field(gt=0, description="longest supported context, tokens")
+    native_weight_dtype: str = Field(
+        default="bf16",
+        description="dtype the released checkpoint stores its linear weights in (the default "
+        "--weight-dtype), e.g. fp8 for DeepSeek-V3",
+    )
+    native_expert_dtype: str = Field(
+        default="",
+        description="dtype of the routed experts when it differs from the other linear weights "
+        "(gpt-oss: mxfp4); '' = native_weight_dtype",
+    )
     sources: dict[str, str] = Field(
         default_factory=dict,
         description="field (or 'config') -> where the number comes from",
@@ -109,6 +121,12 @@ class ModelSpec(BaseModel):
             raise ValueError("experts_per_token/n_shared_experts need n_experts > 0")
         if self.positional == "learned" and not self.max_position_embeddings:
             raise ValueError("positional=learned needs max_position_embeddings")
+        for field in ("native_weight_dtype", "native_expert_dtype"):
+            value = getattr(self, field)
+            if value and value not in STORAGE_DTYPES:
+                raise ValueError(f"{field} '{value}' is not one of {', '.join(STORAGE_DTYPES)}")
+        if self.native_expert_dtype and not self.is_moe:
+            raise ValueError("native_expert_dtype needs n_experts > 0")
         if self.sliding_window > self.max_context:
             raise ValueError("sliding_window cannot exceed max_context")
         return self

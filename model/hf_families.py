@@ -11,7 +11,8 @@ from model.hf_config import Config, attention_kind, common
 
 
 def llama_like(cfg: Config, family: str) -> dict[str, Any]:
-    """LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM."""
+    """LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, and the
+    Llama-shaped part of Qwen3 (model/hf_families_new.py adds what Qwen3 changes)."""
     fields = common(cfg)
     H, D = fields["n_heads"], fields["d_model"]
     K = cfg.get_int("num_key_value_heads", H)
@@ -35,6 +36,7 @@ def llama_like(cfg: Config, family: str) -> dict[str, Any]:
     fields["linear_bias"] = attn_bias
     if family == "qwen2":
         fields["qkv_bias"] = True  # Qwen2Attention: q/k/v Linear(bias=True), o_proj without
+    if family in ("qwen2", "qwen3", "qwen3-moe"):
         window = _qwen2_window(cfg, fields["n_layers"])
     else:
         window = cfg.get_int("sliding_window", 0)
@@ -49,7 +51,8 @@ def llama_like(cfg: Config, family: str) -> dict[str, Any]:
 
 
 def _qwen2_window(cfg: Config, n_layers: int) -> int:
-    """Qwen2Config: layers from max_window_layers on use the window, if use_sliding_window."""
+    """Qwen2Config (and Qwen3's): layers from max_window_layers on use the window, if
+    use_sliding_window."""
     if not cfg.get_bool("use_sliding_window", False):
         return 0
     full_layers = cfg.get_int("max_window_layers", n_layers)

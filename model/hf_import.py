@@ -17,6 +17,7 @@ from hardware.errors import RooflensError
 from hardware.presets import read_data_file
 from model.hf_config import Config, native_dtypes
 from model.hf_families import deepseek_v3, gpt_neox, llama_like, opt, phi
+from model.hf_families_new import gpt_oss, qwen3, qwen3_moe
 from model.presets import model_from_dict
 from model.spec import ModelSpec
 
@@ -29,6 +30,9 @@ _FAMILIES: dict[str, Callable[[Config], dict[str, Any]]] = {
     "GPTNeoXForCausalLM": gpt_neox,
     "PhiForCausalLM": phi,
     "DeepseekV3ForCausalLM": deepseek_v3,
+    "Qwen3ForCausalLM": qwen3,
+    "Qwen3MoeForCausalLM": qwen3_moe,
+    "GptOssForCausalLM": gpt_oss,
 }
 # Used when `architectures` is absent: HF model_type -> architecture.
 _MODEL_TYPES = {
@@ -40,6 +44,9 @@ _MODEL_TYPES = {
     "gpt_neox": "GPTNeoXForCausalLM",
     "phi": "PhiForCausalLM",
     "deepseek_v3": "DeepseekV3ForCausalLM",
+    "qwen3": "Qwen3ForCausalLM",
+    "qwen3_moe": "Qwen3MoeForCausalLM",
+    "gpt_oss": "GptOssForCausalLM",
 }
 SUPPORTED_ARCHITECTURES = tuple(_FAMILIES)
 

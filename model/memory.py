@@ -5,9 +5,10 @@ token; whether it fits; the largest batch that fits.
   GPTQ/AWQ store them); embeddings, lm_head and norms stay 16-bit, as quantizers leave them.
   Split by TP (Megatron), except the tensors TP replicates (tp_replicated_params), and by PP
   stage (the worst stage holds the larger of embedding and lm_head; with PP = 1 it holds both).
-- KV cache: B × tokens held per sequence × bytes per token, bytes per token = layers (per stage)
-  × 2 · K_gpu · Dh · kv bytes (MLA: the latent, replicated). Tokens held = P + O − 1, capped by a
-  sliding window; optimizations adjust it (paging granularity, contiguous reservation, sinks).
+- KV cache: B × Σ over layer kinds of layers × tokens held × bytes per token per layer, bytes
+  per token = layers (per stage) × 2 · K_gpu · Dh · kv bytes (MLA: the latent, replicated).
+  Tokens held = P + O − 1, capped by a layer's sliding window (per layer where layer kinds
+  mix, as in gpt-oss and Gemma 3); optimizations adjust it (paging, reservation, sinks).
 - Activations: the maximum over operators of their live tensors plus the residual stream, for
   one prefill chunk (DESIGN.md: the live peak, not a sum over operators).
 - Overhead: CUDA context, library workspaces and graph pools (Scenario.overhead_bytes).
@@ -138,12 +139,27 @@ def kv_bytes_per_token(sc: Scenario) -> float:
 
 
 def kv_tokens_held(sc: Scenario, pipeline: Pipeline) -> Num:
+    """Positions a sequence holds in each layer of this scenario's (uniform) window."""
     tokens: Num = float(sc.context_tokens)
     if sc.model.sliding_window:
         tokens = min(tokens, float(sc.model.sliding_window))
     for opt in pipeline.opts:
         tokens = opt.kv_tokens_per_sequence(tokens, sc)
     return tokens
+
+
+def kv_bytes_per_sequence(sc: Scenario, pipeline: Pipeline) -> float:
+    """KV bytes one sequence holds: per layer kind (model.window_layers), that kind's layers ×
+    the positions it holds (a sliding layer at most its window, a full one the whole context)
+    × bytes per token per layer. Each kind is priced as a uniform model of its window, so
+    every optimization's KV hook sees the window it acts on (Gemma 3 report §2; gpt-oss)."""
+    m = sc.model
+    per_layer_token = kv_bytes_per_token(sc) / m.n_layers
+    total = 0.0
+    for window, layers in m.window_layers.items():
+        kind = sc if not m.layer_types else sc.model_copy(update={"model": m.with_window(window)})
+        total += per_layer_token * layers * float(np.mean(kv_tokens_held(kind, pipeline)))
+    return total
 
 
 def activation_bytes(sc: Scenario, pipeline: Pipeline, batch: Num) -> Num:
@@ -164,8 +180,7 @@ def activation_bytes(sc: Scenario, pipeline: Pipeline, batch: Num) -> Num:
 
 def memory_breakdown(sc: Scenario, pipeline: Pipeline) -> MemoryBreakdown:
     per_token = kv_bytes_per_token(sc)
-    held = float(np.mean(kv_tokens_held(sc, pipeline)))
-    per_sequence = per_token * held
+    per_sequence = kv_bytes_per_sequence(sc, pipeline)
     weights = weights_bytes_per_gpu(sc)
     capacity = sc.gpu.memory_bytes
     mem = MemoryBreakdown(

@@ -195,25 +195,32 @@ class _Builder:
         Kg = self.sc.kv_heads_per_gpu
         Dh = m.head_dim
         self.gemm("attn.qkv_proj", m.n_layers, n, (Hg + 2 * Kg) * Dh, m.d_model)
+        if m.qk_norm:  # Qwen3/Gemma 3: RMSNorm over each q and k head (no residual)
+            elems = n * (Hg + Kg) * Dh
+            w = 2 * Dh * 2.0  # q_norm and k_norm weights, 16-bit
+            self.elementwise("attn.qk_norm", "norm", m.n_layers, 5.0 * elems, elems, elems, w)
         if m.positional == "rope":
             elems = n * (Hg + Kg) * Dh
             self.elementwise("attn.rope", "elementwise", m.n_layers, 3.0 * elems, elems, elems)
         p = self.sc.precision
-        attention = attention_op(
-            self.phase,
-            m.n_layers,
-            B,
-            T,
-            L,
-            Hg,
-            Kg,
-            Dh,
-            p.act_dtype,
-            p.kv_dtype,
-            m.sliding_window,
-            sm_count=self.sc.gpu.sm_count,
-        )
-        self.ops.append(attention)
+        # one attn.core row per layer kind (model.window_layers): full and sliding layers of
+        # gpt-oss or Gemma 3 attend over different spans; shape["window"] says which
+        for window, layers in m.window_layers.items():
+            attention = attention_op(
+                self.phase,
+                layers,
+                B,
+                T,
+                L,
+                Hg,
+                Kg,
+                Dh,
+                p.act_dtype,
+                p.kv_dtype,
+                window,
+                sm_count=self.sc.gpu.sm_count,
+            )
+            self.ops.append(replace(attention, shape={**attention.shape, "window": window}))
         self.gemm("attn.o_proj", m.n_layers, n, m.d_model, Hg * Dh)
 
     def _mla_prefill(self, Hg: int) -> None:

@@ -75,12 +75,14 @@ def attention_params(spec: ModelSpec) -> int:
         return q + kv_a + kv_b + o
     qkv = D * (spec.q_dim + 2 * spec.kv_dim)
     o = spec.q_dim * D
+    qk_norm = 2 * spec.head_dim if spec.qk_norm else 0  # Qwen3Attention q_norm, k_norm
+    sinks = H if spec.attention_sinks else 0  # GptOssAttention.sinks: one logit per head
     bias = 0
     if spec.linear_bias:
         bias = spec.q_dim + 2 * spec.kv_dim + D
     elif spec.qkv_bias:
         bias = spec.q_dim + 2 * spec.kv_dim
-    return qkv + o + bias
+    return qkv + o + bias + qk_norm + sinks
 
 
 def mlp_params(spec: ModelSpec, d_ff: int) -> int:
@@ -101,12 +103,13 @@ def norms_per_block(spec: ModelSpec) -> int:
 
 
 def router_params(spec: ModelSpec) -> int:
-    """Router weight E·D; DeepSeek-V3 adds a per-expert bias for aux-loss-free balancing.
+    """Router weight E·D; DeepSeek-V3 and gpt-oss add a per-expert bias.
 
     DeepSeek-V3 report §2.1.2 (bias b_i in the top-k selection); HF MoEGate
-    e_score_correction_bias, stored in the checkpoint.
+    e_score_correction_bias, stored in the checkpoint. gpt-oss: GptOssTopKRouter is a Linear
+    with bias (HF modeling_gpt_oss.py).
     """
-    bias = spec.n_experts if spec.family == "deepseek-v3" else 0
+    bias = spec.n_experts if spec.family in ("deepseek-v3", "gpt-oss") else 0
     return spec.d_model * spec.n_experts + bias
 
 

@@ -13,6 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from model.dtypes import STORAGE_DTYPES
 
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
+# What one decoder layer's token mixer is: attention over every position, or over the last
+# `sliding_window` positions (HF config.json `layer_types` spells them "full_attention" and
+# "sliding_attention").
+LayerType = Literal["full", "sliding"]
 
 
 class ModelSpec(BaseModel):
@@ -67,7 +71,22 @@ class ModelSpec(BaseModel):
         description="leading layers with a dense MLP instead of experts",
     )
     sliding_window: int = Field(
-        default=0, ge=0, description="attention window in tokens (0 = full)"
+        default=0,
+        ge=0,
+        description="attention window in tokens (0 = full); with layer_types, of the sliding "
+        "layers only",
+    )
+    layer_types: tuple[LayerType, ...] = Field(
+        default=(),
+        description="each layer's attention, in order (gpt-oss alternates sliding and full, "
+        "Gemma 3 has 5 sliding per full); () = every layer alike (sliding iff sliding_window)",
+    )
+    qk_norm: bool = Field(
+        default=False, description="RMSNorm over each q and k head before RoPE (Qwen3, Gemma 3)"
+    )
+    attention_sinks: bool = Field(
+        default=False,
+        description="a learned per-head logit joins each softmax (gpt-oss); H parameters",
     )
     max_context: int = Field(gt=0, description="longest supported context, tokens")
     native_weight_dtype: str = Field(
@@ -127,6 +146,15 @@ class ModelSpec(BaseModel):
                 raise ValueError(f"{field} '{value}' is not one of {', '.join(STORAGE_DTYPES)}")
         if self.native_expert_dtype and not self.is_moe:
             raise ValueError("native_expert_dtype needs n_experts > 0")
+        if self.layer_types:
+            if len(self.layer_types) != self.n_layers:
+                raise ValueError(
+                    f"layer_types lists {len(self.layer_types)} layers, n_layers is {self.n_layers}"
+                )
+            if "sliding" in self.layer_types and not self.sliding_window:
+                raise ValueError("layer_types has sliding layers: give sliding_window")
+            if self.attention == "mla":
+                raise ValueError("layer_types with attention=mla is not modelled")
         if self.sliding_window > self.max_context:
             raise ValueError("sliding_window cannot exceed max_context")
         return self
@@ -139,6 +167,23 @@ class ModelSpec(BaseModel):
     @property
     def n_moe_layers(self) -> int:
         return self.n_layers - self.first_dense_layers if self.is_moe else 0
+
+    @property
+    def window_layers(self) -> dict[int, int]:
+        """Layers per attention window, 0 = full attention: {0: L} for Llama, {128: 12, 0: 12}
+        for gpt-oss-20b. Every per-layer cost (KV held, attention rows) sums over it."""
+        if not self.layer_types:
+            return {self.sliding_window: self.n_layers}
+        counts: dict[int, int] = {}
+        for kind in self.layer_types:
+            window = self.sliding_window if kind == "sliding" else 0
+            counts[window] = counts.get(window, 0) + 1
+        return counts
+
+    def with_window(self, window: int) -> ModelSpec:
+        """This model with every layer at one window (one entry of window_layers): the
+        per-kind view memory and optimizations price a layer kind through."""
+        return self.model_copy(update={"sliding_window": window, "layer_types": ()})
 
     @property
     def n_dense_layers(self) -> int:
@@ -167,4 +212,4 @@ class ModelSpec(BaseModel):
 
 
 # Families whose head_dim is set independently of d_model / n_heads.
-_FREE_HEAD_DIM = {"gemma", "qwen3", "phi", "mistral"}
+_FREE_HEAD_DIM = {"gemma", "gemma3", "qwen3", "qwen3-moe", "gpt-oss", "phi", "mistral"}

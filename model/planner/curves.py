@@ -36,8 +36,8 @@ from model.dtypes import dtype_bytes
 from model.memory import (
     MemoryBreakdown,
     activation_bytes,
+    kv_bytes_per_sequence,
     kv_bytes_per_token,
-    kv_tokens_held,
     weights_bytes_per_gpu,
 )
 from model.ops import Num
@@ -209,7 +209,7 @@ def build_curves(
     pre_extra = pre_extra - pp_send_s(lengths_target)
 
     mem = _memory(sc, pipe, chunk_tokens=max(chunk_tokens, math.ceil(prompt_p99)))
-    per_sequence = mem.kv_bytes_per_token * float(np.mean(kv_tokens_held(sc, pipe)))
+    per_sequence = kv_bytes_per_sequence(sc, pipe)  # per layer kind (memory.py)
     fixed = mem.weights_bytes + mem.overhead_bytes + mem.activation_bytes + mem.extra_bytes
     room = sc.gpu.memory_bytes - fixed
     kv_link = sc.system.inter_node or sc.system.intra_node

@@ -253,6 +253,80 @@ class _DeepseekV3ForCausalLM(nn.Module):
         self.lm_head = _lm_head(spec, self.embed_tokens)
 
 
+class _Qwen3Attention(_SplitAttention):
+    """Qwen3Attention: q/k/v/o without bias plus q_norm, k_norm = RMSNorm(head_dim)."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__(spec)
+        self.q_norm = nn.RMSNorm(spec.head_dim)
+        self.k_norm = nn.RMSNorm(spec.head_dim)
+
+
+class _Qwen3Layer(nn.Module):
+    """Qwen3DecoderLayer / Qwen3MoeDecoderLayer: RMSNorms, Qwen3 attention, SwiGLU or
+    Qwen3MoeSparseMoeBlock (gate Linear(D, E, bias=False) and E Qwen3MoeMLP experts)."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.input_layernorm = _norm(spec, spec.d_model)
+        self.self_attn = _Qwen3Attention(spec)
+        self.post_attention_layernorm = _norm(spec, spec.d_model)
+        if spec.is_moe:
+            self.mlp: nn.Module = _MixtralSparseMoe(spec)
+        else:
+            self.mlp = _SwiGLU(spec.d_model, spec.d_ff)
+
+
+class _Qwen3ForCausalLM(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.d_model)
+        self.layers = nn.ModuleList(_Qwen3Layer(spec) for _ in range(spec.n_layers))
+        self.norm = _norm(spec, spec.d_model)
+        self.lm_head = _lm_head(spec, self.embed_tokens)
+
+
+class _GptOssAttention(_SplitAttention):
+    """GptOssAttention: q/k/v/o all with bias (attention_bias) and sinks, one logit per head."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__(spec)
+        self.sinks = nn.Parameter(torch.empty(spec.n_heads))
+
+
+class _GptOssMLP(nn.Module):
+    """GptOssMLP: GptOssTopKRouter (weight [E, D], bias [E]) and GptOssExperts stored stacked:
+    gate_up_proj [E, D, 2F] + bias [E, 2F], down_proj [E, F, D] + bias [E, D]."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        E, D, F = spec.n_experts, spec.d_model, spec.d_ff_expert
+        self.router_weight = nn.Parameter(torch.empty(E, D))
+        self.router_bias = nn.Parameter(torch.empty(E))
+        self.gate_up_proj = nn.Parameter(torch.empty(E, D, 2 * F))
+        self.gate_up_proj_bias = nn.Parameter(torch.empty(E, 2 * F))
+        self.down_proj = nn.Parameter(torch.empty(E, F, D))
+        self.down_proj_bias = nn.Parameter(torch.empty(E, D))
+
+
+class _GptOssLayer(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.input_layernorm = _norm(spec, spec.d_model)
+        self.self_attn = _GptOssAttention(spec)
+        self.post_attention_layernorm = _norm(spec, spec.d_model)
+        self.mlp = _GptOssMLP(spec)
+
+
+class _GptOssForCausalLM(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.d_model)
+        self.layers = nn.ModuleList(_GptOssLayer(spec) for _ in range(spec.n_layers))
+        self.norm = _norm(spec, spec.d_model)
+        self.lm_head = _lm_head(spec, self.embed_tokens)
+
+
 _BUILDERS: dict[str, Callable[[ModelSpec], nn.Module]] = {
     "llama": _LlamaForCausalLM,
     "mistral": _LlamaForCausalLM,
@@ -263,5 +337,8 @@ _BUILDERS: dict[str, Callable[[ModelSpec], nn.Module]] = {
     "gpt-neox": _GPTNeoXForCausalLM,
     "phi": _PhiForCausalLM,
     "deepseek-v3": _DeepseekV3ForCausalLM,
+    "qwen3": _Qwen3ForCausalLM,
+    "qwen3-moe": _Qwen3ForCausalLM,
+    "gpt-oss": _GptOssForCausalLM,
 }
 FAMILIES = tuple(_BUILDERS)

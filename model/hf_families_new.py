@@ -1,0 +1,83 @@
+"""HF config.json -> ModelSpec fields for the 2025 families: Qwen3 (dense and MoE), gpt-oss and
+Gemma 3 (text), each checked against its `transformers` config class defaults and module tree
+(modeling_qwen3.py, modeling_qwen3_moe.py, modeling_gpt_oss.py, modeling_gemma3.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from model.hf_config import Config, attention_kind, common
+from model.hf_families import llama_like
+
+# HF `layer_types` entries -> the spec's LayerType.
+_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding"}
+
+
+def layer_types(cfg: Config, n_layers: int) -> tuple[str, ...]:
+    """Per-layer attention from `layer_types` (transformers >= 4.54 writes it for gpt-oss,
+    Gemma 3 and Qwen3); () when every layer is alike. Unknown kinds are refused."""
+    raw = cfg.data.get("layer_types")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or len(raw) != n_layers:
+        raise cfg.refuse("layer_types", f"is not a list of {n_layers} layer kinds")
+    unknown = sorted({str(k) for k in raw} - set(_LAYER_TYPES))
+    if unknown:
+        raise cfg.refuse("layer_types", f"has layer kinds {unknown}")
+    kinds = tuple(_LAYER_TYPES[k] for k in raw)
+    return () if len(set(kinds)) == 1 and kinds[0] == "full" else kinds
+
+
+def qwen3(cfg: Config) -> dict[str, Any]:
+    """Qwen3ForCausalLM: Llama-shaped with q_norm/k_norm (RMSNorm over head_dim) and an
+    explicit head_dim (128 for every size, so H·Dh may differ from hidden_size)."""
+    return llama_like(cfg, "qwen3") | {"qk_norm": True}
+
+
+def qwen3_moe(cfg: Config) -> dict[str, Any]:
+    """Qwen3MoeForCausalLM: Qwen3 attention; every layer a Qwen3MoeSparseMoeBlock (router
+    Linear(D, E, bias=False), E SwiGLU experts of moe_intermediate_size, no shared expert)."""
+    if cfg.get_int("decoder_sparse_step", 1) != 1:
+        raise cfg.refuse("decoder_sparse_step", "puts experts on only every n-th layer")
+    if cfg.data.get("mlp_only_layers"):
+        raise cfg.refuse("mlp_only_layers", "keeps dense MLPs on some layers")
+    fields = llama_like(cfg, "qwen3-moe") | {"qk_norm": True}
+    return fields | {
+        "n_experts": cfg.get_int("num_experts", minimum=1),
+        "experts_per_token": cfg.get_int("num_experts_per_tok", minimum=1),
+        "d_ff_expert": cfg.get_int("moe_intermediate_size", minimum=1),
+    }
+
+
+def gpt_oss(cfg: Config) -> dict[str, Any]:
+    """GptOssForCausalLM: GQA with biases on q/k/v/o and a learned sink logit per head,
+    alternating sliding-window (128) and full layers, every layer an MoE of
+    num_local_experts gated experts (biased gate_up and down) behind a biased router; RMSNorm,
+    untied embeddings. Its clamped SwiGLU costs what SwiGLU costs."""
+    fields = common(cfg)
+    H = fields["n_heads"]
+    K = cfg.get_int("num_key_value_heads", H)
+    F = cfg.get_int("intermediate_size", minimum=1)
+    kinds = layer_types(cfg, fields["n_layers"])
+    if not cfg.get_bool("attention_bias", True):
+        raise cfg.refuse("attention_bias", "drops the attention biases gpt-oss is built with")
+    return fields | {
+        "family": "gpt-oss",
+        "n_kv_heads": K,
+        "head_dim": cfg.get_int("head_dim", fields["d_model"] // H),
+        "d_ff": F,
+        "gated_mlp": True,
+        "activation": "silu",
+        "tied_embeddings": cfg.get_bool("tie_word_embeddings", False),
+        "norm": "rmsnorm",
+        "positional": "rope",
+        "linear_bias": True,
+        "attention": attention_kind(H, K),
+        "attention_sinks": True,
+        "sliding_window": cfg.get_int("sliding_window", 0) if "sliding" in kinds else 0,
+        "layer_types": kinds,
+        "n_experts": cfg.get_int("num_local_experts", minimum=1),
+        "experts_per_token": cfg.get_int("num_experts_per_tok", minimum=1),
+        "d_ff_expert": F,
+    }

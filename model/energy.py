@@ -117,3 +117,19 @@ def energy(pred: Prediction, usd_per_kwh: float = 0.0) -> Energy:
             electricity_usd_per_million_tokens(per_token, usd_per_kwh) if usd_per_kwh else None
         ),
     )
+
+
+def plan_row_energy(
+    row: dict[str, Any], model: str, workload: Any, profile: str, chunk: int
+) -> dict[str, float]:
+    """Energy of a capacity-plan configuration: its GPUs busy at the planned batch (continuous
+    batching keeps every replica stepping), priced by replaying the row through the ordinary
+    prediction path (model/planner/plan.py recheck) and this module's power model."""
+    from model.planner.plan import recheck
+
+    _, full = recheck(row, model, workload, profile, chunk)
+    e = energy(full)
+    return {
+        "joules_per_output_token": e.joules_per_output_token,
+        "output_tokens_per_joule": e.output_tokens_per_joule,
+    }

@@ -127,6 +127,15 @@ def plan(
     elif explain:
         lines, alternatives = explain_infeasible(space, workload, sweep, run_sweep)
     lines += checks
+    if rec is not None:  # energy per token of the recommendation (model/energy.py)
+        from model.energy import plan_row_energy
+
+        rec = rec | plan_row_energy(rec, space.model, workload, space.profile, space.chunk_tokens)
+        lines.append(
+            f"Energy: {rec['joules_per_output_token']:.3g} J per output token "
+            f"({rec['output_tokens_per_joule']:.3g} tokens/J), GPU boards busy at the planned "
+            "batch; idle + utilisation-weighted power up to TDP."
+        )
     return Plan(space, workload, sweep, rec, pareto, lines, alternatives, sims,
                 time.perf_counter() - start, verified_flag)  # fmt: skip
 

@@ -363,6 +363,8 @@ class _Builder:
         self.norm("norm.attn", m.n_layers)
         self.attention()
         self.tp_all_reduce(m.n_layers)
+        if norms_per_block(m) == 4:  # Gemma 3: a norm on each sublayer's output, before the add
+            self.norm("norm.post_attn", m.n_layers, fused_residual=False)
         if not m.parallel_block:
             self.norm("norm.mlp", m.n_layers)
         elif norms_per_block(m) == 2:  # GPT-NeoX's parallel residual: ln2 on the same input
@@ -372,6 +374,8 @@ class _Builder:
         gather = m.n_moe_layers if self.ep > 1 and not m.n_shared_experts else 0
         self.tp_all_reduce(m.n_layers - gather)
         self.tp_all_reduce(gather, "all_gather")
+        if norms_per_block(m) == 4:
+            self.norm("norm.post_mlp", m.n_layers, fused_residual=False)
         if self.pp > 1:  # activations to the next stage (Megatron-LM PP; Narayanan et al. 2021)
             span = max(self.tp, self.ep) * self.pp
             payload = self.tokens * D * self.ab

@@ -94,11 +94,13 @@ def mlp_params(spec: ModelSpec, d_ff: int) -> int:
 
 
 def norms_per_block(spec: ModelSpec) -> int:
-    """Norms per layer: one shared by a parallel block (GPT-J, Phi), else two.
+    """Norms per layer: one shared by a parallel block (GPT-J, Phi), four in Gemma 3, else two.
 
     GPT-NeoX's parallel residual keeps two LayerNorms, x + attn(ln1(x)) + mlp(ln2(x))
     (HF GPTNeoXLayer: input_layernorm and post_attention_layernorm).
     """
+    if spec.family == "gemma3":  # sandwich norms: pre and post around attention and the MLP
+        return 4  # HF Gemma3DecoderLayer: input, post_attention, pre_ and post_feedforward
     return 1 if spec.parallel_block and spec.family != "gpt-neox" else 2
 
 

@@ -47,6 +47,7 @@ FIXTURE_PRESETS = {
     "Qwen3-30B-A3B": "qwen3-30b-a3b",
     "gpt-oss-20b": "gpt-oss-20b",
     "gpt-oss-120b": "gpt-oss-120b",
+    "gemma-3-1b-pt": "gemma-3-1b",
 }
 NOT_SHAPE = {"id", "name", "sources"}
 

@@ -117,3 +117,15 @@ def test_unknown_layer_kind_is_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(RooflensError, match="layer_types") as info:
         from_hf_config(path)
     assert "\n" not in str(info.value)
+
+
+def test_gemma3_holds_512_positions_in_local_layers_and_all_in_every_sixth() -> None:
+    m = get_model("gemma-3-1b")
+    assert m.window_layers == {512: 22, 0: 4}  # layers 6, 12, 18, 24 are global
+    sc = make_scenario(m, "l4", batch=2, prompt_len=8192, output_len=1)
+    per_layer_token = 2 * 1 * 256 * 2  # K and V, one KV head of 256 dims, bf16
+    expected = 2 * per_layer_token * (4 * 8192 + 22 * 512)
+    assert make_pipeline(sc).memory().kv_cache_bytes == pytest.approx(expected)
+    names = [op.name for op in build_ops(sc, "decode", 2.0, 1.0, 8192.0)]
+    # the sandwich norms of Gemma3DecoderLayer: post-attention and post-feedforward
+    assert names.count("norm.post_attn") == 1 and names.count("norm.post_mlp") == 1

@@ -50,6 +50,8 @@ PUBLISHED_TOTALS: dict[str, tuple[float, float, str]] = {
     "qwen3-30b-a3b": (30.5e9, 0.002, "Qwen3-30B-A3B model card"),  # 30,532,122,624
     "gpt-oss-20b": (20.91e9, 0.001, "gpt-oss model card, table 1"),  # 20,914,757,184
     "gpt-oss-120b": (116.83e9, 0.0005, "gpt-oss model card, table 1"),  # 116,829,156,672
+    # 999,885,952 = 301,989,888 embedding + 697,896,064 non-embedding (report: 302M + 698M)
+    "gemma-3-1b": (1.0e9, 0.001, "Gemma 3 report, table 1"),
 }
 
 # Active parameters per token of the MoE presets.

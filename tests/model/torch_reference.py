@@ -327,6 +327,30 @@ class _GptOssForCausalLM(nn.Module):
         self.lm_head = _lm_head(spec, self.embed_tokens)
 
 
+class _Gemma3Layer(nn.Module):
+    """Gemma3DecoderLayer: Qwen3-style attention (q_norm, k_norm), GeGLU MLP, and four
+    RMSNorms: input, post_attention, pre_feedforward, post_feedforward."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        D = spec.d_model
+        self.self_attn = _Qwen3Attention(spec)
+        self.mlp = _SwiGLU(D, spec.d_ff)
+        self.input_layernorm = _norm(spec, D)
+        self.post_attention_layernorm = _norm(spec, D)
+        self.pre_feedforward_layernorm = _norm(spec, D)
+        self.post_feedforward_layernorm = _norm(spec, D)
+
+
+class _Gemma3ForCausalLM(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.d_model)  # scaled by sqrt(D)
+        self.layers = nn.ModuleList(_Gemma3Layer(spec) for _ in range(spec.n_layers))
+        self.norm = _norm(spec, spec.d_model)
+        self.lm_head = _lm_head(spec, self.embed_tokens)
+
+
 _BUILDERS: dict[str, Callable[[ModelSpec], nn.Module]] = {
     "llama": _LlamaForCausalLM,
     "mistral": _LlamaForCausalLM,
@@ -340,5 +364,6 @@ _BUILDERS: dict[str, Callable[[ModelSpec], nn.Module]] = {
     "qwen3": _Qwen3ForCausalLM,
     "qwen3-moe": _Qwen3ForCausalLM,
     "gpt-oss": _GptOssForCausalLM,
+    "gemma3": _Gemma3ForCausalLM,
 }
 FAMILIES = tuple(_BUILDERS)

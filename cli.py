@@ -41,6 +41,12 @@ def add_scenario_args(p: argparse.ArgumentParser, memory_only: bool = False) -> 
         p.add_argument("--prompt-len", type=int, default=512, help="prompt tokens (default 512)")
         p.add_argument("--output-len", type=int, default=128, help="output tokens (default 128)")
         p.add_argument(
+            "--images",
+            type=int,
+            default=0,
+            help="images per prompt (vision-language models): their tokens join the prompt",
+        )
+        p.add_argument(
             "--act-dtype",
             default=None,
             choices=ACTIVATION_DTYPES,
@@ -85,6 +91,7 @@ def scenario_from_args(args: argparse.Namespace, memory_only: bool = False) -> A
         extra.update(
             prompt_len=args.prompt_len,
             output_len=args.output_len,
+            images=args.images,
             act_dtype=args.act_dtype,
             profile=args.profile,
         )
@@ -198,7 +205,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
         return 0
     w, m = sc.workload, pred.memory
     title = (
-        f"{sc.model.id} on {sc.gpu.id} ({args.profile}): batch {w.batch}, prompt {w.prompt_len}, "
+        f"{sc.model.id} on {sc.gpu.id} ({args.profile}): batch {w.batch}, prompt {w.prompt_len}"
+        + (f" (with {w.images_per_prompt} image(s))" if w.images_per_prompt else "")
+        + ", "
         f"output {w.output_len}, weights {_weights_text(sc)}, KV {sc.precision.kv_dtype}, "
         f"TP {sc.parallel.tp}" + (f", opts {', '.join(args.opt)}" if args.opt else "")
     )

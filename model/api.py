@@ -46,17 +46,25 @@ def make_scenario(
     overhead_bytes: float = DEFAULT_OVERHEAD_BYTES,
     prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS,
     gpus_per_node: int = 8,
+    images: int = 0,
 ) -> Scenario:
     """A validated scenario. weight_dtype defaults to the model's native dtype (routed experts
     too: gpt-oss keeps mxfp4 experts) and then act_dtype to what engines pair with those weights
     on this GPU (dtypes.default_act_dtype: DeepSeek-V3 runs W8A8 FP8 on Hopper); an explicit
     weight_dtype keeps 16-bit activations unless act_dtype is given. kv_dtype defaults to the
-    activation dtype given, else bf16 (what engines do)."""
+    activation dtype given, else bf16 (what engines do). `images` per prompt of a
+    vision-language model add their tokens to prompt_len (which counts the text)."""
     spec = model if isinstance(model, ModelSpec) else get_model(model)
     if gpu in system_ids():  # a named box (dgx-h100, …) brings its own links and node size
         system = get_system(gpu)
     else:
         system = default_system(get_gpu(gpu), gpus_per_node)
+    if images < 0:
+        raise RooflensError(f"--images must be ≥ 0, got {images}")
+    if images and spec.vision is None:
+        raise RooflensError(f"--images {images}: {spec.id} has no vision encoder")
+    if spec.vision:
+        prompt_len += images * spec.vision.tokens_per_image
     native = weight_dtype is None
     expert_dtype = spec.native_expert_dtype if native else ""
     weight_dtype = weight_dtype or spec.native_weight_dtype
@@ -75,6 +83,7 @@ def make_scenario(
                 prompt_len=prompt_len,
                 output_len=output_len,
                 prefill_chunk_tokens=prefill_chunk_tokens,
+                images_per_prompt=images,
             ),
             precision=Precision(
                 weight_dtype=weight_dtype,

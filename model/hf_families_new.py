@@ -118,3 +118,25 @@ def gemma3_text(cfg: Config) -> dict[str, Any]:
         "layer_types": kinds if "full" in kinds and "sliding" in kinds else (),
         "max_context": cfg.get_int("max_position_embeddings", 131_072),
     }
+
+
+def gemma3_vlm(cfg: Config) -> dict[str, Any]:
+    """Gemma3ForConditionalGeneration: the Gemma 3 language model (`text_config`) and a SigLIP
+    vision tower (`vision_config`, SiglipVisionConfig defaults) whose 64 × 64 patch grid is
+    average-pooled to `mm_tokens_per_image` (256) soft tokens per image (Gemma 3 report §2.1)."""
+    text, vision = cfg.data.get("text_config"), cfg.data.get("vision_config")
+    if not isinstance(text, dict) or not isinstance(vision, dict):
+        raise cfg.refuse("text_config", "or vision_config is not an object")
+    fields = gemma3_text(Config(text, cfg.path, cfg.architecture))
+    v = Config(vision, cfg.path, cfg.architecture)
+    fields["vision"] = {
+        "n_layers": v.get_int("num_hidden_layers", 12),
+        "d_model": v.get_int("hidden_size", 768),
+        "d_ff": v.get_int("intermediate_size", 3072),
+        "n_heads": v.get_int("num_attention_heads", 12, minimum=1),
+        "patch_size": v.get_int("patch_size", 16, minimum=1),
+        "image_size": v.get_int("image_size", 224, minimum=1),
+        "channels": v.get_int("num_channels", 3, minimum=1),
+        "tokens_per_image": cfg.get_int("mm_tokens_per_image", 256, minimum=1),
+    }
+    return fields

@@ -17,7 +17,7 @@ from hardware.errors import RooflensError
 from hardware.presets import read_data_file
 from model.hf_config import Config, native_dtypes
 from model.hf_families import deepseek_v3, gpt_neox, llama_like, opt, phi
-from model.hf_families_new import gemma3_text, gpt_oss, qwen3, qwen3_moe
+from model.hf_families_new import gemma3_text, gemma3_vlm, gpt_oss, qwen3, qwen3_moe
 from model.presets import model_from_dict
 from model.spec import ModelSpec
 
@@ -34,6 +34,7 @@ _FAMILIES: dict[str, Callable[[Config], dict[str, Any]]] = {
     "Qwen3MoeForCausalLM": qwen3_moe,
     "GptOssForCausalLM": gpt_oss,
     "Gemma3ForCausalLM": gemma3_text,
+    "Gemma3ForConditionalGeneration": gemma3_vlm,
 }
 # Used when `architectures` is absent: HF model_type -> architecture.
 _MODEL_TYPES = {
@@ -49,6 +50,7 @@ _MODEL_TYPES = {
     "qwen3_moe": "Qwen3MoeForCausalLM",
     "gpt_oss": "GptOssForCausalLM",
     "gemma3_text": "Gemma3ForCausalLM",
+    "gemma3": "Gemma3ForConditionalGeneration",
 }
 SUPPORTED_ARCHITECTURES = tuple(_FAMILIES)
 

@@ -5,6 +5,7 @@ token; whether it fits; the largest batch that fits.
   GPTQ/AWQ store them); embeddings, lm_head and norms stay 16-bit, as quantizers leave them.
   Split by TP (Megatron), except the tensors TP replicates (tp_replicated_params), and by PP
   stage (the worst stage holds the larger of embedding and lm_head; with PP = 1 it holds both).
+  A vision encoder (model/spec_vision.py) stays 16-bit and is replicated on every GPU.
 - KV cache: B × Σ over layer kinds of layers × tokens held × bytes per token per layer, bytes
   per token = layers (per stage) × 2 · K_gpu · Dh · kv bytes (MLA: the latent, replicated).
   Tokens held = P + O − 1, capped by a layer's sliding window (per layer where layer kinds
@@ -125,7 +126,8 @@ def weights_bytes_per_gpu(sc: Scenario) -> float:
         if pp == 1
         else max(pc.embedding + pc.positional, pc.lm_head)
     )
-    return float(layer_bytes + (ends / tp + norms / pp) * plain)
+    vision = pc.vision  # the vision encoder stays 16-bit and whole on every GPU
+    return float(layer_bytes + (ends / tp + norms / pp + vision) * plain)
 
 
 def kv_bytes_per_token(sc: Scenario) -> float:

@@ -48,6 +48,7 @@ from model.op import (
 from model.params import norms_per_block
 from model.scenario import Scenario
 from model.spec import ModelSpec
+from model.vision import vision_ops
 
 __all__ = [
     "ATTENTION_QUERY_TILE",
@@ -359,6 +360,9 @@ class _Builder:
     def build(self) -> list[Op]:
         m, n, D = self.m, self.tokens, self.m.d_model
         self.check_parallel()
+        images = self.sc.workload.images_per_prompt
+        if self.phase == "prefill" and images and m.vision:  # the encoder, before the LM
+            self.ops += vision_ops(self.sc, self.B * images)
         self.elementwise("embed", "embedding", 1, 0.0, 0.0, n * D, n * D * 2.0)
         self.norm("norm.attn", m.n_layers)
         self.attention()

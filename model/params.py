@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from model.spec import ModelSpec
+from model.spec_vision import vision_params
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class ParamCount:
     n_moe_layers: int
     n_experts: int
     experts_per_token: int
+    vision: int = 0  # vision encoder and projector (model/spec_vision.py)
 
     @property
     def layers(self) -> int:
@@ -45,7 +47,8 @@ class ParamCount:
 
     @property
     def total(self) -> int:
-        return self.embedding + self.positional + self.lm_head + self.final_norm + self.layers
+        ends = self.embedding + self.positional + self.lm_head + self.final_norm
+        return ends + self.layers + self.vision
 
     @property
     def active(self) -> int:
@@ -138,6 +141,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
         n_moe_layers=spec.n_moe_layers,
         n_experts=spec.n_experts,
         experts_per_token=spec.experts_per_token,
+        vision=vision_params(spec.vision, D) if spec.vision else 0,
     )
 
 

@@ -72,6 +72,12 @@ class Workload(_Frozen):
     batch: int = Field(default=1, gt=0, description="concurrent sequences (B)")
     prompt_len: int = Field(default=512, gt=0, description="prompt tokens per sequence (P)")
     output_len: int = Field(default=128, gt=0, description="generated tokens per sequence (O)")
+    images_per_prompt: int = Field(
+        default=0,
+        ge=0,
+        description="images per prompt of a vision-language model; their tokens are part of "
+        "prompt_len and the vision encoder runs at prefill (model/vision.py)",
+    )
     prefill_chunk_tokens: int = Field(
         default=DEFAULT_PREFILL_CHUNK_TOKENS,
         ge=0,
@@ -115,6 +121,14 @@ class Scenario(_Frozen):
                     f"lacks; keep {value} for weights only (--weight-dtype {value}, dequantized "
                     "to bf16/fp8 activations)"
                 )
+        images = self.workload.images_per_prompt
+        if images and m.vision is None:
+            raise ValueError(f"--images {images}: {m.id} has no vision encoder")
+        if images and m.vision and self.workload.prompt_len < images * m.vision.tokens_per_image:
+            raise ValueError(
+                f"prompt_len {self.workload.prompt_len} is shorter than the {images} image(s)' "
+                f"{images * m.vision.tokens_per_image} tokens"
+            )
         if m.n_layers % self.parallel.pp:
             raise ValueError(f"--pp {self.parallel.pp} must divide {m.id}'s {m.n_layers} layers")
         if self.context_tokens > m.max_context:

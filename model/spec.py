@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from model.dtypes import STORAGE_DTYPES
+from model.spec_vision import VisionSpec
 
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
 # What one decoder layer's token mixer is: attention over every position, or over the last
@@ -89,6 +90,9 @@ class ModelSpec(BaseModel):
         description="a learned per-head logit joins each softmax (gpt-oss); H parameters",
     )
     max_context: int = Field(gt=0, description="longest supported context, tokens")
+    vision: VisionSpec | None = Field(
+        default=None, description="vision encoder of a vision-language model (None = text only)"
+    )
     native_weight_dtype: str = Field(
         default="bf16",
         description="dtype the released checkpoint stores its linear weights in (the default "

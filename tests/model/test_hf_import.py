@@ -48,6 +48,7 @@ FIXTURE_PRESETS = {
     "gpt-oss-20b": "gpt-oss-20b",
     "gpt-oss-120b": "gpt-oss-120b",
     "gemma-3-1b-pt": "gemma-3-1b",
+    "gemma-3-4b-it": "gemma-3-4b",
 }
 NOT_SHAPE = {"id", "name", "sources"}
 

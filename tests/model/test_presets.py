@@ -52,6 +52,8 @@ PUBLISHED_TOTALS: dict[str, tuple[float, float, str]] = {
     "gpt-oss-120b": (116.83e9, 0.0005, "gpt-oss model card, table 1"),  # 116,829,156,672
     # 999,885,952 = 301,989,888 embedding + 697,896,064 non-embedding (report: 302M + 698M)
     "gemma-3-1b": (1.0e9, 0.001, "Gemma 3 report, table 1"),
+    # 4,300,079,472: 417M vision + 675M embedding (projector included) + 3,209M non-embedding
+    "gemma-3-4b": (4.301e9, 0.001, "Gemma 3 report, table 1 (sum of its three columns)"),
 }
 
 # Active parameters per token of the MoE presets.

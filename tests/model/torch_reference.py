@@ -351,6 +351,44 @@ class _Gemma3ForCausalLM(nn.Module):
         self.lm_head = _lm_head(spec, self.embed_tokens)
 
 
+class _SiglipLayer(nn.Module):
+    """SiglipEncoderLayer: layer_norm1, self_attn (q/k/v/out_proj with bias), layer_norm2,
+    mlp (fc1, fc2 with bias)."""
+
+    def __init__(self, D: int, F: int) -> None:
+        super().__init__()
+        self.layer_norm1 = nn.LayerNorm(D)
+        self.q_proj = nn.Linear(D, D)
+        self.k_proj = nn.Linear(D, D)
+        self.v_proj = nn.Linear(D, D)
+        self.out_proj = nn.Linear(D, D)
+        self.layer_norm2 = nn.LayerNorm(D)
+        self.mlp = _TwoLayerMLP(D, F, bias=True)
+
+
+class _Gemma3ForConditionalGeneration(nn.Module):
+    """Gemma3ForConditionalGeneration: SiglipVisionModel (patch Conv2d, position Embedding,
+    encoder layers, post_layernorm; no head), Gemma3MultiModalProjector (mm_soft_emb_norm
+    RMSNorm(Dv) and mm_input_projection_weight [Dv, D]) and the Gemma 3 language model."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        v = spec.vision
+        assert v is not None
+        D = v.d_model
+        self.patch_embedding = nn.Conv2d(v.channels, D, v.patch_size, stride=v.patch_size)
+        self.position_embedding = nn.Embedding(v.patches, D)
+        self.vision_layers = nn.ModuleList(_SiglipLayer(D, v.d_ff) for _ in range(v.n_layers))
+        self.post_layernorm = nn.LayerNorm(D)
+        self.mm_soft_emb_norm = nn.RMSNorm(D)
+        self.mm_input_projection_weight = nn.Parameter(torch.empty(D, spec.d_model))
+        self.language_model = _Gemma3ForCausalLM(spec)
+
+
+def _gemma3(spec: ModelSpec) -> nn.Module:
+    return _Gemma3ForConditionalGeneration(spec) if spec.vision else _Gemma3ForCausalLM(spec)
+
+
 _BUILDERS: dict[str, Callable[[ModelSpec], nn.Module]] = {
     "llama": _LlamaForCausalLM,
     "mistral": _LlamaForCausalLM,
@@ -364,6 +402,6 @@ _BUILDERS: dict[str, Callable[[ModelSpec], nn.Module]] = {
     "qwen3": _Qwen3ForCausalLM,
     "qwen3-moe": _Qwen3ForCausalLM,
     "gpt-oss": _GptOssForCausalLM,
-    "gemma3": _Gemma3ForCausalLM,
+    "gemma3": _gemma3,
 }
 FAMILIES = tuple(_BUILDERS)

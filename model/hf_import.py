@@ -17,7 +17,7 @@ from hardware.errors import RooflensError
 from hardware.presets import read_data_file
 from model.hf_config import Config, native_dtypes
 from model.hf_families import deepseek_v3, gpt_neox, llama_like, opt, phi
-from model.hf_families_new import gemma3_text, gemma3_vlm, gpt_oss, qwen3, qwen3_moe
+from model.hf_families_new import gemma3_text, gemma3_vlm, gpt_oss, jamba, qwen3, qwen3_moe
 from model.presets import model_from_dict
 from model.spec import ModelSpec
 
@@ -35,6 +35,7 @@ _FAMILIES: dict[str, Callable[[Config], dict[str, Any]]] = {
     "GptOssForCausalLM": gpt_oss,
     "Gemma3ForCausalLM": gemma3_text,
     "Gemma3ForConditionalGeneration": gemma3_vlm,
+    "JambaForCausalLM": jamba,
 }
 # Used when `architectures` is absent: HF model_type -> architecture.
 _MODEL_TYPES = {
@@ -51,6 +52,7 @@ _MODEL_TYPES = {
     "gpt_oss": "GptOssForCausalLM",
     "gemma3_text": "Gemma3ForCausalLM",
     "gemma3": "Gemma3ForConditionalGeneration",
+    "jamba": "JambaForCausalLM",
 }
 SUPPORTED_ARCHITECTURES = tuple(_FAMILIES)
 

@@ -79,7 +79,9 @@ def tp_replicated_params(spec: ModelSpec, tp: int) -> float:
     else:
         bias = 1 if m.linear_bias or m.qkv_bias else 0
         per_kv_head = 2 * m.head_dim * (m.d_model + bias)  # K and V rows of the QKV weight
-        extra = m.n_layers * per_kv_head * (max(1, m.n_kv_heads // tp) - m.n_kv_heads / tp)
+        extra = (
+            m.n_attention_layers * per_kv_head * (max(1, m.n_kv_heads // tp) - m.n_kv_heads / tp)
+        )
     if m.is_moe:
         extra += m.n_moe_layers * router_params(m) * (1.0 - 1.0 / tp)
     return extra
@@ -137,7 +139,20 @@ def kv_bytes_per_token(sc: Scenario) -> float:
         if m.attention == "mla"
         else 2 * sc.kv_heads_per_gpu * m.head_dim
     )
-    return m.n_layers / sc.parallel.pp * per_layer * dtype_bytes(sc.precision.kv_dtype)
+    return m.n_attention_layers / sc.parallel.pp * per_layer * dtype_bytes(sc.precision.kv_dtype)
+
+
+def ssm_state_bytes_per_sequence(sc: Scenario) -> float:
+    """A hybrid's Mamba layers hold a constant-size state per sequence instead of a KV cache:
+    the SSM state E × N and the conv1d's last k − 1 inputs E × (k − 1) per layer (vLLM
+    MambaMixer's ssm_state and conv_state), E split by TP, at the KV dtype (Jamba report §2:
+    the state does not grow with the context)."""
+    m = sc.model
+    if not m.n_mamba_layers:
+        return 0.0
+    per_layer = m.ssm_inner / sc.parallel.tp * (m.ssm_state_size + m.ssm_conv_kernel - 1)
+    layers = m.n_mamba_layers / sc.parallel.pp
+    return layers * per_layer * dtype_bytes(sc.precision.kv_dtype)
 
 
 def kv_tokens_held(sc: Scenario, pipeline: Pipeline) -> Num:
@@ -153,11 +168,12 @@ def kv_tokens_held(sc: Scenario, pipeline: Pipeline) -> Num:
 def kv_bytes_per_sequence(sc: Scenario, pipeline: Pipeline) -> float:
     """KV bytes one sequence holds: per layer kind (model.window_layers), that kind's layers ×
     the positions it holds (a sliding layer at most its window, a full one the whole context)
-    × bytes per token per layer. Each kind is priced as a uniform model of its window, so
-    every optimization's KV hook sees the window it acts on (Gemma 3 report §2; gpt-oss)."""
+    × bytes per token per layer, plus a hybrid's constant Mamba state. Each kind is priced as
+    a uniform model of its window, so every optimization's KV hook sees the window it acts on
+    (Gemma 3 report §2; gpt-oss)."""
     m = sc.model
-    per_layer_token = kv_bytes_per_token(sc) / m.n_layers
-    total = 0.0
+    per_layer_token = kv_bytes_per_token(sc) / m.n_attention_layers
+    total = ssm_state_bytes_per_sequence(sc)
     for window, layers in m.window_layers.items():
         kind = sc if not m.layer_types else sc.model_copy(update={"model": m.with_window(window)})
         total += per_layer_token * layers * float(np.mean(kv_tokens_held(kind, pipeline)))

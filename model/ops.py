@@ -48,6 +48,7 @@ from model.op import (
 from model.params import norms_per_block
 from model.scenario import Scenario
 from model.spec import ModelSpec
+from model.ssm import mamba_ops
 from model.vision import vision_ops
 
 __all__ = [
@@ -195,14 +196,15 @@ class _Builder:
             return
         Kg = self.sc.kv_heads_per_gpu
         Dh = m.head_dim
-        self.gemm("attn.qkv_proj", m.n_layers, n, (Hg + 2 * Kg) * Dh, m.d_model)
+        La = m.n_attention_layers  # a hybrid's Mamba layers have no attention (self.mamba)
+        self.gemm("attn.qkv_proj", La, n, (Hg + 2 * Kg) * Dh, m.d_model)
         if m.qk_norm:  # Qwen3/Gemma 3: RMSNorm over each q and k head (no residual)
             elems = n * (Hg + Kg) * Dh
             w = 2 * Dh * 2.0  # q_norm and k_norm weights, 16-bit
-            self.elementwise("attn.qk_norm", "norm", m.n_layers, 5.0 * elems, elems, elems, w)
+            self.elementwise("attn.qk_norm", "norm", La, 5.0 * elems, elems, elems, w)
         if m.positional == "rope":
             elems = n * (Hg + Kg) * Dh
-            self.elementwise("attn.rope", "elementwise", m.n_layers, 3.0 * elems, elems, elems)
+            self.elementwise("attn.rope", "elementwise", La, 3.0 * elems, elems, elems)
         p = self.sc.precision
         # one attn.core row per layer kind (model.window_layers): full and sliding layers of
         # gpt-oss or Gemma 3 attend over different spans; shape["window"] says which
@@ -222,7 +224,12 @@ class _Builder:
                 sm_count=self.sc.gpu.sm_count,
             )
             self.ops.append(replace(attention, shape={**attention.shape, "window": window}))
-        self.gemm("attn.o_proj", m.n_layers, n, m.d_model, Hg * Dh)
+        self.gemm("attn.o_proj", La, n, m.d_model, Hg * Dh)
+
+    def mamba(self) -> None:
+        """A hybrid's Mamba mixers (model/ssm.py), on the layers without attention."""
+        if self.m.n_mamba_layers:
+            self.ops += mamba_ops(self.sc, self.phase, self.B, self.T)
 
     def _mla_prefill(self, Hg: int) -> None:
         """MLA prefill as vLLM and SGLang run it: K and V decompressed from the latent by
@@ -366,6 +373,7 @@ class _Builder:
         self.elementwise("embed", "embedding", 1, 0.0, 0.0, n * D, n * D * 2.0)
         self.norm("norm.attn", m.n_layers)
         self.attention()
+        self.mamba()
         self.tp_all_reduce(m.n_layers)
         if norms_per_block(m) == 4:  # Gemma 3: a norm on each sublayer's output, before the add
             self.norm("norm.post_attn", m.n_layers, fused_residual=False)

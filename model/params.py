@@ -33,10 +33,14 @@ class ParamCount:
     n_experts: int
     experts_per_token: int
     vision: int = 0  # vision encoder and projector (model/spec_vision.py)
+    mamba_per_layer: int = 0  # a hybrid's Mamba mixer
+    n_mamba_layers: int = 0  # layers with a Mamba mixer instead of attention
 
     @property
     def layers(self) -> int:
-        common = self.n_layers * (self.attention_per_layer + self.norms_per_layer)
+        attention_layers = self.n_layers - self.n_mamba_layers
+        common = attention_layers * self.attention_per_layer + self.n_layers * self.norms_per_layer
+        common += self.n_mamba_layers * self.mamba_per_layer
         dense = self.n_dense_layers * self.dense_mlp_per_layer
         moe = self.n_moe_layers * (
             self.moe_router_per_layer
@@ -142,7 +146,20 @@ def count_params(spec: ModelSpec) -> ParamCount:
         n_experts=spec.n_experts,
         experts_per_token=spec.experts_per_token,
         vision=vision_params(spec.vision, D) if spec.vision else 0,
+        mamba_per_layer=mamba_params(spec) if spec.n_mamba_layers else 0,
+        n_mamba_layers=spec.n_mamba_layers,
     )
+
+
+def mamba_params(spec: ModelSpec) -> int:
+    """One Mamba mixer as HF JambaMambaMixer holds it (Gu & Dao 2023, §3.4), E = expand · D:
+    in_proj D × 2E (x and the gate z), depthwise conv1d E·k + E bias, x_proj E × (R + 2N)
+    (Δ, B, C), dt_proj R × E + E bias, A_log E × N, D_skip E, out_proj E × D, and Jamba's
+    RMSNorms on Δ, B and C (R + 2N)."""
+    D, E, N, R = spec.d_model, spec.ssm_inner, spec.ssm_state_size, spec.ssm_dt_rank
+    k = spec.ssm_conv_kernel
+    conv = E * k + E
+    return D * 2 * E + conv + E * (R + 2 * N) + R * E + E + E * N + E + E * D + (R + 2 * N)
 
 
 def linear_tensors(spec: ModelSpec) -> int:
@@ -152,4 +169,5 @@ def linear_tensors(spec: ModelSpec) -> int:
     mlp = 3 if spec.gated_mlp else 2
     attention = (4 + (1 if spec.q_lora_rank else 0)) if spec.attention == "mla" else 4
     moe = 1 + spec.n_experts * mlp + (mlp if spec.n_shared_experts else 0)
-    return spec.n_layers * attention + spec.n_dense_layers * mlp + spec.n_moe_layers * moe
+    mixers = spec.n_attention_layers * attention + spec.n_mamba_layers * 4  # in, x, dt, out
+    return mixers + spec.n_dense_layers * mlp + spec.n_moe_layers * moe

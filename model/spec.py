@@ -14,10 +14,10 @@ from model.dtypes import STORAGE_DTYPES
 from model.spec_vision import VisionSpec
 
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
-# What one decoder layer's token mixer is: attention over every position, or over the last
+# What one decoder layer's token mixer is: attention over every position, over the last
 # `sliding_window` positions (HF config.json `layer_types` spells them "full_attention" and
-# "sliding_attention").
-LayerType = Literal["full", "sliding"]
+# "sliding_attention"), or a Mamba selective state-space mixer with a constant-size state.
+LayerType = Literal["full", "sliding", "mamba"]
 
 
 class ModelSpec(BaseModel):
@@ -71,6 +71,15 @@ class ModelSpec(BaseModel):
         ge=0,
         description="leading layers with a dense MLP instead of experts",
     )
+    expert_layer_period: int = Field(
+        default=1, ge=1, description="every n-th layer (from the offset) has experts (Jamba: 2)"
+    )
+    expert_layer_offset: int = Field(default=0, ge=0, description="first layer with experts")
+    # Mamba (selective SSM) mixers of hybrid models (Gu & Dao 2023; Jamba, Lieber et al. 2024)
+    ssm_state_size: int = Field(default=0, ge=0, description="Mamba state per channel (N)")
+    ssm_conv_kernel: int = Field(default=0, ge=0, description="Mamba causal conv1d width")
+    ssm_expand: int = Field(default=0, ge=0, description="Mamba inner width E = expand · D")
+    ssm_dt_rank: int = Field(default=0, ge=0, description="Mamba Δ projection rank (R)")
     sliding_window: int = Field(
         default=0,
         ge=0,
@@ -159,6 +168,15 @@ class ModelSpec(BaseModel):
                 raise ValueError("layer_types has sliding layers: give sliding_window")
             if self.attention == "mla":
                 raise ValueError("layer_types with attention=mla is not modelled")
+            if "mamba" in self.layer_types and not (
+                self.ssm_state_size and self.ssm_conv_kernel and self.ssm_expand
+                and self.ssm_dt_rank
+            ):  # fmt: skip
+                raise ValueError(
+                    "mamba layers need ssm_state_size, ssm_conv_kernel, ssm_expand, ssm_dt_rank"
+                )
+            if self.layer_types.count("mamba") == self.n_layers:
+                raise ValueError("layer_types needs at least one attention layer")
         if self.sliding_window > self.max_context:
             raise ValueError("sliding_window cannot exceed max_context")
         return self
@@ -170,16 +188,39 @@ class ModelSpec(BaseModel):
 
     @property
     def n_moe_layers(self) -> int:
-        return self.n_layers - self.first_dense_layers if self.is_moe else 0
+        """Layers with experts: from first_dense_layers on, every expert_layer_period-th
+        counting from expert_layer_offset (every layer by default)."""
+        if not self.is_moe:
+            return 0
+        start = max(self.first_dense_layers, self.expert_layer_offset)
+        period, offset = self.expert_layer_period, self.expert_layer_offset
+        return sum(1 for i in range(start, self.n_layers) if (i - offset) % period == 0)
+
+    @property
+    def n_mamba_layers(self) -> int:
+        return self.layer_types.count("mamba")
+
+    @property
+    def n_attention_layers(self) -> int:
+        """Layers whose mixer is attention (all but a hybrid's Mamba layers)."""
+        return self.n_layers - self.n_mamba_layers
+
+    @property
+    def ssm_inner(self) -> int:
+        """Mamba inner width E = expand · D."""
+        return self.ssm_expand * self.d_model
 
     @property
     def window_layers(self) -> dict[int, int]:
-        """Layers per attention window, 0 = full attention: {0: L} for Llama, {128: 12, 0: 12}
-        for gpt-oss-20b. Every per-layer cost (KV held, attention rows) sums over it."""
+        """Attention layers per window, 0 = full attention: {0: L} for Llama, {128: 12, 0: 12}
+        for gpt-oss-20b, {0: 4} for Jamba (its 28 Mamba layers hold no KV). Every per-layer
+        attention cost (KV held, attention rows) sums over it."""
         if not self.layer_types:
             return {self.sliding_window: self.n_layers}
         counts: dict[int, int] = {}
         for kind in self.layer_types:
+            if kind == "mamba":
+                continue
             window = self.sliding_window if kind == "sliding" else 0
             counts[window] = counts.get(window, 0) + 1
         return counts
@@ -187,7 +228,10 @@ class ModelSpec(BaseModel):
     def with_window(self, window: int) -> ModelSpec:
         """This model with every layer at one window (one entry of window_layers): the
         per-kind view memory and optimizations price a layer kind through."""
-        return self.model_copy(update={"sliding_window": window, "layer_types": ()})
+        kinds = tuple(
+            k if k == "mamba" else "sliding" if window else "full" for k in self.layer_types
+        )
+        return self.model_copy(update={"sliding_window": window, "layer_types": kinds})
 
     @property
     def n_dense_layers(self) -> int:

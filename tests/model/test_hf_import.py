@@ -49,6 +49,7 @@ FIXTURE_PRESETS = {
     "gpt-oss-120b": "gpt-oss-120b",
     "gemma-3-1b-pt": "gemma-3-1b",
     "gemma-3-4b-it": "gemma-3-4b",
+    "Jamba-v0.1": "jamba-v0.1",
 }
 NOT_SHAPE = {"id", "name", "sources"}
 

@@ -54,6 +54,7 @@ PUBLISHED_TOTALS: dict[str, tuple[float, float, str]] = {
     "gemma-3-1b": (1.0e9, 0.001, "Gemma 3 report, table 1"),
     # 4,300,079,472: 417M vision + 675M embedding (projector included) + 3,209M non-embedding
     "gemma-3-4b": (4.301e9, 0.001, "Gemma 3 report, table 1 (sum of its three columns)"),
+    "jamba-v0.1": (52e9, 0.01, "Jamba paper, abstract"),  # 51,570,323,328
 }
 
 # Active parameters per token of the MoE presets.
@@ -63,6 +64,7 @@ PUBLISHED_ACTIVE: dict[str, tuple[float, float, str]] = {
     # 37,552,297,472 with both embedding matrices counted; the report's "37B" rounds down.
     "deepseek-v3": (37e9, 0.02, "DeepSeek-V3 report, abstract"),
     "qwen3-30b-a3b": (3.3e9, 0.02, "Qwen3-30B-A3B model card"),  # 3,353,032,704
+    "jamba-v0.1": (12e9, 0.01, "Jamba paper, abstract"),  # 12,110,311,296
 }
 
 

@@ -389,6 +389,51 @@ def _gemma3(spec: ModelSpec) -> nn.Module:
     return _Gemma3ForConditionalGeneration(spec) if spec.vision else _Gemma3ForCausalLM(spec)
 
 
+class _JambaMambaMixer(nn.Module):
+    """JambaMambaMixer: in_proj, depthwise conv1d (bias), x_proj, dt_proj (bias), A_log, D,
+    out_proj, and RMSNorms on dt, B and C."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        D, E, N, R = spec.d_model, spec.ssm_inner, spec.ssm_state_size, spec.ssm_dt_rank
+        self.in_proj = nn.Linear(D, 2 * E, bias=False)
+        self.conv1d = nn.Conv1d(E, E, spec.ssm_conv_kernel, groups=E, bias=True)
+        self.x_proj = nn.Linear(E, R + 2 * N, bias=False)
+        self.dt_proj = nn.Linear(R, E, bias=True)
+        self.A_log = nn.Parameter(torch.empty(E, N))
+        self.D = nn.Parameter(torch.empty(E))
+        self.out_proj = nn.Linear(E, D, bias=False)
+        self.dt_layernorm = nn.RMSNorm(R)
+        self.b_layernorm = nn.RMSNorm(N)
+        self.c_layernorm = nn.RMSNorm(N)
+
+
+class _JambaLayer(nn.Module):
+    """JambaAttentionDecoderLayer / JambaMambaDecoderLayer: input_layernorm, the mixer,
+    pre_ff_layernorm, and a JambaMLP or JambaSparseMoeBlock (router without bias)."""
+
+    def __init__(self, spec: ModelSpec, i: int) -> None:
+        super().__init__()
+        self.input_layernorm = _norm(spec, spec.d_model)
+        mixer = spec.layer_types[i]
+        self.mixer: nn.Module = (
+            _JambaMambaMixer(spec) if mixer == "mamba" else _SplitAttention(spec)
+        )
+        self.pre_ff_layernorm = _norm(spec, spec.d_model)
+        moe = (i - spec.expert_layer_offset) % spec.expert_layer_period == 0
+        moe = moe and i >= spec.expert_layer_offset
+        self.feed_forward = _MixtralSparseMoe(spec) if moe else _SwiGLU(spec.d_model, spec.d_ff)
+
+
+class _JambaForCausalLM(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.d_model)
+        self.layers = nn.ModuleList(_JambaLayer(spec, i) for i in range(spec.n_layers))
+        self.final_layernorm = _norm(spec, spec.d_model)
+        self.lm_head = _lm_head(spec, self.embed_tokens)
+
+
 _BUILDERS: dict[str, Callable[[ModelSpec], nn.Module]] = {
     "llama": _LlamaForCausalLM,
     "mistral": _LlamaForCausalLM,
@@ -403,5 +448,6 @@ _BUILDERS: dict[str, Callable[[ModelSpec], nn.Module]] = {
     "qwen3-moe": _Qwen3ForCausalLM,
     "gpt-oss": _GptOssForCausalLM,
     "gemma3": _gemma3,
+    "jamba": _JambaForCausalLM,
 }
 FAMILIES = tuple(_BUILDERS)

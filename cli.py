@@ -40,9 +40,25 @@ def add_scenario_args(p: argparse.ArgumentParser, memory_only: bool = False) -> 
     else:
         p.add_argument("--prompt-len", type=int, default=512, help="prompt tokens (default 512)")
         p.add_argument("--output-len", type=int, default=128, help="output tokens (default 128)")
-        p.add_argument("--act-dtype", default="bf16", choices=ACTIVATION_DTYPES)
+        p.add_argument(
+            "--images",
+            type=int,
+            default=0,
+            help="images per prompt (vision-language models): their tokens join the prompt",
+        )
+        p.add_argument(
+            "--act-dtype",
+            default=None,
+            choices=ACTIVATION_DTYPES,
+            help="default: fp8 with fp8 weights on GPUs with fp8 units, else bf16",
+        )
         p.add_argument("--profile", default="ideal", choices=("ideal", "calibrated"))
-    p.add_argument("--weight-dtype", default="bf16", choices=STORAGE_DTYPES)
+    p.add_argument(
+        "--weight-dtype",
+        default=None,
+        choices=STORAGE_DTYPES,
+        help="default: the model's native dtype (bf16; fp8 for DeepSeek-V3)",
+    )
     p.add_argument("--kv-dtype", default=None, choices=STORAGE_DTYPES, help="default: activations")
     p.add_argument("--group-size", type=int, default=128, help="quantization group (default 128)")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs (default 1)")
@@ -75,6 +91,7 @@ def scenario_from_args(args: argparse.Namespace, memory_only: bool = False) -> A
         extra.update(
             prompt_len=args.prompt_len,
             output_len=args.output_len,
+            images=args.images,
             act_dtype=args.act_dtype,
             profile=args.profile,
         )
@@ -90,6 +107,13 @@ def scenario_from_args(args: argparse.Namespace, memory_only: bool = False) -> A
         ep=args.ep,
         **extra,
     )
+
+
+def _weights_text(sc: Any) -> str:
+    """The weight dtype, with the routed experts' where it differs (gpt-oss: mxfp4)."""
+    p = sc.precision
+    experts = f" (experts {p.expert_dtype})" if p.expert_dtype != p.weight_dtype else ""
+    return p.weight_dtype + experts
 
 
 def print_json(data: Any) -> None:
@@ -143,7 +167,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
         ]
         title = (
             f"Memory per GPU: {sc.model.id} on {sc.gpu.id}, batch {args.batch}, "
-            f"context {args.context:,}, weights {sc.precision.weight_dtype}, "
+            f"context {args.context:,}, weights {_weights_text(sc)}, "
             f"KV {sc.precision.kv_dtype}, TP {sc.parallel.tp}"
         )
         console.print(table(title, ["", "bytes"], rows))
@@ -173,13 +197,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from model.contributions import contributions
 
     effects = contributions(sc, args.opt, pred)
+    from model.energy import energy
+
+    power = energy(pred, args.usd_per_kwh)
     if args.json:
-        print_json({**pred.to_dict(), "contributions": effects})
+        print_json({**pred.to_dict(), "contributions": effects, "energy": power.to_dict()})
         return 0
     w, m = sc.workload, pred.memory
     title = (
-        f"{sc.model.id} on {sc.gpu.id} ({args.profile}): batch {w.batch}, prompt {w.prompt_len}, "
-        f"output {w.output_len}, weights {sc.precision.weight_dtype}, KV {sc.precision.kv_dtype}, "
+        f"{sc.model.id} on {sc.gpu.id} ({args.profile}): batch {w.batch}, prompt {w.prompt_len}"
+        + (f" (with {w.images_per_prompt} image(s))" if w.images_per_prompt else "")
+        + ", "
+        f"output {w.output_len}, weights {_weights_text(sc)}, KV {sc.precision.kv_dtype}, "
         f"TP {sc.parallel.tp}" + (f", opts {', '.join(args.opt)}" if args.opt else "")
     )
     headline = [
@@ -192,7 +221,15 @@ def cmd_predict(args: argparse.Namespace) -> int:
         ["output throughput", f"{pred.output_tokens_per_s:,.0f} tokens/s", f"batch {w.batch}"],
         ["memory per GPU", f"{fmt_bytes(m.total_bytes)} of {fmt_bytes(m.capacity_bytes)}",
          f"max batch {m.max_batch:,}"],
+        ["energy per output token", f"{power.joules_per_output_token:,.3g} J/token",
+         f"{power.output_tokens_per_joule:,.3g} tokens/J"],
+        ["GPU board power", f"{power.prefill_power_w:,.0f} W prefill, "
+         f"{power.decode_power_w:,.0f} W decode", f"per GPU; idle {power.idle_w:,.0f} W, "
+         f"TDP {power.tdp_w:,.0f} W"],
     ]  # fmt: skip
+    if power.electricity_usd_per_million_tokens is not None:
+        headline.append(["electricity", f"${power.electricity_usd_per_million_tokens:,.3g}/Mtok",
+                         f"at ${args.usd_per_kwh:g}/kWh"])  # fmt: skip
     console.print(table(title, ["metric", "value", "note"], headline))
     if effects:
         console.print(_contributions_table(effects))
@@ -320,6 +357,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_scenario_args(p)
     p.add_argument("--no-ops", action="store_true", help="headline only, no operator tables")
     p.add_argument("--ignore-memory", action="store_true", help="predict even if it does not fit")
+    p.add_argument(
+        "--usd-per-kwh",
+        type=float,
+        default=0.0,
+        help="electricity tariff, $/kWh: adds the energy part of $/Mtok (default: none)",
+    )
     p.set_defaults(handler=cmd_predict)
 
     p = sub.add_parser("compare", help="waterfall from a naive baseline to the full stack")

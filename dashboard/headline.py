@@ -1,8 +1,8 @@
 """The Explore page's headline numbers, each with its unit, and their deltas against a baseline.
 
 Values stay in SI (seconds, bytes, tokens/s, $) until `text`/`delta_text` format them at the
-edge (DESIGN.md). The only arithmetic here is the unit conversion to dollars per million output
-tokens: price per GPU-hour × GPUs ÷ 3600 s/h ÷ output tokens per second × 10⁶.
+edge (DESIGN.md). Dollars per million output tokens come from model/planner/prices.py, energy
+per token and its electricity cost from model/energy.py.
 """
 
 from __future__ import annotations
@@ -11,19 +11,18 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from model.energy import energy
+from model.planner import prices
 from model.steps import Prediction
 from model.units import fmt_bytes, fmt_time
 
-SECONDS_PER_HOUR = 3600.0
-TOKENS_PER_MILLION = 1e6
-
 
 def usd_per_million_tokens(price_per_gpu_hour: float, n_gpus: int, tokens_per_s: float) -> float:
-    """$ per 10⁶ output tokens at full utilisation; nan when no price is set."""
+    """$ per 10⁶ output tokens at full utilisation (model/planner/prices.py's formula); nan
+    when no price is set."""
     if price_per_gpu_hour <= 0 or tokens_per_s <= 0:
         return math.nan
-    usd_per_s = price_per_gpu_hour * n_gpus / SECONDS_PER_HOUR
-    return usd_per_s / tokens_per_s * TOKENS_PER_MILLION
+    return float(prices.usd_per_million_tokens(price_per_gpu_hour * n_gpus, tokens_per_s))
 
 
 def fmt_tokens_per_s(value: float) -> str:
@@ -32,6 +31,28 @@ def fmt_tokens_per_s(value: float) -> str:
 
 def fmt_usd_per_m(value: float) -> str:
     return "set a $/GPU-hour price" if not math.isfinite(value) else f"${value:,.3g} per M tokens"
+
+
+def fmt_joules_per_token(value: float) -> str:
+    return f"{value:,.3g} J/token"
+
+
+def energy_metric(pred: Prediction, usd_per_kwh: float = 0.0) -> Metric:
+    """Board energy per output token (model/energy.py), with tokens per joule beside it and,
+    given a $/kWh tariff, the electricity part of $/Mtok."""
+    e = energy(pred, usd_per_kwh)
+    power = (
+        f"{e.prefill_power_w:,.0f} W prefill, {e.decode_power_w:,.0f} W decode per GPU "
+        f"(idle {e.idle_w:,.0f} W, TDP {e.tdp_w:,.0f} W)"
+    )
+    suffix = f" · {e.output_tokens_per_joule:,.3g} tokens/J"
+    if e.electricity_usd_per_million_tokens is not None:
+        suffix += f" · electricity ${e.electricity_usd_per_million_tokens:,.3g} per M tokens"
+    return Metric("joules_per_output_token", "Energy", e.joules_per_output_token,
+                  fmt_joules_per_token, True,
+                  f"GPU board energy of the batch over its output tokens: {power}; idle plus "
+                  "utilisation-weighted dynamic power up to TDP (model/energy.py)",
+                  suffix=suffix)  # fmt: skip
 
 
 def fmt_sequences(value: float) -> str:
@@ -64,8 +85,10 @@ class Metric:
         return f"{sign}{self.fmt(abs(diff))}{rel}"
 
 
-def headline(pred: Prediction, price_per_gpu_hour: float, price_source: str = "") -> list[Metric]:
-    """The six headline metrics; price 0 leaves cost unset."""
+def headline(
+    pred: Prediction, price_per_gpu_hour: float, price_source: str = "", usd_per_kwh: float = 0.0
+) -> list[Metric]:
+    """The headline metrics; price 0 leaves cost unset, a $/kWh tariff adds electricity."""
     sc, mem = pred.scenario, pred.memory
     w = sc.workload
     cost = usd_per_million_tokens(price_per_gpu_hour, sc.parallel.n_gpus, pred.output_tokens_per_s)
@@ -87,6 +110,7 @@ def headline(pred: Prediction, price_per_gpu_hour: float, price_source: str = ""
         Metric("usd_per_million_tokens", "Cost", cost, fmt_usd_per_m, True,
                f"{sc.parallel.n_gpus} GPU(s) at ${price_per_gpu_hour:,.2f} per GPU-hour "
                f"({price_source or 'no price set'}), fully used"),
+        energy_metric(pred, usd_per_kwh),
     ]  # fmt: skip
 
 

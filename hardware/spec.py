@@ -14,16 +14,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-ComputeDtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]
-COMPUTE_DTYPES: tuple[str, ...] = (
-    "fp32",
-    "tf32",
-    "fp16",
-    "bf16",
-    "fp8",
-    "int8",
-    "int4",
-)
+# "fp4" is the e2m1 tensor-core unit (Blackwell) that NVFP4 and MXFP4 operands run on.
+ComputeDtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]
+COMPUTE_DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
 
 
 class _Frozen(BaseModel):
@@ -58,7 +51,15 @@ class GPUSpec(_Frozen):
         description="GPU-to-GPU link bandwidth per GPU, one direction, bytes/s (0 = none)",
     )
     pcie_bytes_per_s: float = Field(gt=0, description="host link bandwidth, one direction, bytes/s")
-    tdp_watts: float | None = Field(default=None, gt=0, description="board power, W")
+    tdp_watts: float | None = Field(
+        default=None, gt=0, description="board power limit (TDP/TBP), W: the top of the power model"
+    )
+    idle_watts: float | None = Field(
+        default=None,
+        gt=0,
+        description="board power with a CUDA context and no work, W (None = model/energy.py's "
+        "documented fraction of TDP)",
+    )
     sources: dict[str, str] = Field(description="field name -> where the number comes from")
 
     @model_validator(mode="after")
@@ -78,7 +79,12 @@ class GPUSpec(_Frozen):
             "smem_per_sm_bytes",
             "nvlink_bytes_per_s",
             "pcie_bytes_per_s",
-        ] + (["tdp_watts"] if self.tdp_watts is not None else [])
+        ] + [f for f in ("tdp_watts", "idle_watts") if getattr(self, f) is not None]
+        if self.idle_watts is not None and self.tdp_watts is not None:
+            if self.idle_watts >= self.tdp_watts:
+                raise ValueError(
+                    f"idle_watts ({self.idle_watts}) must be below tdp_watts ({self.tdp_watts})"
+                )
         missing = [f for f in numeric if not self.sources.get(f)]
         if missing:
             raise ValueError(f"every number needs a source; missing sources for {missing}")
@@ -88,9 +94,11 @@ class GPUSpec(_Frozen):
         """Dense peak FLOP/s for a compute dtype; a dtype the part lacks runs on the next unit up.
 
         fp8 on Ampere runs as fp16 (no fp8 tensor cores); int4 without int4 units runs as int8;
-        tf32 without tf32 runs as fp32. This mirrors what kernels do on such parts (upcast).
+        tf32 without tf32 runs as fp32; fp4 before Blackwell runs as fp8, else fp16 (the operands
+        are widened). This mirrors what kernels do on such parts (upcast).
         """
         fallbacks = {
+            "fp4": ["fp4", "fp8", "fp16", "bf16"],
             "int4": ["int4", "int8", "fp16"],
             "int8": ["int8", "fp16"],
             "fp8": ["fp8", "fp16", "bf16"],

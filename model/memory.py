@@ -5,9 +5,11 @@ token; whether it fits; the largest batch that fits.
   GPTQ/AWQ store them); embeddings, lm_head and norms stay 16-bit, as quantizers leave them.
   Split by TP (Megatron), except the tensors TP replicates (tp_replicated_params), and by PP
   stage (the worst stage holds the larger of embedding and lm_head; with PP = 1 it holds both).
-- KV cache: B × tokens held per sequence × bytes per token, bytes per token = layers (per stage)
-  × 2 · K_gpu · Dh · kv bytes (MLA: the latent, replicated). Tokens held = P + O − 1, capped by a
-  sliding window; optimizations adjust it (paging granularity, contiguous reservation, sinks).
+  A vision encoder (model/spec_vision.py) stays 16-bit and is replicated on every GPU.
+- KV cache: B × Σ over layer kinds of layers × tokens held × bytes per token per layer, bytes
+  per token = layers (per stage) × 2 · K_gpu · Dh · kv bytes (MLA: the latent, replicated).
+  Tokens held = P + O − 1, capped by a layer's sliding window (per layer where layer kinds
+  mix, as in gpt-oss and Gemma 3); optimizations adjust it (paging, reservation, sinks).
 - Activations: the maximum over operators of their live tensors plus the residual stream, for
   one prefill chunk (DESIGN.md: the live peak, not a sum over operators).
 - Overhead: CUDA context, library workspaces and graph pools (Scenario.overhead_bytes).
@@ -22,7 +24,7 @@ import numpy as np
 
 from model.dtypes import dtype_bytes
 from model.ops import Num, weight_storage_bytes
-from model.params import count_params, router_params
+from model.params import count_params, linear_tensors, router_params
 from model.scenario import Scenario
 from model.spec import ModelSpec
 from model.steps import MemoryBreakdown, Step, StepPricer
@@ -44,7 +46,9 @@ def tp_replicated_params(spec: ModelSpec, tp: int) -> float:
     else:
         bias = 1 if m.linear_bias or m.qkv_bias else 0
         per_kv_head = 2 * m.head_dim * (m.d_model + bias)  # K and V rows of the QKV weight
-        extra = m.n_layers * per_kv_head * (max(1, m.n_kv_heads // tp) - m.n_kv_heads / tp)
+        extra = (
+            m.n_attention_layers * per_kv_head * (max(1, m.n_kv_heads // tp) - m.n_kv_heads / tp)
+        )
     if m.is_moe:
         extra += m.n_moe_layers * router_params(m) * (1.0 - 1.0 / tp)
     return extra
@@ -55,10 +59,20 @@ def linear_params_per_gpu(sc: Scenario) -> float:
     pc = count_params(sc.model)
     tp = sc.parallel.tp
     linear = pc.layers - pc.n_layers * pc.norms_per_layer
-    # Routed experts: TP slices them /tp; EP (ep a multiple of tp) spreads whole experts /ep.
     experts = pc.n_moe_layers * pc.n_experts * pc.expert_per_expert
-    split = (linear - experts) / tp + experts / max(tp, sc.parallel.ep)
-    return split + tp_replicated_params(sc.model, tp)
+    return (
+        (linear - experts) / tp
+        + routed_expert_params_per_gpu(sc)
+        + tp_replicated_params(sc.model, tp)
+    )
+
+
+def routed_expert_params_per_gpu(sc: Scenario) -> float:
+    """Routed-expert parameters one GPU holds over all layers: TP slices them /tp; EP (ep a
+    multiple of tp) spreads whole experts /ep."""
+    pc = count_params(sc.model)
+    experts = pc.n_moe_layers * pc.n_experts * pc.expert_per_expert
+    return experts / max(sc.parallel.tp, sc.parallel.ep)
 
 
 def weights_bytes_per_gpu(sc: Scenario) -> float:
@@ -68,13 +82,21 @@ def weights_bytes_per_gpu(sc: Scenario) -> float:
     norms = pc.n_layers * pc.norms_per_layer + pc.final_norm
     plain = 4.0 if p.weight_dtype == "fp32" else 2.0
     per_gpu = linear_params_per_gpu(sc)
-    layer_bytes = weight_storage_bytes(per_gpu, p.weight_dtype, p.weight_group_size) / pp
+    tensors = linear_tensors(sc.model)
+    # routed experts at their own dtype where it differs (gpt-oss: mxfp4 experts, bf16 rest)
+    experts = routed_expert_params_per_gpu(sc) if p.expert_dtype != p.weight_dtype else 0.0
+    group = p.weight_group_size
+    layer_bytes = (
+        weight_storage_bytes(per_gpu - experts, p.weight_dtype, group, tensors)
+        + weight_storage_bytes(experts, p.expert_dtype, group, 0.0)
+    ) / pp
     ends = (
         pc.embedding + pc.positional + pc.lm_head
         if pp == 1
         else max(pc.embedding + pc.positional, pc.lm_head)
     )
-    return float(layer_bytes + (ends / tp + norms / pp) * plain)
+    vision = pc.vision  # the vision encoder stays 16-bit and whole on every GPU
+    return float(layer_bytes + (ends / tp + norms / pp + vision) * plain)
 
 
 def kv_bytes_per_token(sc: Scenario) -> float:
@@ -84,16 +106,45 @@ def kv_bytes_per_token(sc: Scenario) -> float:
         if m.attention == "mla"
         else 2 * sc.kv_heads_per_gpu * m.head_dim
     )
-    return m.n_layers / sc.parallel.pp * per_layer * dtype_bytes(sc.precision.kv_dtype)
+    return m.n_attention_layers / sc.parallel.pp * per_layer * dtype_bytes(sc.precision.kv_dtype)
+
+
+def ssm_state_bytes_per_sequence(sc: Scenario) -> float:
+    """A hybrid's Mamba layers hold a constant-size state per sequence instead of a KV cache:
+    the SSM state E × N and the conv1d's last k − 1 inputs E × (k − 1) per layer (vLLM
+    MambaMixer's ssm_state and conv_state), E split by TP, at the KV dtype (Jamba report §2:
+    the state does not grow with the context)."""
+    m = sc.model
+    if not m.n_mamba_layers:
+        return 0.0
+    per_layer = m.ssm_inner / sc.parallel.tp * (m.ssm_state_size + m.ssm_conv_kernel - 1)
+    layers = m.n_mamba_layers / sc.parallel.pp
+    return layers * per_layer * dtype_bytes(sc.precision.kv_dtype)
 
 
 def kv_tokens_held(sc: Scenario, pipeline: StepPricer) -> Num:
+    """Positions a sequence holds in each layer of this scenario's (uniform) window."""
     tokens: Num = float(sc.context_tokens)
     if sc.model.sliding_window:
         tokens = min(tokens, float(sc.model.sliding_window))
     for opt in pipeline.opts:
         tokens = opt.kv_tokens_per_sequence(tokens, sc)
     return tokens
+
+
+def kv_bytes_per_sequence(sc: Scenario, pipeline: StepPricer) -> float:
+    """KV bytes one sequence holds: per layer kind (model.window_layers), that kind's layers ×
+    the positions it holds (a sliding layer at most its window, a full one the whole context)
+    × bytes per token per layer, plus a hybrid's constant Mamba state. Each kind is priced as
+    a uniform model of its window, so every optimization's KV hook sees the window it acts on
+    (Gemma 3 report §2; gpt-oss)."""
+    m = sc.model
+    per_layer_token = kv_bytes_per_token(sc) / m.n_attention_layers
+    total = ssm_state_bytes_per_sequence(sc)
+    for window, layers in m.window_layers.items():
+        kind = sc if not m.layer_types else sc.model_copy(update={"model": m.with_window(window)})
+        total += per_layer_token * layers * float(np.mean(kv_tokens_held(kind, pipeline)))
+    return total
 
 
 def activation_bytes(sc: Scenario, pipeline: StepPricer, batch: Num) -> Num:
@@ -112,8 +163,7 @@ def activation_bytes(sc: Scenario, pipeline: StepPricer, batch: Num) -> Num:
 
 def memory_breakdown(sc: Scenario, pipeline: StepPricer) -> MemoryBreakdown:
     per_token = kv_bytes_per_token(sc)
-    held = float(np.mean(kv_tokens_held(sc, pipeline)))
-    per_sequence = per_token * held
+    per_sequence = kv_bytes_per_sequence(sc, pipeline)
     weights = weights_bytes_per_gpu(sc)
     capacity = sc.gpu.memory_bytes
     mem = MemoryBreakdown(

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from model.dtypes import compute_dtype, dtype_bytes
+from model.dtypes import NARROW_WEIGHT_DTYPES, compute_dtype, dtype_bytes, tensor_scale_bytes
 
 Num = float | npt.NDArray[np.float64]
 SCALE_BYTES = 2.0  # one fp16 scale per group of quantized weights (GPTQ/AWQ layout)
@@ -50,13 +50,19 @@ class Op:
         return replace(self, **{k: getattr(self, k) * v for k, v in factors.items()})
 
 
-def weight_storage_bytes(n_params: Num, weight_dtype: str, group_size: int) -> Num:
-    """Bytes to store n weights: packed elements plus one fp16 scale per group if quantized."""
+def weight_storage_bytes(
+    n_params: Num, weight_dtype: str, group_size: int, tensors: float = 1.0
+) -> Num:
+    """Bytes to store n weights held in `tensors` tensors: packed elements plus one fp16 scale
+    per group if integer-quantized; block-scaled formats carry their block scales in
+    dtype_bytes and add their per-tensor scale (NVFP4's fp32) once per tensor."""
     scales = n_params / group_size * SCALE_BYTES if weight_dtype in ("int8", "int4", "nf4") else 0.0
-    return n_params * dtype_bytes(weight_dtype) + scales
+    per_tensor = tensors * tensor_scale_bytes(weight_dtype)
+    return n_params * dtype_bytes(weight_dtype) + scales + per_tensor
 
 
-# Weight-only dequantization (W4A16, W8A16): an int→float convert and a scale multiply-add per
+# Weight-only dequantization (W4A16, W8A16, FP4 weights before Blackwell or with 16-bit
+# activations): an int/e2m1→float convert and a scale multiply-add per
 # weight element, on CUDA cores (Frantar et al. 2024, "MARLIN", §3), redone for every
 # activation row tile; Marlin's largest tile is 64 rows (4 × 16-row m-blocks).
 DEQUANT_VECTOR_FLOPS_PER_WEIGHT = 2.0
@@ -65,8 +71,9 @@ DEQUANT_ROW_TILE = 64.0
 
 def dequant_vector_flops(M: Num, N: Num, K: Num, weight_dtype: str, act_dtype: str) -> Num:
     """CUDA-core work to widen quantized weights to the compute unit's dtype (0 if none)."""
-    narrower = dtype_bytes(weight_dtype) < dtype_bytes(compute_dtype(weight_dtype, act_dtype))
-    if weight_dtype not in ("int8", "int4", "nf4", "fp8") or not narrower:
+    unit = compute_dtype(weight_dtype, act_dtype)
+    narrower = unit != "fp4" and dtype_bytes(weight_dtype) < dtype_bytes(unit)
+    if weight_dtype not in NARROW_WEIGHT_DTYPES or not narrower:
         return 0.0 * M
     tiles = np.ceil(np.asarray(M, dtype=np.float64) / DEQUANT_ROW_TILE)
     out = DEQUANT_VECTOR_FLOPS_PER_WEIGHT * N * K * tiles

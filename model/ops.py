@@ -47,6 +47,8 @@ from model.op import (
 )
 from model.params import norms_per_block
 from model.scenario import Scenario
+from model.ssm import mamba_ops
+from model.vision import vision_ops
 
 __all__ = [
     "ATTENTION_QUERY_TILE",
@@ -192,27 +194,40 @@ class _Builder:
             return
         Kg = self.sc.kv_heads_per_gpu
         Dh = m.head_dim
-        self.gemm("attn.qkv_proj", m.n_layers, n, (Hg + 2 * Kg) * Dh, m.d_model)
+        La = m.n_attention_layers  # a hybrid's Mamba layers have no attention (self.mamba)
+        self.gemm("attn.qkv_proj", La, n, (Hg + 2 * Kg) * Dh, m.d_model)
+        if m.qk_norm:  # Qwen3/Gemma 3: RMSNorm over each q and k head (no residual)
+            elems = n * (Hg + Kg) * Dh
+            w = 2 * Dh * 2.0  # q_norm and k_norm weights, 16-bit
+            self.elementwise("attn.qk_norm", "norm", La, 5.0 * elems, elems, elems, w)
         if m.positional == "rope":
             elems = n * (Hg + Kg) * Dh
-            self.elementwise("attn.rope", "elementwise", m.n_layers, 3.0 * elems, elems, elems)
+            self.elementwise("attn.rope", "elementwise", La, 3.0 * elems, elems, elems)
         p = self.sc.precision
-        attention = attention_op(
-            self.phase,
-            m.n_layers,
-            B,
-            T,
-            L,
-            Hg,
-            Kg,
-            Dh,
-            p.act_dtype,
-            p.kv_dtype,
-            m.sliding_window,
-            sm_count=self.sc.gpu.sm_count,
-        )
-        self.ops.append(attention)
-        self.gemm("attn.o_proj", m.n_layers, n, m.d_model, Hg * Dh)
+        # one attn.core row per layer kind (model.window_layers): full and sliding layers of
+        # gpt-oss or Gemma 3 attend over different spans; shape["window"] says which
+        for window, layers in m.window_layers.items():
+            attention = attention_op(
+                self.phase,
+                layers,
+                B,
+                T,
+                L,
+                Hg,
+                Kg,
+                Dh,
+                p.act_dtype,
+                p.kv_dtype,
+                window,
+                sm_count=self.sc.gpu.sm_count,
+            )
+            self.ops.append(replace(attention, shape={**attention.shape, "window": window}))
+        self.gemm("attn.o_proj", La, n, m.d_model, Hg * Dh)
+
+    def mamba(self) -> None:
+        """A hybrid's Mamba mixers (model/ssm.py), on the layers without attention."""
+        if self.m.n_mamba_layers:
+            self.ops += mamba_ops(self.sc, self.phase, self.B, self.T)
 
     def _mla_prefill(self, Hg: int) -> None:
         """MLA prefill as vLLM and SGLang run it: K and V decompressed from the latent by
@@ -340,7 +355,8 @@ class _Builder:
             self.comm("ep.dispatch", "all_to_all", count, rows, n_gpus=ep)
             self.comm("ep.combine", "all_to_all", count, rows, n_gpus=ep)
         act_dtype = self.sc.precision.act_dtype  # model/moe.py: shared with kernel prediction
-        experts = moe_op(self.phase, count, routed_tokens, D, Fe, k, E, ep, self.wdt, act_dtype,
+        wdt = self.sc.precision.expert_dtype
+        experts = moe_op(self.phase, count, routed_tokens, D, Fe, k, E, ep, wdt, act_dtype,
                          self.group, m.gated_mlp, shape_tokens=n)  # fmt: skip
         self.ops.append(experts)
         if m.n_shared_experts:  # TP-split like the dense MLP (its output joins the all-reduce)
@@ -349,10 +365,16 @@ class _Builder:
     def build(self) -> list[Op]:
         m, n, D = self.m, self.tokens, self.m.d_model
         self.check_parallel()
+        images = self.sc.workload.images_per_prompt
+        if self.phase == "prefill" and images and m.vision:  # the encoder, before the LM
+            self.ops += vision_ops(self.sc, self.B * images)
         self.elementwise("embed", "embedding", 1, 0.0, 0.0, n * D, n * D * 2.0)
         self.norm("norm.attn", m.n_layers)
         self.attention()
+        self.mamba()
         self.tp_all_reduce(m.n_layers)
+        if norms_per_block(m) == 4:  # Gemma 3: a norm on each sublayer's output, before the add
+            self.norm("norm.post_attn", m.n_layers, fused_residual=False)
         if not m.parallel_block:
             self.norm("norm.mlp", m.n_layers)
         elif norms_per_block(m) == 2:  # GPT-NeoX's parallel residual: ln2 on the same input
@@ -362,6 +384,8 @@ class _Builder:
         gather = m.n_moe_layers if self.ep > 1 and not m.n_shared_experts else 0
         self.tp_all_reduce(m.n_layers - gather)
         self.tp_all_reduce(gather, "all_gather")
+        if norms_per_block(m) == 4:
+            self.norm("norm.post_mlp", m.n_layers, fused_residual=False)
         if self.pp > 1:  # activations to the next stage (Megatron-LM PP; Narayanan et al. 2021)
             span = max(self.tp, self.ep) * self.pp
             payload = self.tokens * D * self.ab

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from model.spec import ModelSpec
+from model.spec_vision import vision_params
 
 
 @dataclass(frozen=True)
@@ -31,10 +32,15 @@ class ParamCount:
     n_moe_layers: int
     n_experts: int
     experts_per_token: int
+    vision: int = 0  # vision encoder and projector (model/spec_vision.py)
+    mamba_per_layer: int = 0  # a hybrid's Mamba mixer
+    n_mamba_layers: int = 0  # layers with a Mamba mixer instead of attention
 
     @property
     def layers(self) -> int:
-        common = self.n_layers * (self.attention_per_layer + self.norms_per_layer)
+        attention_layers = self.n_layers - self.n_mamba_layers
+        common = attention_layers * self.attention_per_layer + self.n_layers * self.norms_per_layer
+        common += self.n_mamba_layers * self.mamba_per_layer
         dense = self.n_dense_layers * self.dense_mlp_per_layer
         moe = self.n_moe_layers * (
             self.moe_router_per_layer
@@ -45,7 +51,8 @@ class ParamCount:
 
     @property
     def total(self) -> int:
-        return self.embedding + self.positional + self.lm_head + self.final_norm + self.layers
+        ends = self.embedding + self.positional + self.lm_head + self.final_norm
+        return ends + self.layers + self.vision
 
     @property
     def active(self) -> int:
@@ -75,12 +82,14 @@ def attention_params(spec: ModelSpec) -> int:
         return q + kv_a + kv_b + o
     qkv = D * (spec.q_dim + 2 * spec.kv_dim)
     o = spec.q_dim * D
+    qk_norm = 2 * spec.head_dim if spec.qk_norm else 0  # Qwen3Attention q_norm, k_norm
+    sinks = H if spec.attention_sinks else 0  # GptOssAttention.sinks: one logit per head
     bias = 0
     if spec.linear_bias:
         bias = spec.q_dim + 2 * spec.kv_dim + D
     elif spec.qkv_bias:
         bias = spec.q_dim + 2 * spec.kv_dim
-    return qkv + o + bias
+    return qkv + o + bias + qk_norm + sinks
 
 
 def mlp_params(spec: ModelSpec, d_ff: int) -> int:
@@ -92,21 +101,24 @@ def mlp_params(spec: ModelSpec, d_ff: int) -> int:
 
 
 def norms_per_block(spec: ModelSpec) -> int:
-    """Norms per layer: one shared by a parallel block (GPT-J, Phi), else two.
+    """Norms per layer: one shared by a parallel block (GPT-J, Phi), four in Gemma 3, else two.
 
     GPT-NeoX's parallel residual keeps two LayerNorms, x + attn(ln1(x)) + mlp(ln2(x))
     (HF GPTNeoXLayer: input_layernorm and post_attention_layernorm).
     """
+    if spec.family == "gemma3":  # sandwich norms: pre and post around attention and the MLP
+        return 4  # HF Gemma3DecoderLayer: input, post_attention, pre_ and post_feedforward
     return 1 if spec.parallel_block and spec.family != "gpt-neox" else 2
 
 
 def router_params(spec: ModelSpec) -> int:
-    """Router weight E·D; DeepSeek-V3 adds a per-expert bias for aux-loss-free balancing.
+    """Router weight E·D; DeepSeek-V3 and gpt-oss add a per-expert bias.
 
     DeepSeek-V3 report §2.1.2 (bias b_i in the top-k selection); HF MoEGate
-    e_score_correction_bias, stored in the checkpoint.
+    e_score_correction_bias, stored in the checkpoint. gpt-oss: GptOssTopKRouter is a Linear
+    with bias (HF modeling_gpt_oss.py).
     """
-    bias = spec.n_experts if spec.family == "deepseek-v3" else 0
+    bias = spec.n_experts if spec.family in ("deepseek-v3", "gpt-oss") else 0
     return spec.d_model * spec.n_experts + bias
 
 
@@ -133,4 +145,29 @@ def count_params(spec: ModelSpec) -> ParamCount:
         n_moe_layers=spec.n_moe_layers,
         n_experts=spec.n_experts,
         experts_per_token=spec.experts_per_token,
+        vision=vision_params(spec.vision, D) if spec.vision else 0,
+        mamba_per_layer=mamba_params(spec) if spec.n_mamba_layers else 0,
+        n_mamba_layers=spec.n_mamba_layers,
     )
+
+
+def mamba_params(spec: ModelSpec) -> int:
+    """One Mamba mixer as HF JambaMambaMixer holds it (Gu & Dao 2023, §3.4), E = expand · D:
+    in_proj D × 2E (x and the gate z), depthwise conv1d E·k + E bias, x_proj E × (R + 2N)
+    (Δ, B, C), dt_proj R × E + E bias, A_log E × N, D_skip E, out_proj E × D, and Jamba's
+    RMSNorms on Δ, B and C (R + 2N)."""
+    D, E, N, R = spec.d_model, spec.ssm_inner, spec.ssm_state_size, spec.ssm_dt_rank
+    k = spec.ssm_conv_kernel
+    conv = E * k + E
+    return D * 2 * E + conv + E * (R + 2 * N) + R * E + E + E * N + E + E * D + (R + 2 * N)
+
+
+def linear_tensors(spec: ModelSpec) -> int:
+    """Weight matrices of the linear layers, each a tensor with its own per-tensor scale under
+    NVFP4 (HF checkpoint layout: q, k, v, o apart; MLA's q_a, q_b, kv_a, kv_b, o; gate, up, down
+    or up, down per MLP; a router and every expert's matrices per MoE layer)."""
+    mlp = 3 if spec.gated_mlp else 2
+    attention = (4 + (1 if spec.q_lora_rank else 0)) if spec.attention == "mla" else 4
+    moe = 1 + spec.n_experts * mlp + (mlp if spec.n_shared_experts else 0)
+    mixers = spec.n_attention_layers * attention + spec.n_mamba_layers * 4  # in, x, dt, out
+    return mixers + spec.n_dense_layers * mlp + spec.n_moe_layers * moe

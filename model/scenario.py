@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hardware.spec import GPUSpec, SystemSpec
-from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
+from model.dtypes import ACTIVATION_DTYPES, FP4_DTYPES, STORAGE_DTYPES
 from model.spec import ModelSpec
 
 GIB = float(2**30)
@@ -29,6 +29,10 @@ class Precision(_Frozen):
     weight_dtype: str = "bf16"
     act_dtype: str = "bf16"
     kv_dtype: str = "bf16"
+    expert_weight_dtype: str = Field(
+        default="",
+        description="routed experts' weight dtype when it differs (gpt-oss's mxfp4); '' = weights",
+    )
     weight_group_size: int = Field(
         default=128,
         gt=0,
@@ -41,11 +45,17 @@ class Precision(_Frozen):
             ("weight_dtype", STORAGE_DTYPES),
             ("kv_dtype", STORAGE_DTYPES),
             ("act_dtype", ACTIVATION_DTYPES),
+            ("expert_weight_dtype", ("", *STORAGE_DTYPES)),
         ):
             value = getattr(self, field)
             if value not in allowed:
                 raise ValueError(f"{field} '{value}' is not one of {', '.join(allowed)}")
         return self
+
+    @property
+    def expert_dtype(self) -> str:
+        """The dtype routed experts are stored in."""
+        return self.expert_weight_dtype or self.weight_dtype
 
 
 class Parallelism(_Frozen):
@@ -62,6 +72,12 @@ class Workload(_Frozen):
     batch: int = Field(default=1, gt=0, description="concurrent sequences (B)")
     prompt_len: int = Field(default=512, gt=0, description="prompt tokens per sequence (P)")
     output_len: int = Field(default=128, gt=0, description="generated tokens per sequence (O)")
+    images_per_prompt: int = Field(
+        default=0,
+        ge=0,
+        description="images per prompt of a vision-language model; their tokens are part of "
+        "prompt_len and the vision encoder runs at prefill (model/vision.py)",
+    )
     prefill_chunk_tokens: int = Field(
         default=DEFAULT_PREFILL_CHUNK_TOKENS,
         ge=0,
@@ -96,6 +112,22 @@ class Scenario(_Frozen):
             raise ValueError(
                 f"--tp {tp} and {m.id}'s {kv} KV heads must divide one another "
                 "(KV heads are split, or replicated when tp exceeds them)"
+            )
+        p = self.precision
+        for flag, value in (("--act-dtype", p.act_dtype), ("--kv-dtype", p.kv_dtype)):
+            if value in FP4_DTYPES and "fp4" not in self.gpu.peak_flops_per_s:
+                raise ValueError(
+                    f"{flag} {value} needs FP4 tensor cores (Blackwell), which {self.gpu.id} "
+                    f"lacks; keep {value} for weights only (--weight-dtype {value}, dequantized "
+                    "to bf16/fp8 activations)"
+                )
+        images = self.workload.images_per_prompt
+        if images and m.vision is None:
+            raise ValueError(f"--images {images}: {m.id} has no vision encoder")
+        if images and m.vision and self.workload.prompt_len < images * m.vision.tokens_per_image:
+            raise ValueError(
+                f"prompt_len {self.workload.prompt_len} is shorter than the {images} image(s)' "
+                f"{images * m.vision.tokens_per_image} tokens"
             )
         if m.n_layers % self.parallel.pp:
             raise ValueError(f"--pp {self.parallel.pp} must divide {m.id}'s {m.n_layers} layers")

@@ -11,8 +11,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hardware.errors import RooflensError, validation_message
+from model.dtypes import STORAGE_DTYPES
+from model.spec_vision import VisionSpec
 
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
+# What one decoder layer's token mixer is: attention over every position, over the last
+# `sliding_window` positions (HF config.json `layer_types` spells them "full_attention" and
+# "sliding_attention"), or a Mamba selective state-space mixer with a constant-size state.
+LayerType = Literal["full", "sliding", "mamba"]
 
 
 class ModelSpec(BaseModel):
@@ -66,10 +72,47 @@ class ModelSpec(BaseModel):
         ge=0,
         description="leading layers with a dense MLP instead of experts",
     )
+    expert_layer_period: int = Field(
+        default=1, ge=1, description="every n-th layer (from the offset) has experts (Jamba: 2)"
+    )
+    expert_layer_offset: int = Field(default=0, ge=0, description="first layer with experts")
+    # Mamba (selective SSM) mixers of hybrid models (Gu & Dao 2023; Jamba, Lieber et al. 2024)
+    ssm_state_size: int = Field(default=0, ge=0, description="Mamba state per channel (N)")
+    ssm_conv_kernel: int = Field(default=0, ge=0, description="Mamba causal conv1d width")
+    ssm_expand: int = Field(default=0, ge=0, description="Mamba inner width E = expand · D")
+    ssm_dt_rank: int = Field(default=0, ge=0, description="Mamba Δ projection rank (R)")
     sliding_window: int = Field(
-        default=0, ge=0, description="attention window in tokens (0 = full)"
+        default=0,
+        ge=0,
+        description="attention window in tokens (0 = full); with layer_types, of the sliding "
+        "layers only",
+    )
+    layer_types: tuple[LayerType, ...] = Field(
+        default=(),
+        description="each layer's attention, in order (gpt-oss alternates sliding and full, "
+        "Gemma 3 has 5 sliding per full); () = every layer alike (sliding iff sliding_window)",
+    )
+    qk_norm: bool = Field(
+        default=False, description="RMSNorm over each q and k head before RoPE (Qwen3, Gemma 3)"
+    )
+    attention_sinks: bool = Field(
+        default=False,
+        description="a learned per-head logit joins each softmax (gpt-oss); H parameters",
     )
     max_context: int = Field(gt=0, description="longest supported context, tokens")
+    vision: VisionSpec | None = Field(
+        default=None, description="vision encoder of a vision-language model (None = text only)"
+    )
+    native_weight_dtype: str = Field(
+        default="bf16",
+        description="dtype the released checkpoint stores its linear weights in (the default "
+        "--weight-dtype), e.g. fp8 for DeepSeek-V3",
+    )
+    native_expert_dtype: str = Field(
+        default="",
+        description="dtype of the routed experts when it differs from the other linear weights "
+        "(gpt-oss: mxfp4); '' = native_weight_dtype",
+    )
     sources: dict[str, str] = Field(
         default_factory=dict,
         description="field (or 'config') -> where the number comes from",
@@ -111,6 +154,30 @@ class ModelSpec(BaseModel):
             raise ValueError("experts_per_token/n_shared_experts need n_experts > 0")
         if self.positional == "learned" and not self.max_position_embeddings:
             raise ValueError("positional=learned needs max_position_embeddings")
+        for field in ("native_weight_dtype", "native_expert_dtype"):
+            value = getattr(self, field)
+            if value and value not in STORAGE_DTYPES:
+                raise ValueError(f"{field} '{value}' is not one of {', '.join(STORAGE_DTYPES)}")
+        if self.native_expert_dtype and not self.is_moe:
+            raise ValueError("native_expert_dtype needs n_experts > 0")
+        if self.layer_types:
+            if len(self.layer_types) != self.n_layers:
+                raise ValueError(
+                    f"layer_types lists {len(self.layer_types)} layers, n_layers is {self.n_layers}"
+                )
+            if "sliding" in self.layer_types and not self.sliding_window:
+                raise ValueError("layer_types has sliding layers: give sliding_window")
+            if self.attention == "mla":
+                raise ValueError("layer_types with attention=mla is not modelled")
+            if "mamba" in self.layer_types and not (
+                self.ssm_state_size and self.ssm_conv_kernel and self.ssm_expand
+                and self.ssm_dt_rank
+            ):  # fmt: skip
+                raise ValueError(
+                    "mamba layers need ssm_state_size, ssm_conv_kernel, ssm_expand, ssm_dt_rank"
+                )
+            if self.layer_types.count("mamba") == self.n_layers:
+                raise ValueError("layer_types needs at least one attention layer")
         if self.sliding_window > self.max_context:
             raise ValueError("sliding_window cannot exceed max_context")
         return self
@@ -122,7 +189,50 @@ class ModelSpec(BaseModel):
 
     @property
     def n_moe_layers(self) -> int:
-        return self.n_layers - self.first_dense_layers if self.is_moe else 0
+        """Layers with experts: from first_dense_layers on, every expert_layer_period-th
+        counting from expert_layer_offset (every layer by default)."""
+        if not self.is_moe:
+            return 0
+        start = max(self.first_dense_layers, self.expert_layer_offset)
+        period, offset = self.expert_layer_period, self.expert_layer_offset
+        return sum(1 for i in range(start, self.n_layers) if (i - offset) % period == 0)
+
+    @property
+    def n_mamba_layers(self) -> int:
+        return self.layer_types.count("mamba")
+
+    @property
+    def n_attention_layers(self) -> int:
+        """Layers whose mixer is attention (all but a hybrid's Mamba layers)."""
+        return self.n_layers - self.n_mamba_layers
+
+    @property
+    def ssm_inner(self) -> int:
+        """Mamba inner width E = expand · D."""
+        return self.ssm_expand * self.d_model
+
+    @property
+    def window_layers(self) -> dict[int, int]:
+        """Attention layers per window, 0 = full attention: {0: L} for Llama, {128: 12, 0: 12}
+        for gpt-oss-20b, {0: 4} for Jamba (its 28 Mamba layers hold no KV). Every per-layer
+        attention cost (KV held, attention rows) sums over it."""
+        if not self.layer_types:
+            return {self.sliding_window: self.n_layers}
+        counts: dict[int, int] = {}
+        for kind in self.layer_types:
+            if kind == "mamba":
+                continue
+            window = self.sliding_window if kind == "sliding" else 0
+            counts[window] = counts.get(window, 0) + 1
+        return counts
+
+    def with_window(self, window: int) -> ModelSpec:
+        """This model with every layer at one window (one entry of window_layers): the
+        per-kind view memory and optimizations price a layer kind through."""
+        kinds = tuple(
+            k if k == "mamba" else "sliding" if window else "full" for k in self.layer_types
+        )
+        return self.model_copy(update={"sliding_window": window, "layer_types": kinds})
 
     @property
     def n_dense_layers(self) -> int:
@@ -151,7 +261,7 @@ class ModelSpec(BaseModel):
 
 
 # Families whose head_dim is set independently of d_model / n_heads.
-_FREE_HEAD_DIM = {"gemma", "qwen3", "phi", "mistral"}
+_FREE_HEAD_DIM = {"gemma", "gemma3", "qwen3", "qwen3-moe", "gpt-oss", "phi", "mistral"}
 
 
 def model_from_dict(data: dict[str, Any], origin: str) -> ModelSpec:

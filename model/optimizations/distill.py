@@ -39,6 +39,7 @@ def shallow_student(spec: ModelSpec, layers: float) -> ModelSpec:
             "name": f"{spec.name} (student, {n} layers)",
             "n_layers": n,
             "first_dense_layers": first_dense,
+            "layer_types": spec.layer_types[:n],  # the first n layers keep their kinds
         }
     )
 

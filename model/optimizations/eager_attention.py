@@ -90,7 +90,7 @@ class EagerAttention(Optimization):
         H, K, Dh = s["n_heads"], s["n_kv_heads"], s["head_dim"]
         ab = dtype_bytes(sc.precision.act_dtype)
         # keys held: the whole prompt in prefill (the window is a mask), the cache in decode
-        positions = np.maximum(kv_positions(L, sc.model.sliding_window), T)
+        positions = np.maximum(kv_positions(L, s.get("window", sc.model.sliding_window)), T)
         scores = B * H * T * positions  # the materialised rectangle, elements
         repeat = 0.0
         if sc.model.attention != "mla" and H > K:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 def splits_of(op: Op, splits: int, sc: Scenario) -> Num:
     s = op.shape
-    positions = kv_positions(s["kv_len"], sc.model.sliding_window, s["new_tokens"])
+    positions = kv_positions(s["kv_len"], s.get("window", sc.model.sliding_window), s["new_tokens"])
     return decode_splits(s["batch"], s["new_tokens"], s["n_heads"], s["n_kv_heads"], positions,
                          sc.gpu.sm_count, splits)  # fmt: skip
 

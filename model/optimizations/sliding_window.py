@@ -53,6 +53,6 @@ class SlidingWindow(Optimization):
                 f"--opt sliding-window: window + sinks = {span} exceeds {sc.model.id}'s "
                 f"max context {sc.model.max_context}"
             )
-        model = sc.model.model_copy(update={"sliding_window": span})
+        model = sc.model.with_window(span)  # every layer, full ones included
         settings = {**sc.settings, "kv_window_tokens": span}
         return sc.model_copy(update={"model": model, "settings": settings})

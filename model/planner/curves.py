@@ -35,8 +35,8 @@ from model.api import make_pipeline, make_scenario
 from model.dtypes import dtype_bytes
 from model.memory import (
     activation_bytes,
+    kv_bytes_per_sequence,
     kv_bytes_per_token,
-    kv_tokens_held,
     weights_bytes_per_gpu,
 )
 from model.ops import Num
@@ -225,8 +225,8 @@ def build_curves(
     pre_extra = _total(prefill, lengths.shape, ("attn.core",)) + pre_total - plain_prefill_s
     pre_extra = pre_extra - pp_send_s(rows)
 
-    held = float(np.mean(kv_tokens_held(sc, pipe))) - prefix.shared_tokens
-    per_sequence = mem.kv_bytes_per_token * held  # a shared prefix counts once, in `fixed`
+    # per layer kind (memory.py); a shared prefix counts once, in `fixed`
+    per_sequence = kv_bytes_per_sequence(sc, pipe) - mem.kv_bytes_per_token * prefix.shared_tokens
     fixed = mem.weights_bytes + mem.overhead_bytes + mem.activation_bytes + mem.extra_bytes
     fixed += prefix.hbm_pool_tokens * mem.kv_bytes_per_token
     room = sc.gpu.memory_bytes - fixed

@@ -17,6 +17,7 @@ import numpy as np
 
 from model.planner.curves import Curves
 from model.planner.pareto import pareto_mask
+from model.planner.prices import usd_per_million_tokens
 from model.planner.serving import LengthStats, Metrics, chunked, colocated, disaggregated
 from model.planner.workload import ServingWorkload
 
@@ -223,7 +224,7 @@ def record(
         "tokens_per_s_per_gpu": tokens_per_s / n_gpus,
         "tokens_per_s_per_user": 1.0 / float(m.tpot_mean_s[j]),
         "usd_per_gpu_hour": c.usd_per_gpu_hour, "cost_per_hour": cost_per_hour,
-        "cost_per_million_tokens": cost_per_hour / (tokens_per_s * 3600.0) * 1e6,
+        "cost_per_million_tokens": usd_per_million_tokens(cost_per_hour, tokens_per_s),
         "memory_per_gpu_bytes": c.memory_bytes(batch), "capacity_bytes": c.capacity_bytes,
         "weights_bytes": c.weights_bytes, "max_batch_memory": int(c.max_batch_memory),
         "load": float(m.load[j]), "feasible": verdict == 4,

@@ -24,6 +24,7 @@ from model.planner.costs import CurveCosts
 from model.planner.curves import Curves, Group
 from model.planner.grid import REASONS, classify, goodput_of, per_dollar_key, record, slo_ratio
 from model.planner.pareto import pareto_mask
+from model.planner.prices import usd_per_million_tokens
 from model.planner.serving import LengthStats, Metrics, disaggregated
 from model.planner.workload import ServingWorkload
 
@@ -83,7 +84,7 @@ def pair_record(cp: Curves, cd: Curves, grid: dict[str, np.ndarray], m: Metrics,
         prefill_act_dtype=cp.group.act_dtype,
         usd_per_gpu_hour=cost / n_gpus, cost_per_hour=cost,
         tokens_per_s_per_gpu=tokens / n_gpus,
-        cost_per_million_tokens=cost / (tokens * 3600.0) * 1e6,
+        cost_per_million_tokens=usd_per_million_tokens(cost, tokens),
         slo_ratio=float(slo_ratio(m.take(np.array([j])), w)[0]),
     )  # fmt: skip
     return row

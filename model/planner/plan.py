@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from model.energy import energy
 from model.planner.check import MAX_SIMULATIONS, RANK, check_by_simulation, verify
 from model.planner.curves import Group
 from model.planner.explain import describe, explain_infeasible, explain_recommendation
@@ -183,6 +184,13 @@ def plan(
     if rec is not None:
         lines.append(goodput_line(rec, workload))
     lines += checks
+    if rec is not None:  # energy per token of the recommendation (model/energy.py)
+        rec = rec | _row_energy(rec, space.model, workload, space.profile, space.chunk_tokens)
+        lines.append(
+            f"Energy: {rec['joules_per_output_token']:.3g} J per output token "
+            f"({rec['output_tokens_per_joule']:.3g} tokens/J), GPU boards busy at the planned "
+            "batch; idle + utilisation-weighted power up to TDP."
+        )
     return Plan(space, workload, sweep, rec, pareto, lines, alternatives, sims,
                 time.perf_counter() - start, verified_flag)  # fmt: skip
 
@@ -210,3 +218,17 @@ def goodput_line(rec: dict[str, Any], w: ServingWorkload) -> str:
     return (f"Goodput: {g:,.3g} requests/s within every SLO ({g / w.rate_per_s:.2f}× the "
             f"offered {w.rate_per_s:.3g} requests/s), {rec['goodput_requests_per_usd']:,.0f} "
             "requests per dollar at that rate.")  # fmt: skip
+
+
+def _row_energy(
+    row: dict[str, Any], model: str, w: ServingWorkload, profile: str, chunk: int
+) -> dict[str, float]:
+    """Energy of a plan row: its GPUs busy at the planned batch (continuous batching keeps every
+    replica stepping), priced by replaying the row through the ordinary prediction path
+    (`recheck`) and model/energy.py's power model."""
+    _, full = recheck(row, model, w, profile, chunk)
+    e = energy(full)
+    return {
+        "joules_per_output_token": e.joules_per_output_token,
+        "output_tokens_per_joule": e.output_tokens_per_joule,
+    }

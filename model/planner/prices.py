@@ -1,5 +1,6 @@
 """GPU rental prices per GPU-hour: documented defaults (prices.yaml, each with source and date)
-overridden by the user's own figures."""
+overridden by the user's own figures, and the one $/Mtok formula every caller uses (planner
+rows, the dashboard headline; model/energy.py adds electricity on top)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,15 @@ from hardware.errors import RooflensError
 from hardware.presets import read_data_file
 
 PRICE_FILE = Path(__file__).parent / "prices.yaml"
+SECONDS_PER_HOUR = 3600.0
+TOKENS_PER_MILLION = 1e6
+
+
+def usd_per_million_tokens(usd_per_hour: Any, tokens_per_s: Any) -> Any:
+    """$ per 10⁶ output tokens for hardware costing `usd_per_hour` (all its GPUs together)
+    that produces `tokens_per_s`, fully used: $/h ÷ 3600 s/h ÷ tokens/s × 10⁶. Scalars or
+    numpy arrays."""
+    return usd_per_hour / SECONDS_PER_HOUR / tokens_per_s * TOKENS_PER_MILLION
 
 
 @cache

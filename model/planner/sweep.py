@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hardware.errors import RooflensError
 from hardware.presets import get_gpu
+from model.dtypes import default_act_dtype
 from model.optimizations import parse_opt
 from model.planner.curves import Curves, Group, build_curves
 from model.planner.grid import OPT_SEP, REASONS, evaluate_group
@@ -91,7 +92,7 @@ class SweepSpace(BaseModel):
 
 def act_dtype(gpu: str, weight_dtype: str) -> str:
     """fp8 weights run W8A8-FP8 where the GPU has fp8 units, else weight-only (bf16 math)."""
-    return "fp8" if weight_dtype == "fp8" and "fp8" in get_gpu(gpu).peak_flops_per_s else "bf16"
+    return default_act_dtype(weight_dtype, get_gpu(gpu).peak_flops_per_s)
 
 
 @dataclass

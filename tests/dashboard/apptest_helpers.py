@@ -29,6 +29,7 @@ UNITS = {
     "sequences": 1.0,
     "kB/token": 1e3,
     "B/token": 1.0,
+    "J/token": 1.0,
     "%": 0.01,
     "FLOP": 1.0,
     "kFLOP": 1e3,

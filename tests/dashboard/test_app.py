@@ -44,7 +44,7 @@ def test_a_bad_link_warns_and_falls_back(app) -> None:  # type: ignore[no-untype
     warnings = " ".join(w.value for w in at.warning)
     assert "batch='lots'" in warnings and "gpt-5" in warnings and "warp-drive" in warnings
     assert at.sidebar.selectbox(key="model").value == DEFAULTS.model
-    assert len(at.metric) == 6  # the page still renders, on the defaults
+    assert len(at.metric) == 7  # the page still renders, on the defaults (energy is the 7th)
 
 
 def test_an_invalid_scenario_shows_one_line(app) -> None:  # type: ignore[no-untyped-def]

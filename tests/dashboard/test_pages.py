@@ -177,7 +177,7 @@ def test_every_registered_optimization_toggles_from_the_sidebar(app) -> None:  #
         at.sidebar.multiselect(key="opts_selected").set_value([name]).run()
         assert not at.exception, (name, [e.value for e in at.exception])
         # either numbers, or one line saying what the optimization needs
-        assert len(at.metric) == 6 or (len(at.error) == 1 and "\n" not in at.error[0].value)
+        assert len(at.metric) == 7 or (len(at.error) == 1 and "\n" not in at.error[0].value)
 
 
 def test_a_stack_the_other_extends_reuses_its_stages() -> None:

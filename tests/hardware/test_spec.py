@@ -75,8 +75,8 @@ def test_non_positive_peak_is_rejected_naming_the_dtype() -> None:
 
 def test_unknown_dtype_and_misspelt_field_are_rejected() -> None:
     data = a100_dict()
-    data["peak_flops_per_s"]["fp4"] = 1.0e15
-    assert "fp4" in rejection(data)
+    data["peak_flops_per_s"]["fp2"] = 1.0e15  # fp4 is a unit since Blackwell; fp2 is not
+    assert "fp2" in rejection(data)
     data = a100_dict()
     data["hbm_bandwidth"] = 2.0e12
     assert "hbm_bandwidth" in rejection(data)
@@ -155,3 +155,13 @@ def test_link_for_without_inter_node_stays_inside() -> None:
         id="single", gpu=get_gpu("l4"), gpus_per_node=4, intra_node=links()["pcie4"]
     )
     assert system.link_for(64).name == "pcie4"
+
+
+def test_idle_power_needs_a_source_and_must_sit_below_tdp() -> None:
+    data = a100_dict()
+    data["idle_watts"] = 50.0
+    assert "idle_watts" in rejection(data)
+    data["sources"]["idle_watts"] = "a measurement"
+    assert gpu_from_dict(data, "test.yaml").idle_watts == 50.0
+    data["idle_watts"] = data["tdp_watts"]
+    assert "below tdp_watts" in rejection(data)

@@ -43,6 +43,13 @@ FIXTURE_PRESETS = {
     "gpt-neox-20b": "gpt-neox-20b",
     "phi-2": "phi-2",
     "DeepSeek-V3": "deepseek-v3",
+    "Qwen3-8B": "qwen3-8b",
+    "Qwen3-30B-A3B": "qwen3-30b-a3b",
+    "gpt-oss-20b": "gpt-oss-20b",
+    "gpt-oss-120b": "gpt-oss-120b",
+    "gemma-3-1b-pt": "gemma-3-1b",
+    "gemma-3-4b-it": "gemma-3-4b",
+    "Jamba-v0.1": "jamba-v0.1",
 }
 NOT_SHAPE = {"id", "name", "sources"}
 

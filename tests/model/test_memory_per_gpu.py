@@ -70,8 +70,8 @@ def test_deepseek_v3_tp8_keeps_mla_down_projections_and_routers_whole() -> None:
     # are ReplicatedLinear: every TP rank holds them whole.
     m = get_model("deepseek-v3")
     D, tp = m.d_model, 8
-    one = make_scenario(m, "h100-sxm", output_len=1)
-    eight = make_scenario(m, "h100-sxm", tp=tp, output_len=1)
+    one = make_scenario(m, "h100-sxm", output_len=1, weight_dtype="bf16")
+    eight = make_scenario(m, "h100-sxm", tp=tp, output_len=1, weight_dtype="bf16")
     replicated = m.n_layers * (
         D * m.q_lora_rank + m.q_lora_rank + D * (m.kv_lora_rank + m.qk_rope_head_dim)
         + m.kv_lora_rank
@@ -88,7 +88,9 @@ def test_deepseek_v3_tp8_keeps_mla_down_projections_and_routers_whole() -> None:
 def test_deepseek_v3_mla_kv_bytes_per_token(kv_dtype: str, tp: int) -> None:
     # DeepSeek-V2 §2.1.3 / V3 config: the cache holds the 512-wide latent and the 64-wide rope
     # key per layer, shared by all heads, so TP replicates it: 61 · (512 + 64) · dtype bytes.
-    sc = make_scenario("deepseek-v3", "h100-sxm", tp=tp, kv_dtype=kv_dtype, output_len=1)
+    sc = make_scenario(
+        "deepseek-v3", "h100-sxm", tp=tp, kv_dtype=kv_dtype, output_len=1, weight_dtype="bf16"
+    )
     expected = {"bf16": 70_272, "fp8": 35_136}[kv_dtype]
     assert kv_bytes_per_token(sc) == 61 * (512 + 64) * (2 if kv_dtype == "bf16" else 1) == expected
 
@@ -97,7 +99,7 @@ def test_linear_weights_per_gpu_follow_expert_parallelism() -> None:
     # Under --ep 8 a GPU stores 32 of DeepSeek-V3's 256 routed experts per layer, so the
     # weight-rewriting optimizations (quant, 2:4 sparsity) must count those, not all 256:
     # route 2 recovers the linear elements from memory.py's bf16 weight bytes.
-    sc = make_scenario("deepseek-v3", "h100-sxm", tp=1, ep=8, output_len=1)
+    sc = make_scenario("deepseek-v3", "h100-sxm", tp=1, ep=8, output_len=1, weight_dtype="bf16")
     pc = count_params(sc.model)
     plain = pc.embedding + pc.lm_head + pc.n_layers * pc.norms_per_layer + pc.final_norm
     linear = weights_bytes_per_gpu(sc) / 2 - plain
@@ -120,7 +122,9 @@ def test_max_batch_is_the_fit_boundary_after_memory_hooks(model: str, opt: str, 
     # `max_batch` must agree with `fits` re-priced at that batch and one more, whatever the
     # optimization did to the weights (offload moves them to the host, 2:4 halves them).
     def mem(b: int):  # type: ignore[no-untyped-def]
-        sc = make_scenario(model, "h100-sxm", batch=b, prompt_len=2048, output_len=256)
+        sc = make_scenario(
+            model, "h100-sxm", batch=b, prompt_len=2048, output_len=256, weight_dtype="bf16"
+        )
         return make_pipeline(sc, [opt]).memory()
 
     first = mem(batch)

@@ -30,7 +30,7 @@ def test_mla_absorbed_products_are_one_gemm_per_head(
     # DeepSeek-V2 §2.1.2 (weight absorption): q_nope·W_UK and o_latent·W_UV are batched over
     # the heads, each head with its own [n, K]·[K, N] product. Route 2: the sum of Hg GEMMs.
     m = get_model("deepseek-v3")
-    sc = make_scenario(m, "h100-sxm", tp=tp, prompt_len=1024, output_len=2)
+    sc = make_scenario(m, "h100-sxm", tp=tp, prompt_len=1024, output_len=2, weight_dtype="bf16")
     ops = build_ops(sc, phase, B, T, L)
     Hg, n = m.n_heads // tp, B * T
     nope, R, Dv = m.head_dim - m.qk_rope_head_dim, m.kv_lora_rank, m.value_head_dim
@@ -45,7 +45,7 @@ def test_mla_attention_reads_the_new_latent_before_caching_it() -> None:
     # As for K/V heads (attention_op): the T new latent rows are read from kv_a_proj's output
     # and written to the cache; the cache is then read over all L positions (new ones included).
     m = get_model("deepseek-v3")
-    sc = make_scenario(m, "h100-sxm", tp=8, prompt_len=1024, output_len=2)
+    sc = make_scenario(m, "h100-sxm", tp=8, prompt_len=1024, output_len=2, weight_dtype="bf16")
     B, T, L = 16.0, 1.0, 1000.0
     core = named(build_ops(sc, "decode", B, T, L), "attn.core")
     Hg, width, R = m.n_heads // 8, m.kv_lora_rank + m.qk_rope_head_dim, m.kv_lora_rank
@@ -93,7 +93,7 @@ def test_mistral_prefill_longer_than_its_window_reads_the_whole_prompt() -> None
 def test_norm_weights_read_per_step_are_the_stored_norms(model: str) -> None:
     # GPT-NeoX's parallel residual keeps two LayerNorms, x + attn(ln1(x)) + mlp(ln2(x)) (HF
     # GPTNeoXLayer); Phi-2 shares one. Route 2: params.py's norm count, 16-bit.
-    sc = make_scenario(model, "h100-sxm", prompt_len=16, output_len=2)
+    sc = make_scenario(model, "h100-sxm", prompt_len=16, output_len=2, weight_dtype="bf16")
     ops = build_ops(sc, "decode", 1.0, 1.0, 17.0)
     read = sum(float(o.weight_bytes) * o.count for o in ops if o.kind == "norm")
     pc = count_params(sc.model)
@@ -106,7 +106,9 @@ def test_shared_experts_split_over_tp_like_the_dense_mlp(tp: int, ep: int) -> No
     # all-reduce (model/ops.py charges tp.all_reduce, not all_gather, when shared experts exist),
     # so each TP rank holds 1/tp of it, as memory.py stores it, with or without EP.
     m = get_model("deepseek-v3")
-    sc = make_scenario(m, "h100-sxm", tp=tp, ep=ep, prompt_len=16, output_len=2)
+    sc = make_scenario(
+        m, "h100-sxm", tp=tp, ep=ep, prompt_len=16, output_len=2, weight_dtype="bf16"
+    )
     ops = build_ops(sc, "decode", 4.0, 1.0, 17.0)
     width = m.n_shared_experts * m.d_ff_expert / tp
     assert named(ops, "moe.shared.up_gate").weight_bytes == 2 * width * m.d_model * 2
@@ -178,7 +180,7 @@ def test_w8a8_reads_every_heads_input_of_an_absorbed_product_at_one_byte() -> No
     from model.steps import Step
 
     m = get_model("deepseek-v3")
-    sc = make_scenario(m, "h100-sxm", tp=8, prompt_len=64, output_len=2)
+    sc = make_scenario(m, "h100-sxm", tp=8, prompt_len=64, output_len=2, weight_dtype="bf16")
     B, Hg, nope, R = 32.0, m.n_heads // 8, m.head_dim - m.qk_rope_head_dim, m.kv_lora_rank
     ops = make_pipeline(sc, ["quant:scheme=smoothquant"]).step_ops(Step("decode", B, 1.0, 65.0))
     assert named(ops, "attn.q_absorb").act_bytes == Hg * B * (nope * 1 + R * 2)
@@ -190,7 +192,7 @@ def test_mla_prefill_decompresses_the_latent_and_runs_multi_head_attention(tp: i
     # latent of every attended position into per-head K_nope and V; attention then costs
     # 2·(Dqk + Dv) FLOPs per head and attended key; only the latent goes to the cache.
     m = get_model("deepseek-v3")
-    sc = make_scenario(m, "h100-sxm", tp=tp, prompt_len=4096, output_len=2)
+    sc = make_scenario(m, "h100-sxm", tp=tp, prompt_len=4096, output_len=2, weight_dtype="bf16")
     B, S = 2.0, 4096.0
     ops = build_ops(sc, "prefill", B, S, S)
     names = {op.name for op in ops}

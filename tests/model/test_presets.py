@@ -46,6 +46,15 @@ PUBLISHED_TOTALS: dict[str, tuple[float, float, str]] = {
     "phi-2": (2.7e9, 0.03, "Phi-2 model card"),
     "gpt-neox-20b": (20_554_567_680, 0.0, "GPT-NeoX-20B model card, n_parameters (exact)"),
     "deepseek-v3": (671e9, 0.001, "DeepSeek-V3 report, abstract (MTP module excluded)"),
+    "qwen3-8b": (8.2e9, 0.005, "Qwen3-8B model card"),  # 8,190,735,360
+    "qwen3-30b-a3b": (30.5e9, 0.002, "Qwen3-30B-A3B model card"),  # 30,532,122,624
+    "gpt-oss-20b": (20.91e9, 0.001, "gpt-oss model card, table 1"),  # 20,914,757,184
+    "gpt-oss-120b": (116.83e9, 0.0005, "gpt-oss model card, table 1"),  # 116,829,156,672
+    # 999,885,952 = 301,989,888 embedding + 697,896,064 non-embedding (report: 302M + 698M)
+    "gemma-3-1b": (1.0e9, 0.001, "Gemma 3 report, table 1"),
+    # 4,300,079,472: 417M vision + 675M embedding (projector included) + 3,209M non-embedding
+    "gemma-3-4b": (4.301e9, 0.001, "Gemma 3 report, table 1 (sum of its three columns)"),
+    "jamba-v0.1": (52e9, 0.01, "Jamba paper, abstract"),  # 51,570,323,328
 }
 
 # Active parameters per token of the MoE presets.
@@ -54,6 +63,8 @@ PUBLISHED_ACTIVE: dict[str, tuple[float, float, str]] = {
     "mixtral-8x22b": (39e9, 0.005, "Mistral AI, 'Cheaper, Better, Faster, Stronger'"),
     # 37,552,297,472 with both embedding matrices counted; the report's "37B" rounds down.
     "deepseek-v3": (37e9, 0.02, "DeepSeek-V3 report, abstract"),
+    "qwen3-30b-a3b": (3.3e9, 0.02, "Qwen3-30B-A3B model card"),  # 3,353,032,704
+    "jamba-v0.1": (12e9, 0.01, "Jamba paper, abstract"),  # 12,110,311,296
 }
 
 

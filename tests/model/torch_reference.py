@@ -253,6 +253,187 @@ class _DeepseekV3ForCausalLM(nn.Module):
         self.lm_head = _lm_head(spec, self.embed_tokens)
 
 
+class _Qwen3Attention(_SplitAttention):
+    """Qwen3Attention: q/k/v/o without bias plus q_norm, k_norm = RMSNorm(head_dim)."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__(spec)
+        self.q_norm = nn.RMSNorm(spec.head_dim)
+        self.k_norm = nn.RMSNorm(spec.head_dim)
+
+
+class _Qwen3Layer(nn.Module):
+    """Qwen3DecoderLayer / Qwen3MoeDecoderLayer: RMSNorms, Qwen3 attention, SwiGLU or
+    Qwen3MoeSparseMoeBlock (gate Linear(D, E, bias=False) and E Qwen3MoeMLP experts)."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.input_layernorm = _norm(spec, spec.d_model)
+        self.self_attn = _Qwen3Attention(spec)
+        self.post_attention_layernorm = _norm(spec, spec.d_model)
+        if spec.is_moe:
+            self.mlp: nn.Module = _MixtralSparseMoe(spec)
+        else:
+            self.mlp = _SwiGLU(spec.d_model, spec.d_ff)
+
+
+class _Qwen3ForCausalLM(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.d_model)
+        self.layers = nn.ModuleList(_Qwen3Layer(spec) for _ in range(spec.n_layers))
+        self.norm = _norm(spec, spec.d_model)
+        self.lm_head = _lm_head(spec, self.embed_tokens)
+
+
+class _GptOssAttention(_SplitAttention):
+    """GptOssAttention: q/k/v/o all with bias (attention_bias) and sinks, one logit per head."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__(spec)
+        self.sinks = nn.Parameter(torch.empty(spec.n_heads))
+
+
+class _GptOssMLP(nn.Module):
+    """GptOssMLP: GptOssTopKRouter (weight [E, D], bias [E]) and GptOssExperts stored stacked:
+    gate_up_proj [E, D, 2F] + bias [E, 2F], down_proj [E, F, D] + bias [E, D]."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        E, D, F = spec.n_experts, spec.d_model, spec.d_ff_expert
+        self.router_weight = nn.Parameter(torch.empty(E, D))
+        self.router_bias = nn.Parameter(torch.empty(E))
+        self.gate_up_proj = nn.Parameter(torch.empty(E, D, 2 * F))
+        self.gate_up_proj_bias = nn.Parameter(torch.empty(E, 2 * F))
+        self.down_proj = nn.Parameter(torch.empty(E, F, D))
+        self.down_proj_bias = nn.Parameter(torch.empty(E, D))
+
+
+class _GptOssLayer(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.input_layernorm = _norm(spec, spec.d_model)
+        self.self_attn = _GptOssAttention(spec)
+        self.post_attention_layernorm = _norm(spec, spec.d_model)
+        self.mlp = _GptOssMLP(spec)
+
+
+class _GptOssForCausalLM(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.d_model)
+        self.layers = nn.ModuleList(_GptOssLayer(spec) for _ in range(spec.n_layers))
+        self.norm = _norm(spec, spec.d_model)
+        self.lm_head = _lm_head(spec, self.embed_tokens)
+
+
+class _Gemma3Layer(nn.Module):
+    """Gemma3DecoderLayer: Qwen3-style attention (q_norm, k_norm), GeGLU MLP, and four
+    RMSNorms: input, post_attention, pre_feedforward, post_feedforward."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        D = spec.d_model
+        self.self_attn = _Qwen3Attention(spec)
+        self.mlp = _SwiGLU(D, spec.d_ff)
+        self.input_layernorm = _norm(spec, D)
+        self.post_attention_layernorm = _norm(spec, D)
+        self.pre_feedforward_layernorm = _norm(spec, D)
+        self.post_feedforward_layernorm = _norm(spec, D)
+
+
+class _Gemma3ForCausalLM(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.d_model)  # scaled by sqrt(D)
+        self.layers = nn.ModuleList(_Gemma3Layer(spec) for _ in range(spec.n_layers))
+        self.norm = _norm(spec, spec.d_model)
+        self.lm_head = _lm_head(spec, self.embed_tokens)
+
+
+class _SiglipLayer(nn.Module):
+    """SiglipEncoderLayer: layer_norm1, self_attn (q/k/v/out_proj with bias), layer_norm2,
+    mlp (fc1, fc2 with bias)."""
+
+    def __init__(self, D: int, F: int) -> None:
+        super().__init__()
+        self.layer_norm1 = nn.LayerNorm(D)
+        self.q_proj = nn.Linear(D, D)
+        self.k_proj = nn.Linear(D, D)
+        self.v_proj = nn.Linear(D, D)
+        self.out_proj = nn.Linear(D, D)
+        self.layer_norm2 = nn.LayerNorm(D)
+        self.mlp = _TwoLayerMLP(D, F, bias=True)
+
+
+class _Gemma3ForConditionalGeneration(nn.Module):
+    """Gemma3ForConditionalGeneration: SiglipVisionModel (patch Conv2d, position Embedding,
+    encoder layers, post_layernorm; no head), Gemma3MultiModalProjector (mm_soft_emb_norm
+    RMSNorm(Dv) and mm_input_projection_weight [Dv, D]) and the Gemma 3 language model."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        v = spec.vision
+        assert v is not None
+        D = v.d_model
+        self.patch_embedding = nn.Conv2d(v.channels, D, v.patch_size, stride=v.patch_size)
+        self.position_embedding = nn.Embedding(v.patches, D)
+        self.vision_layers = nn.ModuleList(_SiglipLayer(D, v.d_ff) for _ in range(v.n_layers))
+        self.post_layernorm = nn.LayerNorm(D)
+        self.mm_soft_emb_norm = nn.RMSNorm(D)
+        self.mm_input_projection_weight = nn.Parameter(torch.empty(D, spec.d_model))
+        self.language_model = _Gemma3ForCausalLM(spec)
+
+
+def _gemma3(spec: ModelSpec) -> nn.Module:
+    return _Gemma3ForConditionalGeneration(spec) if spec.vision else _Gemma3ForCausalLM(spec)
+
+
+class _JambaMambaMixer(nn.Module):
+    """JambaMambaMixer: in_proj, depthwise conv1d (bias), x_proj, dt_proj (bias), A_log, D,
+    out_proj, and RMSNorms on dt, B and C."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        D, E, N, R = spec.d_model, spec.ssm_inner, spec.ssm_state_size, spec.ssm_dt_rank
+        self.in_proj = nn.Linear(D, 2 * E, bias=False)
+        self.conv1d = nn.Conv1d(E, E, spec.ssm_conv_kernel, groups=E, bias=True)
+        self.x_proj = nn.Linear(E, R + 2 * N, bias=False)
+        self.dt_proj = nn.Linear(R, E, bias=True)
+        self.A_log = nn.Parameter(torch.empty(E, N))
+        self.D = nn.Parameter(torch.empty(E))
+        self.out_proj = nn.Linear(E, D, bias=False)
+        self.dt_layernorm = nn.RMSNorm(R)
+        self.b_layernorm = nn.RMSNorm(N)
+        self.c_layernorm = nn.RMSNorm(N)
+
+
+class _JambaLayer(nn.Module):
+    """JambaAttentionDecoderLayer / JambaMambaDecoderLayer: input_layernorm, the mixer,
+    pre_ff_layernorm, and a JambaMLP or JambaSparseMoeBlock (router without bias)."""
+
+    def __init__(self, spec: ModelSpec, i: int) -> None:
+        super().__init__()
+        self.input_layernorm = _norm(spec, spec.d_model)
+        mixer = spec.layer_types[i]
+        self.mixer: nn.Module = (
+            _JambaMambaMixer(spec) if mixer == "mamba" else _SplitAttention(spec)
+        )
+        self.pre_ff_layernorm = _norm(spec, spec.d_model)
+        moe = (i - spec.expert_layer_offset) % spec.expert_layer_period == 0
+        moe = moe and i >= spec.expert_layer_offset
+        self.feed_forward = _MixtralSparseMoe(spec) if moe else _SwiGLU(spec.d_model, spec.d_ff)
+
+
+class _JambaForCausalLM(nn.Module):
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.d_model)
+        self.layers = nn.ModuleList(_JambaLayer(spec, i) for i in range(spec.n_layers))
+        self.final_layernorm = _norm(spec, spec.d_model)
+        self.lm_head = _lm_head(spec, self.embed_tokens)
+
+
 _BUILDERS: dict[str, Callable[[ModelSpec], nn.Module]] = {
     "llama": _LlamaForCausalLM,
     "mistral": _LlamaForCausalLM,
@@ -263,5 +444,10 @@ _BUILDERS: dict[str, Callable[[ModelSpec], nn.Module]] = {
     "gpt-neox": _GPTNeoXForCausalLM,
     "phi": _PhiForCausalLM,
     "deepseek-v3": _DeepseekV3ForCausalLM,
+    "qwen3": _Qwen3ForCausalLM,
+    "qwen3-moe": _Qwen3ForCausalLM,
+    "gpt-oss": _GptOssForCausalLM,
+    "gemma3": _gemma3,
+    "jamba": _JambaForCausalLM,
 }
 FAMILIES = tuple(_BUILDERS)

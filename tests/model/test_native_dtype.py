@@ -1,0 +1,53 @@
+"""Presets run in the dtype their checkpoint ships in unless the user names another
+(DeepSeek-V3's released weights are FP8; config.json quantization_config says so)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli import main
+from model.api import make_scenario
+from model.memory import linear_params_per_gpu, weights_bytes_per_gpu
+from model.presets import get_model
+
+
+def test_deepseek_v3_defaults_to_fp8_weights_and_w8a8_where_the_gpu_has_fp8_units() -> None:
+    assert get_model("deepseek-v3").native_weight_dtype == "fp8"
+    hopper = make_scenario("deepseek-v3", "h200", tp=8)
+    assert (hopper.precision.weight_dtype, hopper.precision.act_dtype) == ("fp8", "fp8")
+    assert hopper.precision.kv_dtype == "bf16"  # vLLM kv_cache_dtype "auto"
+    ampere = make_scenario("deepseek-v3", "a100-sxm-80gb", tp=8)  # no fp8 units: W8A16
+    assert (ampere.precision.weight_dtype, ampere.precision.act_dtype) == ("fp8", "bf16")
+
+
+def test_an_explicit_dtype_still_wins_and_halves_to_bf16_by_the_byte_ratio() -> None:
+    native = make_scenario("deepseek-v3", "h200", tp=8)
+    bf16 = make_scenario("deepseek-v3", "h200", tp=8, weight_dtype="bf16")
+    assert bf16.precision.weight_dtype == "bf16" and bf16.precision.act_dtype == "bf16"
+    # only the linear layers change: 1 byte instead of 2 per parameter
+    saved = weights_bytes_per_gpu(bf16) - weights_bytes_per_gpu(native)
+    assert saved == pytest.approx(linear_params_per_gpu(bf16), rel=1e-12)
+    explicit = make_scenario("deepseek-v3", "h200", tp=8, weight_dtype="fp8")
+    assert explicit.precision.act_dtype == "bf16"  # as before: W8A16 unless --act-dtype fp8
+
+
+def test_dense_presets_keep_bf16() -> None:
+    sc = make_scenario("llama-3.1-8b", "h100-sxm")
+    assert (sc.precision.weight_dtype, sc.precision.act_dtype, sc.precision.kv_dtype) == (
+        "bf16",
+        "bf16",
+        "bf16",
+    )
+
+
+def test_cli_deepseek_v3_fits_eight_h200_natively(capsys: pytest.CaptureFixture[str]) -> None:
+    # 671B parameters at 1 byte are ~84 GB per GPU at TP8: it fits the 141 GB H200 in FP8, and
+    # did not in bf16 (issue 15, item 9).
+    assert main(["memory", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--json"]) == 0
+    native = json.loads(capsys.readouterr().out)
+    assert native["fits"] and 80e9 < native["weights_bytes"] < 90e9
+    code = main(["memory", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8",
+                 "--weight-dtype", "bf16", "--json"])  # fmt: skip
+    assert code == 3  # does not fit

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hardware.errors import RooflensError
-from validate.datasets import DEFAULT_ROOT
+from validate.datasets import DEFAULT_ROOT, training_table
 from validate.serve_cli import add_serve_parser
 
 console = Console(width=200)
@@ -174,8 +174,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _training_table(args: argparse.Namespace) -> pd.DataFrame:
-    from validate.runs import training_table
-
     return training_table(Path(args.measured), Path(args.results), args.results_device or [])
 
 

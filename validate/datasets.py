@@ -29,7 +29,8 @@ import pandas as pd
 from hardware.errors import RooflensError
 from validate.moe_configs import SUBSET_COLUMN, config_labels
 from validate.moe_routing import with_routing
-from validate.runs import kernel_rows, read_runs
+from validate.runs import as_run, kernel_rows, read_runs
+from validate.store import load_results
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "measured"
 MS = 1e-3
@@ -270,3 +271,16 @@ def load_nccl(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
         )
         frames.append(frame)
     return _concat(frames)
+
+
+def training_table(measured: Path, results: Path, devices: list[str]) -> pd.DataFrame:
+    """What `calibrate fit` and `validate cv` learn from: the shared measurements
+    (`load_kernels`) plus each device's stored runs, reduced as the shared
+    H100 runs are (`as_run`, then `kernel_rows`)."""
+    tables = [load_kernels(measured)]
+    for device in devices:
+        runs = load_results(device, results)
+        if runs.empty:
+            raise RooflensError(f"no results stored for device '{device}' under {results}")
+        tables.append(kernel_rows(as_run(runs)))
+    return pd.concat(tables, ignore_index=True)

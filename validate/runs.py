@@ -85,20 +85,3 @@ def kernel_rows(frame: pd.DataFrame) -> pd.DataFrame:
     fixed = rows.groupby(keys, dropna=False, sort=True)
     kept = [c for c in ("source", "timing", "model", "name", "tp") if c in rows.columns]
     return fixed.agg({"measured_s": "median", **dict.fromkeys(kept, "first")}).reset_index()
-
-
-def training_table(measured: Path, results: Path, devices: list[str]) -> pd.DataFrame:
-    """What `calibrate fit` and `validate cv` learn from: the shared measurements
-    (`validate.datasets.load_kernels`) plus each device's stored runs, reduced as the shared
-    H100 runs are (`as_run`, then `kernel_rows`)."""
-    from hardware.errors import RooflensError
-    from validate.datasets import load_kernels
-    from validate.store import load_results
-
-    tables = [load_kernels(measured)]
-    for device in devices:
-        runs = load_results(device, results)
-        if runs.empty:
-            raise RooflensError(f"no results stored for device '{device}' under {results}")
-        tables.append(kernel_rows(as_run(runs)))
-    return pd.concat(tables, ignore_index=True)

@@ -26,7 +26,7 @@ from model.planner.curves import Curves, Group, build_curves
 from model.planner.prices import default_prices
 from model.planner.profile import ServingProfile, with_step_overhead
 from model.planner.sim import replay
-from model.planner.sweep import DEFAULT_MAX_BATCHES, act_dtype
+from model.planner.space import DEFAULT_MAX_BATCHES, act_dtype
 from model.planner.workload import LengthDist, ServingWorkload
 from model.presets import get_model
 from model.scenario import DEFAULT_OVERHEAD_BYTES

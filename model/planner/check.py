@@ -27,7 +27,8 @@ from model.planner.grid import classify, configs, evaluate, record, slo_ratio
 from model.planner.mixed import PairCosts, prefill_group, ranked_pair
 from model.planner.serving import LengthStats, kv_transfer
 from model.planner.sim import SimResult, simulate
-from model.planner.sweep import SweepResult, SweepSpace, group_of, records
+from model.planner.space import SweepSpace
+from model.planner.sweep import SweepResult, group_of, records
 from model.planner.trace import RequestTrace
 from model.planner.workload import ServingWorkload
 from model.units import fmt_time

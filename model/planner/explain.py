@@ -13,7 +13,8 @@ import numpy as np
 from model.planner.curves import Curves
 from model.planner.grid import REASONS, classify, evaluate
 from model.planner.serving import LengthStats
-from model.planner.sweep import SweepResult, SweepSpace, records
+from model.planner.space import SweepSpace
+from model.planner.sweep import SweepResult, records
 from model.planner.workload import ServingWorkload
 from model.units import fmt_bytes, fmt_time
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -19,10 +19,8 @@ from model.planner.curves import Curves
 from model.planner.pareto import pareto_mask
 from model.planner.prices import usd_per_million_tokens
 from model.planner.serving import LengthStats, Metrics, chunked, colocated, disaggregated
+from model.planner.space import SweepSpace
 from model.planner.workload import ServingWorkload
-
-if TYPE_CHECKING:
-    from model.planner.sweep import SweepSpace
 
 OPT_SEP = " + "  # joins a configuration's optimizations (their own text may hold commas)
 REASONS = ("does_not_fit", "over_capacity", "misses_ttft", "misses_tpot")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,10 +26,8 @@ from model.planner.grid import REASONS, classify, goodput_of, per_dollar_key, re
 from model.planner.pareto import pareto_mask
 from model.planner.prices import usd_per_million_tokens
 from model.planner.serving import LengthStats, Metrics, disaggregated
+from model.planner.space import SweepSpace
 from model.planner.workload import ServingWorkload
-
-if TYPE_CHECKING:
-    from model.planner.sweep import SweepSpace
 
 MODE = "disaggregated"
 

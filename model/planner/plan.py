@@ -24,7 +24,8 @@ from model.planner.grid import goodput, goodput_of, per_dollar_key
 from model.planner.mixed import evaluate_pair, prefill_group
 from model.planner.pareto import pareto_mask
 from model.planner.serving import LengthStats
-from model.planner.sweep import SweepResult, SweepSpace, group_of, records, run_sweep
+from model.planner.space import SweepSpace
+from model.planner.sweep import SweepResult, group_of, records, run_sweep
 from model.planner.workload import ServingWorkload
 
 

@@ -16,7 +16,7 @@ from model.planner.prices import (
     price_per_gpu_hour,
     read_price_file,
 )
-from model.planner.sweep import DEFAULT_MAX_BATCHES, SweepSpace
+from model.planner.space import DEFAULT_MAX_BATCHES, SweepSpace
 from model.planner.trace import RequestTrace, read_trace
 from model.planner.workload import SLO, LengthDist, ServingWorkload
 

@@ -14,7 +14,8 @@ from model.planner.grid import classify, configs, evaluate, goodput
 from model.planner.plan import plan
 from model.planner.serving import LengthStats
 from model.planner.sim import simulate
-from model.planner.sweep import SweepSpace, run_sweep
+from model.planner.space import SweepSpace
+from model.planner.sweep import run_sweep
 from model.planner.workload import SLO, LengthDist, ServingWorkload
 
 SPACE = SweepSpace(model="llama-3-8b", gpus=("h100-sxm",), tp=(1,), weight_dtypes=("bf16",),

@@ -14,7 +14,8 @@ from model.planner.check import RANK, check_by_simulation
 from model.planner.grid import classify, configs, evaluate, record
 from model.planner.plan import cheapest, plan
 from model.planner.serving import LengthStats
-from model.planner.sweep import SweepSpace, run_sweep
+from model.planner.space import SweepSpace
+from model.planner.sweep import run_sweep
 from model.planner.workload import SLO, LengthDist, ServingWorkload
 
 SMALL = dict(model="llama-3-8b", gpus=("l4", "a10g", "h100-sxm"), tp=(1, 2, 4),

@@ -10,7 +10,7 @@ import pytest
 from model.api import make_scenario, run
 from model.energy import energy
 from model.planner.plan import plan
-from model.planner.sweep import SweepSpace
+from model.planner.space import SweepSpace
 from model.planner.workload import SLO, LengthDist, ServingWorkload
 
 

@@ -14,7 +14,8 @@ from model.planner.curves import Curves, Group, build_curves
 from model.planner.plan import plan
 from model.planner.serving import LengthStats, chunked, colocated
 from model.planner.sim import simulate
-from model.planner.sweep import SweepSpace, run_sweep
+from model.planner.space import SweepSpace
+from model.planner.sweep import run_sweep
 from model.planner.workload import SLO, LengthDist, ServingWorkload
 from model.presets import get_model
 

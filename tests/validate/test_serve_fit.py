@@ -18,7 +18,8 @@ from serve_example import DEPLOYMENT, TRUE_CAP, TRUE_OVERHEAD_S, build
 import cli
 from model.planner.costs import CurveCosts
 from model.planner.profile import read_profile, with_step_overhead
-from model.planner.sweep import SweepSpace, run_sweep
+from model.planner.space import SweepSpace
+from model.planner.sweep import run_sweep
 from model.planner.workload import ServingWorkload
 from validate.serve import measured, predicted, read_result
 from validate.serve_fit import deployment_curves, fit

@@ -19,7 +19,7 @@ from hardware.profiles import Profile, get_profile
 from model.memory import MemoryBreakdown, memory_breakdown
 from model.ops import Num, Op, build_ops
 from model.optimizations import Optimization, ordered
-from model.pricing import PricedOp, price_ops, step_time_s, to_frame
+from model.pricing import PricedOp, call_columns, price_ops, step_time_s, to_frame
 from model.scenario import Scenario
 
 MAX_DECODE_SAMPLES = 512
@@ -111,6 +111,7 @@ class Prediction:
             "memory": self.memory.to_dict(),
             "ops": [
                 {
+                    **call_columns(p.op),  # the kernel call the row stands for (model/op.py)
                     "name": r.name,
                     "phase": r.phase,
                     "count": int(r.count),
@@ -120,7 +121,9 @@ class Prediction:
                     "time_s": float(r.time_s),
                     "bound": r.bound,
                 }
-                for r in ops.itertuples()
+                for r, p in zip(
+                    ops.itertuples(), self.prefill.priced + self.decode.priced, strict=True
+                )
             ],
             "notes": self.notes,
         }

@@ -1,6 +1,7 @@
 """Fit calibrated pricing profiles from measurement tables (`rooflens calibrate fit`).
 
 Per GPU and operator kind the fit finds the `KindEfficiency` terms of hardware/profiles.py
+(their formula: model/pricing.py)
 (achieved compute and bandwidth fractions, fixed per-call overhead, overlap power, latency per
 wave of thread blocks, blocks per SM that saturate bandwidth) minimising the weighted mean of
 |log(predicted / measured)| over the kind's rows, each implementation (engine or kernel
@@ -12,9 +13,10 @@ at large KV on the A100) and the profile describes the best available one. For t
 the `moe` kind is fitted on the fused-MoE shapes that ran a tuned kernel config (vLLM ships one
 per device and shape; untuned shapes run ~2x slower at large token counts on the A100,
 validate/moe_configs.py); its error on every subset is recorded. The model
-priced during the fit is `model.pricing.price_op` itself, so a fitted profile reproduces its
-fit error exactly. Kinds with no compute roof in practice (norm, elementwise, embedding) fit
-the bandwidth fraction and overhead only.
+priced during the fit is `model.pricing.price_op` on the ops of model/kernel_predict.py, the
+path `kernels predict` and the operator table price through, so a fitted profile reproduces
+its fit error exactly wherever it is applied. Kinds with no compute roof in practice (norm,
+elementwise, embedding) fit the bandwidth fraction and overhead only.
 
 GPUs without measurements: `generic.yaml` is one fit pooled over every measured GPU, each row
 priced with its own GPU's datasheet (peaks, bandwidth, SM count) and each GPU weighted equally,
@@ -77,7 +79,7 @@ def terms_for(kind: str) -> tuple[str, ...]:
 
 
 def kind_rows(table: pd.DataFrame, kind: str) -> pd.Series:
-    """Rows a kind is fitted on. Attention splits as pricing does (Profile.kind_for): one new
+    """Rows a kind is fitted on. Attention splits as pricing does (pricing.kind_terms): one new
     token per sequence is decode-shaped, whichever phase the row was measured as."""
     rows = table["op"].isin(KIND_OPS[kind])
     if kind.startswith("attention"):
@@ -133,7 +135,7 @@ def _chunk(rows: pd.DataFrame, by_size: bool = False) -> Chunk:
     not dominate), and with `by_size` every (implementation, decade of bytes moved) cell."""
     rows = rows.reset_index(drop=True)
     system = default_system(get_gpu(str(rows["gpu"].iloc[0])))
-    groups = batches(rows)
+    groups = batches(rows, system.gpu)  # the operator table's ops, on this GPU's grid
     nbytes = np.ones(len(rows))
     for b in groups:
         nbytes[b.index] = np.broadcast_to(b.op.bytes, b.index.shape)
@@ -281,7 +283,8 @@ def write_profile(profile: Profile, path: Path) -> Path:
     }
     header = (
         "# Written by `rooflens calibrate fit` (validate/calibrate.py); do not edit by hand.\n"
-        "# Terms: hardware/profiles.py. Method and data: docs/validation.md, `provenance` below.\n"
+        "# Terms: hardware/profiles.py (formula: model/pricing.py). Method and data:\n"
+        "# docs/validation.md, `provenance` below.\n"
     )
     return atomic_write_text(path, header + yaml.safe_dump(data, sort_keys=False, width=100))
 

@@ -147,7 +147,10 @@ def norm_op(name: str, phase: str, count: int, rows: Num, hidden: Num, act_dtype
     act = 2 * streams * rows * hidden * dtype_bytes(act_dtype)
     call = {"op": "norm", "rows": rows, "hidden": hidden, "residual": residual, "norm": norm,
             "dtype": act_dtype}  # fmt: skip
-    return memory_op(name, phase, "norm", count, 5.0 * rows * hidden, act, weights, call)
+    op = memory_op(name, phase, "norm", count, 5.0 * rows * hidden, act, weights, call)
+    # One program per row (vLLM's rms_norm, torch's and the Triton tutorial's kernels): a few
+    # rows leave most SMs idle, which the calibrated occupancy term prices (model/pricing.py).
+    return replace(op, shape={"rows": rows, "hidden": hidden, "thread_blocks": rows})
 
 
 def elementwise_op(

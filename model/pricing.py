@@ -13,7 +13,7 @@ The time of one kernel call under a profile's terms for its kind:
                                                        costs at least one dependent-load chain
                                                        (split KV grids: waves of the unsplit ones)
     busy = (C^p + M^p + W^p)^(1/p)                    p = overlap_power (None: the max)
-    time = busy + communication + overhead_s
+    time = busy + communication + overhead_s · kernels
 
 C and M are the roofline (Williams, Waterman & Patterson, CACM 2009). The p-norm interpolates
 between perfect overlap of the roofs (p = ∞: the roofline's max, a lower bound) and none
@@ -24,6 +24,9 @@ without a fitted s, the op's structural share min(1, blocks / SMs) applies (mode
 W is the wave quantization of a grid over the SMs (NVIDIA Deep Learning Performance Guide,
 "Wave quantization"); `thread_blocks` gives a GEMM's grid from its shape, and attention ops
 state theirs (model/attention.py). A collective does not overlap compute (model/comm.py).
+overhead_s is the floor of one kernel launch (under a CUDA graph: the graph node's launch and
+the kernel's ramp-up and tail); an op that launches more than one kernel states how many
+(`kernels` in its shape: split-KV attention adds its combine kernel).
 """
 
 from __future__ import annotations
@@ -157,7 +160,8 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     works = _does_work(op)
     overhead: Num = 0.0
     if op.kind != "comm" and np.any(works):
-        overhead = eff.overhead_s if np.all(works) else np.where(works, eff.overhead_s, 0.0)
+        floor = eff.overhead_s * op.shape.get("kernels", 1.0)
+        overhead = floor if np.all(works) else np.where(works, floor, 0.0)
     return PricedOp(op, compute_s, memory_s, comm_s, busy + overhead)
 
 

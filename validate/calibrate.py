@@ -58,6 +58,8 @@ KIND_OPS: dict[str, tuple[str, ...]] = {
 FULL_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power",
               "wave_latency_s", "saturation_blocks_per_sm")  # fmt: skip
 MEMORY_TERMS = ("memory_fraction", "overhead_s")
+# Norms launch one program per row (model/op.py norm_op): few rows cannot fill the SMs.
+GRID_MEMORY_TERMS = (*MEMORY_TERMS, "wave_latency_s", "saturation_blocks_per_sm")
 # A fused MoE op states no grid (its ragged per-expert tiles are routing-dependent), so the
 # wave and occupancy terms have nothing to act on.
 MOE_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power")
@@ -75,6 +77,8 @@ TUNED_KINDS = ("moe",)
 def terms_for(kind: str) -> tuple[str, ...]:
     if kind == "moe":
         return MOE_TERMS
+    if kind == "norm":
+        return GRID_MEMORY_TERMS
     return FULL_TERMS if kind in ("gemm", "attention", "attention_decode") else MEMORY_TERMS
 
 

@@ -11,7 +11,7 @@ from hardware.profiles import get_profile
 from model.api import make_scenario
 from model.comm import all_reduce_s, all_to_all_s, protocols_for
 from model.ops import decode_ops
-from model.pricing import price_op
+from model.pricing import busy_s, price_op
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +48,8 @@ def test_kernels_still_pay_their_overhead(tp_scenario):
     ops = decode_ops(tp_scenario, 1024.0)
     norm = next(op for op in ops if op.name == "norm.attn")
     priced = price_op(norm, tp_scenario.system, profile)
-    busy = np.maximum(priced.compute_s, priced.memory_s)
-    overhead = profile.kind("norm").overhead_s
+    eff = profile.kind("norm")  # the norm's grid terms included (model/pricing.py)
+    busy = busy_s(eff, priced.compute_s, priced.memory_s, norm, tp_scenario.gpu.sm_count)
+    assert float(busy) >= float(np.maximum(priced.compute_s, priced.memory_s))
+    overhead = eff.overhead_s
     assert float(priced.time_s) == pytest.approx(float(busy) + overhead)

@@ -159,3 +159,31 @@ def test_calibrated_profiles_load_and_are_fitted(gpu_id):
     # Own file for the measured GPUs, the derived generic profile for the rest.
     assert profile.gpu_id == (gpu_id if gpu_id in ("a100-sxm-80gb", "a40") else None)
     assert all(math.isfinite(e.overhead_s) for e in profile.kinds.values())
+
+
+def test_each_kernel_launch_pays_the_floor():
+    # Split-KV decode launches the split kernel and its combine: two floors. At 64 sequences x
+    # 8 KV heads the 512 programs fill the 108 SMs unsplit: one kernel, one floor.
+    profile = Profile(name="t", kinds={"attention_decode": KindEfficiency(overhead_s=1e-6)},
+                      source="test")  # fmt: skip
+
+    def floor(B: float) -> float:
+        op = attention_op("decode", 1, B, 1.0, 4096.0, 32, 8, 128, "bf16", "bf16", sm_count=108)
+        priced = price_op(op, SYSTEM, profile)
+        return float(priced.time_s) - max(float(priced.compute_s), float(priced.memory_s))
+
+    assert floor(1.0) == pytest.approx(2e-6, rel=1e-9)
+    assert floor(64.0) == pytest.approx(1e-6, rel=1e-9)
+
+
+def test_norm_rows_are_its_programs():
+    # One program per row: 27 rows on 108 SMs with 0.5 programs per SM to saturate reach
+    # 27 / 54 of the bandwidth; 4096 rows reach all of it.
+    from model.op import norm_op
+
+    eff = KindEfficiency(saturation_blocks_per_sm=0.5)
+    profile = Profile(name="t", kinds={"norm": eff}, source="test")
+    for rows, share in ((27.0, 27 / 54), (4096.0, 1.0)):
+        op = norm_op("n", "kernel", 1, rows, 4096.0, "bf16")
+        expected = op.bytes / (A100.hbm_bytes_per_s * share)
+        assert float(price_op(op, SYSTEM, profile).time_s) == pytest.approx(expected, rel=1e-12)

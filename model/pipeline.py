@@ -20,6 +20,7 @@ from model.memory import MemoryBreakdown, memory_breakdown
 from model.ops import Num, Op, build_ops
 from model.optimizations import Optimization, ordered
 from model.pricing import PricedOp, call_columns, price_ops, step_time_s, to_frame
+from model.reprice import call_exact
 from model.scenario import Scenario
 
 MAX_DECODE_SAMPLES = 512
@@ -92,6 +93,8 @@ class Prediction:
     def to_dict(self) -> dict[str, Any]:
         ops = self.ops_frame()
         sc = self.scenario
+        priced = self.prefill.priced + self.decode.priced
+        exact = call_exact(priced, sc.system, get_profile(sc.profile, sc.gpu))
         return {
             "model": sc.model.id,
             "gpu": sc.gpu.id,
@@ -112,6 +115,7 @@ class Prediction:
             "ops": [
                 {
                     **call_columns(p.op),  # the kernel call the row stands for (model/op.py)
+                    "call_exact": same,  # does that call re-price to time_s (model/reprice.py)
                     "name": r.name,
                     "phase": r.phase,
                     "count": int(r.count),
@@ -121,9 +125,7 @@ class Prediction:
                     "time_s": float(r.time_s),
                     "bound": r.bound,
                 }
-                for r, p in zip(
-                    ops.itertuples(), self.prefill.priced + self.decode.priced, strict=True
-                )
+                for r, p, same in zip(ops.itertuples(), priced, exact, strict=True)
             ],
             "notes": self.notes,
         }

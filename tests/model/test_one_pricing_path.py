@@ -96,3 +96,14 @@ def test_mla_decode_launches_the_flash_decoding_grid():
     combine = 2 * heads * N * (width + 1) * 4  # fp32 partials and log-sum-exps, out and back
     expected = (latent / (N / gpu.sm_count) + rest + combine) / gpu.hbm_bytes_per_s
     assert float(core.time_s) == pytest.approx(expected, rel=1e-12)
+
+
+def test_rows_say_whether_their_call_reprices():
+    # Default stack over a whole decode grid (127 steps): every row's call is exact. A transform
+    # that changes the kernel beyond its call's columns (2:4 sparsity halves the GEMMs' FLOPs
+    # and weights) keeps the call it started from and says it no longer re-prices.
+    sc = make_scenario("llama-3-8b", "a100-sxm-80gb", batch=4, profile="calibrated")
+    assert all(o["call_exact"] for o in run(sc).to_dict()["ops"])
+    sparse = run(sc, ["sparsity-2:4"]).to_dict()["ops"]
+    stale = {o["name"] for o in sparse if not o["call_exact"]}
+    assert stale == {"attn.qkv_proj", "attn.o_proj", "mlp.up_gate", "mlp.down"}

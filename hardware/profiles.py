@@ -49,6 +49,12 @@ class KindEfficiency(BaseModel):
     saturation_blocks_per_sm: float = Field(
         default=0.0, ge=0, description="thread blocks per SM that saturate bandwidth (0: off)"
     )
+    wave_tail: float = Field(
+        default=0.0,
+        ge=0,
+        le=1.0,
+        description="share of a GEMM's tile and wave padding the compute roof pays (0: none)",
+    )
 
 
 class Profile(BaseModel):

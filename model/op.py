@@ -150,7 +150,9 @@ def norm_op(name: str, phase: str, count: int, rows: Num, hidden: Num, act_dtype
     op = memory_op(name, phase, "norm", count, 5.0 * rows * hidden, act, weights, call)
     # One program per row (vLLM's rms_norm, torch's and the Triton tutorial's kernels): a few
     # rows leave most SMs idle, which the calibrated occupancy term prices (model/pricing.py).
-    return replace(op, shape={"rows": rows, "hidden": hidden, "thread_blocks": rows})
+    # The rows stream; the weight vector is re-read by every program from L2, not throttled.
+    shape = {"rows": rows, "hidden": hidden, "thread_blocks": rows, "streamed_bytes": act}
+    return replace(op, shape=shape)
 
 
 def elementwise_op(

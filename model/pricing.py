@@ -7,7 +7,7 @@ predict` and the validator (model/kernel_predict.py) and the calibration fit
 
 The time of one kernel call under a profile's terms for its kind:
 
-    C = FLOPs / (peak · compute_fraction)             compute roof
+    C = FLOPs / (peak · compute_fraction) · q         compute roof, q = 1 + wave_tail · (Q − 1)
     M = bytes / (bandwidth · memory_fraction · u)     memory roof, u = min(1, blocks / (SMs · s))
     W = wave_latency_s · ceil(blocks / SMs)           latency roof: each wave of thread blocks
                                                        costs at least one dependent-load chain
@@ -22,8 +22,12 @@ parallelism: a thread block keeps a bounded number of bytes in flight, so bandwi
 s blocks per SM (Little's law; Volkov, "Better performance at lower occupancy", GTC 2010);
 without a fitted s, the op's structural share min(1, blocks / SMs) applies (model/attention.py).
 W is the wave quantization of a grid over the SMs (NVIDIA Deep Learning Performance Guide,
-"Wave quantization"); `thread_blocks` gives a GEMM's grid from its shape, and attention ops
-state theirs (model/attention.py). A collective does not overlap compute (model/comm.py).
+"Tile quantization", "Wave quantization"); for a GEMM, Q = ⌈tiles / SMs⌉ · SMs · 128² / (m·n)
+is the work its grid really does (whole tiles, whole waves) over the work it needs, and q
+charges the share `wave_tail` of it (cuBLAS picks smaller tiles and split-K to keep it small,
+so the fit decides); `thread_blocks` gives a GEMM's grid from its
+shape, norms and attention ops state theirs (model/op.py, model/attention.py). A collective
+does not overlap compute (model/comm.py).
 overhead_s is the floor of one kernel launch (under a CUDA graph: the graph node's launch and
 the kernel's ramp-up and tail); an op that launches more than one kernel states how many
 (`kernels` in its shape: split-KV attention adds its combine kernel).
@@ -105,6 +109,14 @@ def thread_blocks(op: Op) -> Num | None:
     return None
 
 
+def _tile_quantization(op: Op, sm_count: int) -> Num:
+    """Work a GEMM's grid really does over the work it needs: whole 128x128 tiles, in whole
+    waves over the SMs, ceil(tiles / SMs) · SMs · 128² / (m · n) ≥ 1."""
+    m, n = np.asarray(op.shape["m"], float), np.asarray(op.shape["n"], float)
+    tiles = np.ceil(m / GEMM_TILE_M) * np.ceil(n / GEMM_TILE_N)
+    return np.ceil(tiles / sm_count) * sm_count * GEMM_TILE_M * GEMM_TILE_N / (m * n)
+
+
 def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count: int,
            streamed_share: Num = 1.0) -> Num:  # fmt: skip
     """Busy time of one call from its compute and memory roofs (overhead not included).
@@ -113,11 +125,13 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
     op's KV-cache reads); only it is throttled by occupancy, the rest moves at full rate.
     """
     blocks = None
-    if eff.wave_latency_s > 0 or eff.saturation_blocks_per_sm > 0:
+    if eff.wave_latency_s > 0 or eff.saturation_blocks_per_sm > 0 or eff.wave_tail > 0:
         blocks = thread_blocks(op)
     latency_s: Num = 0.0
     if blocks is not None:
         blocks = np.maximum(blocks, 1.0)
+        if eff.wave_tail > 0 and {"m", "n"} <= op.shape.keys():
+            compute_s = compute_s * (1.0 + eff.wave_tail * (_tile_quantization(op, sm_count) - 1))
         if eff.saturation_blocks_per_sm > 0:
             with np.errstate(over="ignore"):  # a vanishing saturation means "always full"
                 used = np.minimum(1.0, blocks / (sm_count * eff.saturation_blocks_per_sm))
@@ -148,10 +162,13 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     comm_s: Num = 0.0
     if op.kind == "comm":
         comm_s = collective_time_s(op, system, profile)
+    # Only the bytes the grid streams (an attention op's KV reads, a norm's rows) are throttled
+    # by its occupancy; the rest moves at full rate.
+    streamed_bytes = op.shape.get("streamed_bytes", op.shape.get("kv_read_bytes"))
     streamed: Num = 1.0
-    if "kv_read_bytes" in op.shape:  # only the KV stream is throttled by the grid's occupancy
+    if streamed_bytes is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
-            streamed = np.where(op.bytes > 0, op.shape["kv_read_bytes"] / op.bytes, 1.0)
+            streamed = np.where(op.bytes > 0, streamed_bytes / op.bytes, 1.0)
     busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed) + comm_s
     # A collective's fixed cost is its protocol's base latency (model/comm.py; fitted on NCCL
     # under `calibrated`): a kernel's per-call overhead on top would count it twice.

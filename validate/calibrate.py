@@ -64,7 +64,8 @@ GRID_MEMORY_TERMS = (*MEMORY_TERMS, "wave_latency_s", "saturation_blocks_per_sm"
 # wave and occupancy terms have nothing to act on.
 MOE_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power")
 START = {"compute_fraction": 0.75, "memory_fraction": 0.8, "overhead_s": 4e-6,
-         "overlap_power": 2.0, "wave_latency_s": 1e-6, "saturation_blocks_per_sm": 0.5}  # fmt: skip
+         "overlap_power": 2.0, "wave_latency_s": 1e-6, "saturation_blocks_per_sm": 0.5,
+         "wave_tail": 0.05}  # fmt: skip
 COMM_PRIOR = {"comm_bandwidth_fraction": 0.8, "comm_latency_scale": 1.0}
 # Kinds whose implementations differ by more than the model's error (two engines' attention
 # kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
@@ -79,6 +80,8 @@ def terms_for(kind: str) -> tuple[str, ...]:
         return MOE_TERMS
     if kind == "norm":
         return GRID_MEMORY_TERMS
+    if kind == "gemm":
+        return (*FULL_TERMS, "wave_tail")
     return FULL_TERMS if kind in ("gemm", "attention", "attention_decode") else MEMORY_TERMS
 
 
@@ -98,7 +101,7 @@ def _to_params(x: np.ndarray, terms: tuple[str, ...]) -> dict[str, float]:
     """Unconstrained vector -> valid terms (fractions by logistic, positive terms by exp)."""
     out = {}
     for value, term in zip(x, terms, strict=True):
-        if term.endswith("fraction"):
+        if term.endswith("fraction") or term == "wave_tail":
             out[term] = float(1.0 / (1.0 + np.exp(-value)))
         elif term == "overlap_power":
             out[term] = 1.0 + float(np.exp(value))
@@ -113,7 +116,7 @@ def _to_vector(params: dict[str, float], terms: tuple[str, ...]) -> np.ndarray:
     x = []
     for term in terms:
         v = params[term]
-        if term.endswith("fraction"):
+        if term.endswith("fraction") or term == "wave_tail":
             x.append(np.log(v / (1.0 - v)))
         elif term == "overlap_power":
             x.append(np.log(v - 1.0))

@@ -133,10 +133,12 @@ def test_decode_attention_takes_its_own_terms():
 @given(
     cf=st.floats(0.05, 1.0), mf=st.floats(0.05, 1.0), overhead=st.floats(0, 2e-5),
     power=st.one_of(st.none(), st.floats(1.0, 8.0)), wave=st.floats(0, 1e-5),
-    sat=st.floats(0, 4.0), m=st.integers(1, 9000), n=st.integers(1, 70000),
+    sat=st.floats(0, 4.0), tail=st.floats(0, 1.0), m=st.integers(1, 9000), n=st.integers(1, 70000),
     k=st.integers(1, 70000),
 )  # fmt: skip
-def test_any_calibrated_profile_is_at_least_the_ideal(cf, mf, overhead, power, wave, sat, m, n, k):
+def test_any_calibrated_profile_is_at_least_the_ideal(
+    cf, mf, overhead, power, wave, sat, tail, m, n, k
+):
     eff = KindEfficiency(
         compute_fraction=cf,
         memory_fraction=mf,
@@ -144,6 +146,7 @@ def test_any_calibrated_profile_is_at_least_the_ideal(cf, mf, overhead, power, w
         overlap_power=power,
         wave_latency_s=wave,
         saturation_blocks_per_sm=sat,
+        wave_tail=tail,
     )
     profile = Profile(name="calibrated", kinds={"gemm": eff}, source="test")  # fmt: skip
     op = gemm_op("g", "kernel", 1, float(m), float(n), float(k), "bf16", "bf16")
@@ -177,13 +180,27 @@ def test_each_kernel_launch_pays_the_floor():
 
 
 def test_norm_rows_are_its_programs():
-    # One program per row: 27 rows on 108 SMs with 0.5 programs per SM to saturate reach
-    # 27 / 54 of the bandwidth; 4096 rows reach all of it.
+    # One program per row: 27 rows on 108 SMs with 0.5 programs per SM to saturate stream
+    # their rows at 27 / 54 of the bandwidth (the weight vector moves at full rate); 4096 rows
+    # reach all of it.
     from model.op import norm_op
 
     eff = KindEfficiency(saturation_blocks_per_sm=0.5)
     profile = Profile(name="t", kinds={"norm": eff}, source="test")
     for rows, share in ((27.0, 27 / 54), (4096.0, 1.0)):
         op = norm_op("n", "kernel", 1, rows, 4096.0, "bf16")
-        expected = op.bytes / (A100.hbm_bytes_per_s * share)
+        expected = (op.act_bytes / share + op.weight_bytes) / A100.hbm_bytes_per_s
         assert float(price_op(op, SYSTEM, profile).time_s) == pytest.approx(expected, rel=1e-12)
+
+
+def test_wave_tail_charges_the_padding_of_tiles_and_waves():
+    # m = 130, n = 128·5 on 108 SMs: 2 x 5 = 10 tiles of 128², one wave, so the grid does
+    # 108 · 128² / (130 · 640) = 21.3x the needed work; wave_tail = 0.5 pays half the excess.
+    shape = {"m": 130.0, "n": 128.0 * 5}
+    Q = 108 * 128**2 / (130 * 640)
+    for tail in (1.0, 0.5):
+        eff = KindEfficiency(wave_tail=tail)
+        expected = 1e-3 * (1 + tail * (Q - 1))
+        assert busy_s(eff, 1e-3, 0.0, _op("gemm", shape), 108) == pytest.approx(expected)
+    full = {"m": 128.0 * 27, "n": 128.0 * 8}  # 216 whole tiles, two whole waves: no padding
+    assert busy_s(KindEfficiency(wave_tail=1.0), 1e-3, 0.0, _op("gemm", full), 108) == 1e-3

@@ -209,7 +209,8 @@ def _dtype(frame: pd.DataFrame, name: str, fallback: pd.Series | None = None) ->
         return fallback
     values = frame[name]
     given = values.notna() & (values.astype(str).str.strip() != "")
-    out = values.where(~given, values[given].map(lambda v: normalize_dtype(v, name, -1)))
+    named = {i: normalize_dtype(v, name, int(str(i))) for i, v in values[given].items()}
+    out = values.where(~given, pd.Series(named, index=values.index, dtype=object))
     if fallback is not None:
         out = out.where(given, fallback)
     return out

@@ -1,9 +1,9 @@
 """Fit calibrated pricing profiles from measurement tables (`rooflens calibrate fit`).
 
 Per GPU and operator kind the fit finds the `KindEfficiency` terms of hardware/profiles.py
-(their formula: model/pricing.py)
-(achieved compute and bandwidth fractions, fixed per-call overhead, overlap power, latency per
-wave of thread blocks, blocks per SM that saturate bandwidth) minimising the weighted mean of
+(achieved compute and bandwidth fractions, the floor per kernel launch, overlap power, latency
+per wave of thread blocks, blocks per SM that saturate bandwidth, and for GEMMs the share of
+tile and wave padding paid; formula: model/pricing.py) minimising the weighted mean of
 |log(predicted / measured)| over the kind's rows, each implementation (engine or kernel
 library) weighted equally (for attention, each implementation and decade of bytes moved), rows
 faster than the hardware's peak left out (cache effects, not kernels: the measurements'
@@ -15,8 +15,9 @@ per device and shape; untuned shapes run ~2x slower at large token counts on the
 validate/moe_configs.py); its error on every subset is recorded. The model
 priced during the fit is `model.pricing.price_op` on the ops of model/kernel_predict.py, the
 path `kernels predict` and the operator table price through, so a fitted profile reproduces
-its fit error exactly wherever it is applied. Kinds with no compute roof in practice (norm,
-elementwise, embedding) fit the bandwidth fraction and overhead only.
+its fit error exactly wherever it is applied. Kinds with no compute roof in practice fit the
+bandwidth fraction and overhead only (elementwise, embedding), plus the grid terms for norms
+(one program per row).
 
 GPUs without measurements: `generic.yaml` is one fit pooled over every measured GPU, each row
 priced with its own GPU's datasheet (peaks, bandwidth, SM count) and each GPU weighted equally,

@@ -380,7 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("kernels", help="single-kernel predictions (CSV contract of DESIGN.md)")
     ksub = p.add_subparsers(dest="kernels_command", required=True)
     kp = ksub.add_parser("predict", help="add flops, bytes, predicted_s, bound to a kernel CSV")
-    kp.add_argument("input", help="CSV with an 'op' column: gemm, attention_prefill/decode")
+    kp.add_argument("input", help="CSV with an 'op' column: gemm, attention_prefill/decode "
+                    "(also moe, mla_prefill/decode, norm, elementwise, embedding, comm: the "
+                    "calls of predict --json's ops rows; model/kernel_predict.py)")  # fmt: skip
     kp.add_argument("--gpu", required=True)
     kp.add_argument("--profile", default="ideal", choices=("ideal", "calibrated"))
     kp.add_argument("-o", "--output", help="write CSV here (atomically) instead of stdout")

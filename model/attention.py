@@ -1,6 +1,10 @@
 """Attention as the serving engines run it: fused (Flash) causal attention of T new queries over
 L cached positions, with Flash-Decoding's split of the KV length at decode and its combine
 kernel, the grid each launches and the share of HBM bandwidth that grid can reach.
+
+This is the one model of an attention kernel's grid: the operator table, `kernels predict` and
+the calibration fit all build attention ops here (`attention_op`, `with_grid`; MLA in
+model/mla.py), and model/pricing.py prices the grid the op states.
 """
 
 from __future__ import annotations
@@ -95,19 +99,49 @@ def regrid(op: Op, n: Num, sm_count: int) -> Op:
             "thread_blocks": blocks * n,
             "combine_act_bytes": new_bytes,
             "combine_vector_flops": new_flops,
+            "kernels": np.where(np.asarray(n) > 1, 2.0, 1.0),  # the combine is a second launch
         },
     )
 
 
 def resplit_attention(ops: list[Op], splits_for: Any, sm_count: int) -> list[Op]:
     """Re-grid every split-capable attention op with `splits_for(op)` KV splits (for the
-    flash-decoding and unsplit-decode transforms)."""
-    return [
-        regrid(op, splits_for(op), sm_count)
-        if op.kind == "attention" and not op.shape.get("eager") and "kv_splits" in op.shape
-        else op
-        for op in ops
-    ]
+    flash-decoding and unsplit-decode transforms); the call records the pinned split count."""
+    out = []
+    for op in ops:
+        if op.kind == "attention" and not op.shape.get("eager") and "kv_splits" in op.shape:
+            n = splits_for(op)
+            pinned = bool(np.any(np.asarray(n) != np.asarray(op.shape["kv_splits"])))
+            call = {**op.call, "kv_splits": n} if pinned else op.call
+            op = replace(regrid(op, n, sm_count), call=call)
+        out.append(op)
+    return out
+
+
+def with_grid(op: Op, positions: Num, kv_read: Num, sm_count: int, splits: Num = 0.0) -> Op:
+    """The attention op as launched on `sm_count` SMs: Flash-Decoding's split of the KV length
+    for decode-shaped calls (decode_splits, or `splits` where pinned), its combine kernel and
+    the bandwidth share of the grid. sm_count = 0 leaves the op ungridded (fills the GPU)."""
+    if not sm_count:
+        return op
+    s = op.shape
+    n = decode_splits(s["batch"], s["new_tokens"], s["n_heads"], s["n_kv_heads"], positions,
+                      sm_count)  # fmt: skip
+    if np.any(np.asarray(splits) > 0):
+        n = np.where(np.asarray(splits) > 0, splits, n)
+        n = float(n) if np.ndim(n) == 0 else n
+    op = replace(op, shape={**s, "kv_read_bytes": kv_read, "kv_splits": 1.0})
+    return regrid(op, n, sm_count)
+
+
+def attention_call(op_name: str, B: Num, T: Num, L: Num, **columns: Any) -> dict[str, Any]:
+    """The `kernels predict` call of an attention kernel of T new queries over L positions:
+    `<op_name>_decode` with kv_len when every call has one new token, else `<op_name>_prefill`
+    with seq_len = L (and new_tokens where T differs: chunked prefill, verification)."""
+    if bool(np.all(np.asarray(T) == 1)):
+        return {"op": f"{op_name}_decode", "batch": B, "kv_len": L, **columns}
+    extra = {"new_tokens": T} if bool(np.any(np.asarray(T) != np.asarray(L))) else {}
+    return {"op": f"{op_name}_prefill", "batch": B, "seq_len": L, **extra, **columns}
 
 
 def attended_keys(T: Num, L: Num, window: int) -> Num:
@@ -148,13 +182,15 @@ def attention_op(
     kv_dtype: str,
     window: int = 0,
     sm_count: int = 0,
+    splits: Num = 0.0,
 ) -> Op:
     """Fused (Flash) causal attention of T new queries over L positions, per-GPU head counts.
 
     With `sm_count` the kernel is FlashAttention with Flash-Decoding's split of the KV length
     for decode-shaped calls (decode_splits), as vLLM, SGLang and TensorRT-LLM run by default; it
     reaches HBM bandwidth in proportion to its thread blocks (attention_bandwidth_fraction).
-    0 assumes a kernel that fills the GPU. The split's combine kernel is `combine_op`.
+    0 assumes a kernel that fills the GPU. The split's combine kernel is folded in (regrid);
+    `splits` > 0 pins the split count (the flash-decoding optimization).
 
     FLOPs: QKᵀ and PV, 2·Dh each per (query head, attended key), causal keys only.
     Bytes: Q read and O written once; the KV cache read once per KV head (GQA groups share it)
@@ -187,9 +223,17 @@ def attention_op(
             "n_kv_heads": n_kv_heads,
             "head_dim": head_dim,
         },
+        call=attention_call(
+            "attention",
+            B,
+            T,
+            L,
+            n_heads=n_heads,
+            n_kv_heads=n_kv_heads,
+            head_dim=head_dim,
+            dtype=act_dtype,
+            kv_dtype=kv_dtype,
+            **({"window": window} if window else {}),
+        ),
     )
-    if not sm_count:  # a kernel that fills the GPU (single-kernel prediction)
-        return op
-    splits = decode_splits(B, T, n_heads, n_kv_heads, positions, sm_count)
-    op = replace(op, shape={**op.shape, "kv_read_bytes": kv_read, "kv_splits": 1.0})
-    return regrid(op, splits, sm_count)
+    return with_grid(op, positions, kv_read, sm_count, splits)

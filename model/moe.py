@@ -71,9 +71,18 @@ def moe_op(
     experts_read: Num | None = None,
 ) -> Op:
     """Routed experts on one GPU: `tokens` routed over all E experts, E/ep held here, each of
-    width `inter` (per GPU). `shape_tokens` is the token count the op reports (default
-    `tokens`; the table reports its own step's tokens under EP). `assignments` and
-    `experts_read` replace the uniform-routing estimates where a routing is known."""
+        width `inter` (per GPU). `shape_tokens` is the token count the op reports (default
+        `tokens`; the table reports its own step's tokens under EP). `assignments` and
+        `experts_read` replace the uniform-routing estimates where a routing is known. The call is
+    this GPU's slice in `kernels predict`'s `moe` columns (inter_size already per GPU)."""
+    call = {"op": "moe", "num_tokens": tokens, "hidden_size": hidden, "inter_size": inter,
+            "topk": topk, "num_experts": n_experts, "moe_tp_size": 1, "moe_ep_size": ep,
+            "dtype": act_dtype, "weight_dtype": weight_dtype, "group_size": group_size,
+            "gated": int(gated)}  # fmt: skip
+    if assignments is not None:
+        call["assignments"] = assignments
+    if experts_read is not None:
+        call["experts_read"] = experts_read
     matrices = 3 if gated else 2
     ab = dtype_bytes(act_dtype)
     assignments, distinct = routed_work(tokens, topk, n_experts, ep, assignments, experts_read)
@@ -96,4 +105,5 @@ def moe_op(
             "n_experts": n_experts,
             "topk": topk,
         },
+        call=call,
     )

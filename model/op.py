@@ -1,8 +1,13 @@
-"""One operator instance (`Op`) and the GEMM constructor: FLOPs and bytes split by tensor kind
-(weights, activations, KV cache), the unit it computes on, and its shape (DESIGN.md step 1).
+"""One operator instance (`Op`) and the constructors of the kernels that are not attention or
+MoE (GEMM, norm, elementwise, embedding, collective): FLOPs and bytes split by tensor kind
+(weights, activations, KV cache), the unit it computes on, its shape, and the kernel call it
+stands for in the columns of `rooflens kernels predict` (DESIGN.md step 1 and contract).
 
 FLOPs count 2 per multiply-add; bytes are minimum HBM traffic: each operand read once, each
 result written once. Quantities may be numpy arrays (grids of configurations).
+
+Every constructor fills `Op.call`; model/kernel_predict.py builds the Op of a call with the same
+constructor, so re-pricing any row of the operator table from its call gives the same seconds.
 """
 
 from __future__ import annotations
@@ -40,6 +45,10 @@ class Op:
     vector_flops: Num = 0.0
     # Share of HBM bandwidth the kernel can reach (< 1 when it launches fewer blocks than SMs).
     bandwidth_fraction: Num = 1.0
+    # The kernel call in the `kernels predict` columns (`op` plus its shape and dtypes). A
+    # transform that changes the kernel itself (e.g. fusion, sparsity) keeps the call of the
+    # kernel it started from; the default stack's calls re-price to the row's own seconds.
+    call: dict[str, Any] = field(default_factory=dict)
 
     @property
     def bytes(self) -> Num:
@@ -96,10 +105,17 @@ def gemm_op(
     weight_dtype: str,
     act_dtype: str,
     group_size: int = 128,
+    heads: int = 1,
 ) -> Op:
-    """Y[M,N] = X[M,K] · W[N,K]ᵀ: 2MNK FLOPs; reads W once and X once, writes Y once."""
+    """Y[M,N] = X[M,K] · W[N,K]ᵀ: 2MNK FLOPs; reads W once and X once, writes Y once.
+
+    `heads` > 1 is a batched GEMM of `heads` products [M, K] · [K, N/heads], each head with its
+    own weight and its own input (MLA's absorbed projections): the FLOPs and weights of one
+    [M, K] · [K, N] GEMM, but each head reads its own M×K input, heads · M · K elements."""
     ab = dtype_bytes(act_dtype)
-    act = (M * K + M * N) * ab
+    act = (M * K * heads + M * N) * ab
+    call = {"op": "gemm", "m": M, "n": N, "k": K, "dtype": act_dtype,
+            "weight_dtype": weight_dtype, "group_size": group_size}  # fmt: skip
     return Op(
         name=name,
         phase=phase,
@@ -111,6 +127,84 @@ def gemm_op(
         kv_bytes=0.0,
         compute_dtype=compute_dtype(weight_dtype, act_dtype),
         live_bytes=act,
-        shape={"m": M, "n": N, "k": K},
+        shape={"m": M, "n": N, "k": K, **({"heads": heads} if heads > 1 else {})},
         vector_flops=dequant_vector_flops(M, N, K, weight_dtype, act_dtype),
+        call={**call, "heads": heads} if heads > 1 else call,
+    )
+
+
+NORM_WEIGHT_BYTES = 2.0  # norm weights (and LayerNorm's bias) stay 16-bit under quantization
+EMBED_WEIGHT_BYTES = 2.0  # embedding rows are read in 16 bits
+
+
+def memory_op(name: str, phase: str, kind: str, count: int, flops: Num, act_bytes: Num,
+              weight_bytes: Num, call: dict[str, Any]) -> Op:  # fmt: skip
+    """A CUDA-core kernel that streams activations (norm, elementwise, embedding)."""
+    return Op(name=name, phase=phase, kind=kind, count=count, flops=flops,
+              weight_bytes=weight_bytes, act_bytes=act_bytes, kv_bytes=0.0 * act_bytes,
+              compute_dtype="fp32", live_bytes=act_bytes, call=call)  # fmt: skip
+
+
+def norm_op(name: str, phase: str, count: int, rows: Num, hidden: Num, act_dtype: str,
+            residual: Num = 1.0, norm: str = "rmsnorm") -> Op:  # fmt: skip
+    """(Fused add +) RMSNorm or LayerNorm of [rows, hidden]: 5 FLOPs per element; reads x (and
+    the residual), writes y (and the updated residual), and reads the weight (and bias)."""
+    streams = 1.0 + residual
+    weights = (2.0 if norm == "layernorm" else 1.0) * hidden * NORM_WEIGHT_BYTES
+    act = 2 * streams * rows * hidden * dtype_bytes(act_dtype)
+    call = {"op": "norm", "rows": rows, "hidden": hidden, "residual": residual, "norm": norm,
+            "dtype": act_dtype}  # fmt: skip
+    op = memory_op(name, phase, "norm", count, 5.0 * rows * hidden, act, weights, call)
+    # One program per row (vLLM's rms_norm, torch's and the Triton tutorial's kernels): a few
+    # rows leave most SMs idle, which the calibrated occupancy term prices (model/pricing.py).
+    # The rows stream; the weight vector is re-read by every program from L2, not throttled.
+    shape = {"rows": rows, "hidden": hidden, "thread_blocks": rows, "streamed_bytes": act}
+    return replace(op, shape=shape)
+
+
+def elementwise_op(
+    name: str,
+    phase: str,
+    count: int,
+    elements_read: Num,
+    elements_written: Num,
+    act_dtype: str,
+    flops_per_element: float = 1.0,
+) -> Op:
+    """An elementwise kernel (activation, RoPE): reads and writes each element once, and does
+    `flops_per_element` FLOPs per element written."""
+    act = (elements_read + elements_written) * dtype_bytes(act_dtype)
+    flops = flops_per_element * elements_written
+    call = {"op": "elementwise", "elements_read": elements_read,
+            "elements_written": elements_written, "flops_per_element": flops_per_element,
+            "dtype": act_dtype}  # fmt: skip
+    return memory_op(name, phase, "elementwise", count, flops, act, 0.0 * act, call)
+
+
+def embedding_op(name: str, phase: str, count: int, rows: Num, hidden: Num, act_dtype: str) -> Op:
+    """Gather `rows` rows of the embedding table (16-bit) and write [rows, hidden]."""
+    act = rows * hidden * dtype_bytes(act_dtype)
+    call = {"op": "embedding", "rows": rows, "hidden": hidden, "dtype": act_dtype}
+    weights = rows * hidden * EMBED_WEIGHT_BYTES
+    return memory_op(name, phase, "embedding", count, 0.0 * rows, act, weights, call)
+
+
+def comm_op(name: str, phase: str, count: int, collective: str, payload: Num,
+            **shape: Any) -> Op:  # fmt: skip
+    """A collective of `payload` bytes per GPU (model/comm.py prices it by `collective` and the
+    shape: n_gpus, span_gpus, hierarchical)."""
+    return Op(
+        name=name,
+        phase=phase,
+        kind="comm",
+        count=count,
+        flops=0.0,
+        weight_bytes=0.0,
+        act_bytes=0.0,
+        kv_bytes=0.0,
+        compute_dtype="fp32",
+        comm_bytes=payload,
+        live_bytes=payload,
+        shape={"collective": collective, **shape},
+        call={"op": "comm", "collective": collective, "comm_bytes": payload, **shape},
     )

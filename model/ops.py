@@ -34,6 +34,7 @@ from model.attention import (
     streamed_fraction,
 )
 from model.dtypes import compute_dtype, dtype_bytes
+from model.mla import mla_decode_op, mla_prefill_op
 from model.moe import moe_op
 from model.op import (
     DEQUANT_ROW_TILE,
@@ -41,8 +42,12 @@ from model.op import (
     SCALE_BYTES,
     Num,
     Op,
+    comm_op,
     dequant_vector_flops,
+    elementwise_op,
+    embedding_op,
     gemm_op,
+    norm_op,
     weight_storage_bytes,
 )
 from model.params import norms_per_block
@@ -101,45 +106,31 @@ class _Builder:
 
     def per_head_gemm(self, name: str, count: int, heads: int, N: float, K: float) -> None:
         """`heads` products [n, K] · [K, N], each head with its own weight and its own input (a
-        batched GEMM): the FLOPs and weights of one [n, K] · [K, heads·N] GEMM, but each head
-        reads its own n×K slice, so the activations are heads · n · (K + N)."""
-        self.gemm(name, count, self.tokens, heads * N, K)
-        act = heads * self.tokens * (K + N) * self.ab
-        op = self.ops[-1]
-        shape = {**op.shape, "heads": heads}
-        self.ops[-1] = replace(op, act_bytes=act, live_bytes=act, shape=shape)
+        batched GEMM, model/op.py gemm_op's `heads`)."""
+        act = self.sc.precision.act_dtype
+        self.ops.append(gemm_op(name, self.phase, count, self.tokens, heads * N, K, self.wdt, act,
+                                self.group, heads=heads))  # fmt: skip
 
-    def elementwise(
-        self,
-        name: str,
-        kind: str,
-        count: int,
-        flops: Num,
-        read: Num,
-        write: Num,
-        weight_bytes: Num = 0.0,
-    ) -> None:
-        self.ops.append(
-            Op(
-                name=name,
-                phase=self.phase,
-                kind=kind,
-                count=count,
-                flops=flops,
-                weight_bytes=weight_bytes,
-                act_bytes=(read + write) * self.ab,
-                kv_bytes=0.0,
-                compute_dtype="fp32",
-                live_bytes=(read + write) * self.ab,
-            )
-        )
+    def elementwise(self, name: str, count: int, flops_per_element: float, read: Num,
+                    write: Num) -> None:  # fmt: skip
+        act = self.sc.precision.act_dtype
+        self.ops.append(elementwise_op(name, self.phase, count, read, write, act,
+                                       flops_per_element))  # fmt: skip
 
     def norm(self, name: str, count: int, fused_residual: bool = True) -> None:
         """(Fused add +) norm: read x (and the residual), write y (and the residual)."""
-        D, n = self.m.d_model, self.tokens
-        streams = 2 if fused_residual else 1
-        w = (2 if self.m.norm == "layernorm" else 1) * D * 2.0  # norm weights stay 16-bit
-        self.elementwise(name, "norm", count, 5.0 * n * D, streams * n * D, streams * n * D, w)
+        self.ops.append(
+            norm_op(
+                name,
+                self.phase,
+                count,
+                self.tokens,
+                self.m.d_model,
+                self.sc.precision.act_dtype,
+                float(fused_residual),
+                "layernorm" if self.m.norm == "layernorm" else "rmsnorm",
+            )
+        )
 
     def tp_all_reduce(self, count: int, collective: str = "all_reduce") -> None:
         """Megatron TP: one all-reduce of the [B·T, D] activations after o_proj and after down
@@ -152,22 +143,7 @@ class _Builder:
 
     def comm(self, name: str, collective: str, count: int, payload: Num, **shape: Any) -> None:
         """A collective of `payload` bytes per GPU (model/comm.py prices it by `collective`)."""
-        self.ops.append(
-            Op(
-                name=name,
-                phase=self.phase,
-                kind="comm",
-                count=count,
-                flops=0.0,
-                weight_bytes=0.0,
-                act_bytes=0.0,
-                kv_bytes=0.0,
-                compute_dtype="fp32",
-                comm_bytes=payload,
-                live_bytes=payload,
-                shape={"collective": collective, **shape},
-            )
-        )
+        self.ops.append(comm_op(name, self.phase, count, collective, payload, **shape))
 
     def check_parallel(self) -> None:
         """Expert parallelism spreads whole experts over ep GPUs: ep/tp data-parallel replicas
@@ -198,11 +174,12 @@ class _Builder:
         self.gemm("attn.qkv_proj", La, n, (Hg + 2 * Kg) * Dh, m.d_model)
         if m.qk_norm:  # Qwen3/Gemma 3: RMSNorm over each q and k head (no residual)
             elems = n * (Hg + Kg) * Dh
-            w = 2 * Dh * 2.0  # q_norm and k_norm weights, 16-bit
-            self.elementwise("attn.qk_norm", "norm", La, 5.0 * elems, elems, elems, w)
+            rows = n * (Hg + Kg)  # one RMSNorm row per q and k head, width Dh
+            act = self.sc.precision.act_dtype
+            self.ops.append(norm_op("attn.qk_norm", self.phase, La, rows, Dh, act, 0.0, "rmsnorm"))
         if m.positional == "rope":
             elems = n * (Hg + Kg) * Dh
-            self.elementwise("attn.rope", "elementwise", La, 3.0 * elems, elems, elems)
+            self.elementwise("attn.rope", La, 3.0, elems, elems)
         p = self.sc.precision
         # one attn.core row per layer kind (model.window_layers): full and sliding layers of
         # gpt-oss or Gemma 3 attend over different spans; shape["window"] says which
@@ -241,32 +218,10 @@ class _Builder:
         self._mla_q_and_latent(Hg)
         positions = kv_positions(L, m.sliding_window, T)
         self.gemm("attn.kv_b_proj", m.n_layers, B * positions, Hg * (Dqk - rope + Dv), R)
-        keys = attended_keys(T, L, m.sliding_window)
-        q_and_o = n * Hg * (Dqk + Dv) * self.ab
-        k_and_v = B * positions * Hg * (Dqk + Dv) * self.ab  # decompressed, per head
-        new_latent = n * (R + rope)
-        self.ops.append(
-            Op(
-                name="attn.core",
-                phase=self.phase,
-                kind="attention",
-                count=m.n_layers,
-                flops=2.0 * B * Hg * keys * (Dqk + Dv),  # QKᵀ over Dqk, PV over Dv
-                weight_bytes=0.0,
-                act_bytes=q_and_o + k_and_v + new_latent * self.ab,
-                kv_bytes=new_latent * self.kvb,  # the cache holds the latent only
-                compute_dtype=self.attn_dtype,
-                live_bytes=q_and_o + k_and_v,
-                shape={
-                    "batch": B,
-                    "new_tokens": T,
-                    "kv_len": L,
-                    "n_heads": Hg,
-                    "n_kv_heads": Hg,
-                    "head_dim": (Dqk + Dv) / 2,  # FLOPs and bytes as a head of the mean width
-                },
-            )
-        )
+        p = self.sc.precision
+        self.ops.append(mla_prefill_op(self.phase, m.n_layers, B, T, L, Hg, Dqk, Dv, R, rope,
+                                       p.act_dtype, p.kv_dtype, m.sliding_window,
+                                       self.sc.gpu.sm_count))  # fmt: skip
         self.gemm("attn.o_proj", m.n_layers, n, D, Hg * Dv)
 
     def _mla_q_and_latent(self, Hg: int) -> None:
@@ -290,31 +245,21 @@ class _Builder:
         nope, Dv = m.head_dim - rope, m.value_head_dim
         self._mla_q_and_latent(Hg)
         self.per_head_gemm("attn.q_absorb", m.n_layers, Hg, R, nope)  # q_nope · W_UK per head
-        keys = attended_keys(T, L, m.sliding_window)
-        latent = B * kv_positions(L, m.sliding_window, T) * (R + rope) * self.kvb
-        q_act = n * Hg * (R + rope) * self.ab
-        # o, and the n new latent rows read from kv_a_proj's output to be cached (attention_op)
-        o_act = n * Hg * R * self.ab + n * (R + rope) * self.ab
+        p = self.sc.precision
         self.ops.append(
-            Op(
-                name="attn.core",
-                phase=self.phase,
-                kind="attention",
-                count=m.n_layers,
-                flops=2.0 * B * Hg * keys * ((R + rope) + R),
-                weight_bytes=0.0,
-                act_bytes=q_act + o_act,
-                kv_bytes=latent + n * (R + rope) * self.kvb,
-                compute_dtype=self.attn_dtype,
-                live_bytes=q_act + o_act,
-                shape={
-                    "batch": B,
-                    "new_tokens": T,
-                    "kv_len": L,
-                    "n_heads": Hg,
-                    "n_kv_heads": 1,
-                    "head_dim": R + rope,
-                },
+            mla_decode_op(
+                self.phase,
+                m.n_layers,
+                B,
+                T,
+                L,
+                Hg,
+                R,
+                rope,
+                p.act_dtype,
+                p.kv_dtype,
+                m.sliding_window,
+                self.sc.gpu.sm_count,
             )
         )
         self.per_head_gemm("attn.v_absorb", m.n_layers, Hg, Dv, R)
@@ -326,7 +271,7 @@ class _Builder:
             return
         width = d_ff * (2 if m.gated_mlp else 1)
         self.gemm(f"{prefix}.up_gate", count, n, width, D)
-        self.elementwise(f"{prefix}.act", "elementwise", count, 5.0 * n * d_ff, n * width, n * d_ff)
+        self.elementwise(f"{prefix}.act", count, 5.0, n * width, n * d_ff)
         self.gemm(f"{prefix}.down", count, n, D, d_ff)
 
     def moe(self) -> None:
@@ -368,7 +313,7 @@ class _Builder:
         images = self.sc.workload.images_per_prompt
         if self.phase == "prefill" and images and m.vision:  # the encoder, before the LM
             self.ops += vision_ops(self.sc, self.B * images)
-        self.elementwise("embed", "embedding", 1, 0.0, 0.0, n * D, n * D * 2.0)
+        self.ops.append(embedding_op("embed", self.phase, 1, n, D, self.sc.precision.act_dtype))
         self.norm("norm.attn", m.n_layers)
         self.attention()
         self.mamba()

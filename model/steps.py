@@ -23,9 +23,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from hardware.profiles import Profile
+from hardware.profiles import Profile, get_profile
 from model.op import Num, Op
-from model.pricing import PricedOp, to_frame
+from model.pricing import PricedOp, call_columns, to_frame
+from model.reprice import call_exact
 from model.scenario import Scenario, Workload
 
 MAX_DECODE_SAMPLES = 512
@@ -146,6 +147,8 @@ class Prediction:
     def to_dict(self) -> dict[str, Any]:
         ops = self.ops_frame()
         sc = self.scenario
+        priced = self.prefill.priced + self.decode.priced
+        exact = call_exact(priced, sc.system, get_profile(sc.profile, sc.gpu))
         return {
             "model": sc.model.id,
             "gpu": sc.gpu.id,
@@ -165,6 +168,8 @@ class Prediction:
             "memory": self.memory.to_dict(),
             "ops": [
                 {
+                    **call_columns(p.op),  # the kernel call the row stands for (model/op.py)
+                    "call_exact": same,  # does that call re-price to time_s (model/reprice.py)
                     "name": r.name,
                     "phase": r.phase,
                     "count": int(r.count),
@@ -174,7 +179,7 @@ class Prediction:
                     "time_s": float(r.time_s),
                     "bound": r.bound,
                 }
-                for r in ops.itertuples()
+                for r, p, same in zip(ops.itertuples(), priced, exact, strict=True)
             ],
             "notes": self.notes,
         }

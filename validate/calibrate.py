@@ -1,8 +1,9 @@
 """Fit calibrated pricing profiles from measurement tables (`rooflens calibrate fit`).
 
 Per GPU and operator kind the fit finds the `KindEfficiency` terms of hardware/profiles.py
-(achieved compute and bandwidth fractions, fixed per-call overhead, overlap power, latency per
-wave of thread blocks, blocks per SM that saturate bandwidth) minimising the weighted mean of
+(achieved compute and bandwidth fractions, the floor per kernel launch, overlap power, latency
+per wave of thread blocks, blocks per SM that saturate bandwidth, and for GEMMs the share of
+tile and wave padding paid; formula: model/pricing.py) minimising the weighted mean of
 |log(predicted / measured)| over the kind's rows, each implementation (engine or kernel
 library) weighted equally (for attention, each implementation and decade of bytes moved), rows
 faster than the hardware's peak left out (cache effects, not kernels: the measurements'
@@ -12,9 +13,11 @@ at large KV on the A100) and the profile describes the best available one. For t
 the `moe` kind is fitted on the fused-MoE shapes that ran a tuned kernel config (vLLM ships one
 per device and shape; untuned shapes run ~2x slower at large token counts on the A100,
 validate/moe_configs.py); its error on every subset is recorded. The model
-priced during the fit is `model.pricing.price_op` itself, so a fitted profile reproduces its
-fit error exactly. Kinds with no compute roof in practice (norm, elementwise, embedding) fit
-the bandwidth fraction and overhead only.
+priced during the fit is `model.pricing.price_op` on the ops of model/kernel_predict.py, the
+path `kernels predict` and the operator table price through, so a fitted profile reproduces
+its fit error exactly wherever it is applied. Kinds with no compute roof in practice fit the
+bandwidth fraction and overhead only (elementwise, embedding), plus the grid terms for norms
+(one program per row).
 
 GPUs without measurements: `generic.yaml` is one fit pooled over every measured GPU, each row
 priced with its own GPU's datasheet (peaks, bandwidth, SM count) and each GPU weighted equally,
@@ -56,11 +59,14 @@ KIND_OPS: dict[str, tuple[str, ...]] = {
 FULL_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power",
               "wave_latency_s", "saturation_blocks_per_sm")  # fmt: skip
 MEMORY_TERMS = ("memory_fraction", "overhead_s")
+# Norms launch one program per row (model/op.py norm_op): few rows cannot fill the SMs.
+GRID_MEMORY_TERMS = (*MEMORY_TERMS, "wave_latency_s", "saturation_blocks_per_sm")
 # A fused MoE op states no grid (its ragged per-expert tiles are routing-dependent), so the
 # wave and occupancy terms have nothing to act on.
 MOE_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power")
 START = {"compute_fraction": 0.75, "memory_fraction": 0.8, "overhead_s": 4e-6,
-         "overlap_power": 2.0, "wave_latency_s": 1e-6, "saturation_blocks_per_sm": 0.5}  # fmt: skip
+         "overlap_power": 2.0, "wave_latency_s": 1e-6, "saturation_blocks_per_sm": 0.5,
+         "wave_tail": 0.05}  # fmt: skip
 COMM_PRIOR = {"comm_bandwidth_fraction": 0.8, "comm_latency_scale": 1.0}
 # Kinds whose implementations differ by more than the model's error (two engines' attention
 # kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
@@ -73,11 +79,15 @@ TUNED_KINDS = ("moe",)
 def terms_for(kind: str) -> tuple[str, ...]:
     if kind == "moe":
         return MOE_TERMS
+    if kind == "norm":
+        return GRID_MEMORY_TERMS
+    if kind == "gemm":
+        return (*FULL_TERMS, "wave_tail")
     return FULL_TERMS if kind in ("gemm", "attention", "attention_decode") else MEMORY_TERMS
 
 
 def kind_rows(table: pd.DataFrame, kind: str) -> pd.Series:
-    """Rows a kind is fitted on. Attention splits as pricing does (Profile.kind_for): one new
+    """Rows a kind is fitted on. Attention splits as pricing does (pricing.kind_terms): one new
     token per sequence is decode-shaped, whichever phase the row was measured as."""
     rows = table["op"].isin(KIND_OPS[kind])
     if kind.startswith("attention"):
@@ -92,7 +102,7 @@ def _to_params(x: np.ndarray, terms: tuple[str, ...]) -> dict[str, float]:
     """Unconstrained vector -> valid terms (fractions by logistic, positive terms by exp)."""
     out = {}
     for value, term in zip(x, terms, strict=True):
-        if term.endswith("fraction"):
+        if term.endswith("fraction") or term == "wave_tail":
             out[term] = float(1.0 / (1.0 + np.exp(-value)))
         elif term == "overlap_power":
             out[term] = 1.0 + float(np.exp(value))
@@ -107,7 +117,7 @@ def _to_vector(params: dict[str, float], terms: tuple[str, ...]) -> np.ndarray:
     x = []
     for term in terms:
         v = params[term]
-        if term.endswith("fraction"):
+        if term.endswith("fraction") or term == "wave_tail":
             x.append(np.log(v / (1.0 - v)))
         elif term == "overlap_power":
             x.append(np.log(v - 1.0))
@@ -133,7 +143,7 @@ def _chunk(rows: pd.DataFrame, by_size: bool = False) -> Chunk:
     not dominate), and with `by_size` every (implementation, decade of bytes moved) cell."""
     rows = rows.reset_index(drop=True)
     system = default_system(get_gpu(str(rows["gpu"].iloc[0])))
-    groups = batches(rows)
+    groups = batches(rows, system.gpu)  # the operator table's ops, on this GPU's grid
     nbytes = np.ones(len(rows))
     for b in groups:
         nbytes[b.index] = np.broadcast_to(b.op.bytes, b.index.shape)
@@ -281,7 +291,8 @@ def write_profile(profile: Profile, path: Path) -> Path:
     }
     header = (
         "# Written by `rooflens calibrate fit` (validate/calibrate.py); do not edit by hand.\n"
-        "# Terms: hardware/profiles.py. Method and data: docs/validation.md, `provenance` below.\n"
+        "# Terms: hardware/profiles.py (formula: model/pricing.py). Method and data:\n"
+        "# docs/validation.md, `provenance` below.\n"
     )
     return atomic_write_text(path, header + yaml.safe_dump(data, sort_keys=False, width=100))
 

@@ -64,8 +64,13 @@ def test_step_time_never_decreases_with_batch_or_context(
         # The calibrated occupancy term is physical: a GEMM whose output is one or two 128x128
         # tiles (d_model < 256) really runs faster when an added row tile doubles its grid,
         # so monotonicity is only a property of model-sized kernels there.
+        head_dim = 512 if spec.n_heads == 1 else 256  # d_model ≥ 512 for any head count
         spec = spec.model_copy(
-            update={"d_model": spec.n_heads * 256, "head_dim": 256, "d_ff": spec.n_heads * 512}
+            update={
+                "d_model": spec.n_heads * head_dim,
+                "head_dim": head_dim,
+                "d_ff": spec.n_heads * 2 * head_dim,
+            }
         )
     base = step_s(spec, gpu, batch, 1, length, profile)
     assert step_s(spec, gpu, batch + 1, 1, length, profile) >= base

@@ -4,7 +4,6 @@ so pricing must not add a kernel's per-call overhead to comm ops (it still does 
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from hardware.profiles import get_profile
@@ -46,8 +45,13 @@ def test_expert_parallel_all_to_all_pays_no_kernel_overhead():
 def test_kernels_still_pay_their_overhead(tp_scenario):
     profile = get_profile("calibrated", tp_scenario.gpu)
     ops = decode_ops(tp_scenario, 1024.0)
-    norm = next(op for op in ops if op.name == "norm.attn")
-    priced = price_op(norm, tp_scenario.system, profile)
-    busy = np.maximum(priced.compute_s, priced.memory_s)
-    overhead = profile.kind("norm").overhead_s
+    act = next(op for op in ops if op.name == "mlp.act")
+    priced = price_op(act, tp_scenario.system, profile)
+    eff = profile.kind("elementwise")
+    free = profile.model_copy(
+        update={"kinds": {**profile.kinds, "elementwise": eff.model_copy(update={"overhead_s": 0})}}
+    )
+    busy = price_op(act, tp_scenario.system, free).time_s  # the same terms, no launch floor
+    overhead = eff.overhead_s
+    assert overhead > 1e-6
     assert float(priced.time_s) == pytest.approx(float(busy) + overhead)

@@ -1,5 +1,7 @@
-"""validate.predict prices whole tables at once; it must equal predict_kernels row for row, and
-its validator-only ops must follow model/ops.py's formulas."""
+"""The one kernel-table predictor (model/kernel_predict.py, re-exported by validate.predict)
+prices whole tables at once; grouping rows must not change a row's price (it equals
+predict_kernels row for row), and its validator-only ops must follow the operator table's
+constructors (model/op.py)."""
 
 from __future__ import annotations
 
@@ -36,15 +38,20 @@ TABLE = pd.DataFrame(
 
 @pytest.mark.parametrize("profile", ["ideal", "calibrated"])
 @pytest.mark.parametrize("gpu_id", ["a100-sxm-80gb", "h100-sxm"])
-def test_equals_predict_kernels_row_for_row(profile, gpu_id):
+def test_a_table_prices_each_row_as_it_would_alone(profile, gpu_id):
+    # A one-token prefill row sits in the table with long prefills: grouped or alone, it takes
+    # the decode terms (pricing.kind_terms), as it would row by row.
     gpu = get_gpu(gpu_id)
-    expected = predict_kernels(TABLE, gpu, profile)
-    actual = predict_frame(TABLE, gpu, profile)
+    one = {"op": "attention_prefill", "batch": 4, "seq_len": 1, "n_heads": 32, "n_kv_heads": 8,
+           "head_dim": 128, "dtype": "bf16", "kv_dtype": "bf16"}  # fmt: skip
+    table = pd.concat([TABLE, pd.DataFrame([one])], ignore_index=True)
+    together = predict_kernels(table, gpu, profile)
+    alone = pd.concat([predict_frame(table.iloc[[i]], gpu, profile) for i in range(len(table))])
     for column in ("flops", "bytes", "predicted_s"):
-        pd.testing.assert_series_equal(actual[column], expected[column], rtol=1e-12, atol=0,
+        pd.testing.assert_series_equal(together[column], alone[column], rtol=1e-12, atol=0,
                                        check_dtype=False)  # fmt: skip
-    assert list(actual["bound"]) == list(expected["bound"])
-    assert list(actual.columns[: len(TABLE.columns)]) == list(TABLE.columns)
+    assert list(together["bound"]) == list(alone["bound"])
+    assert list(together.columns[: len(table.columns)]) == list(table.columns)
 
 
 def test_norm_elementwise_embedding_follow_the_operator_table():
@@ -67,6 +74,9 @@ def test_norm_elementwise_embedding_follow_the_operator_table():
 
 
 def test_bad_rows_raise_one_line_errors():
+    with pytest.raises(RooflensError, match="row 1: dtype='bf17' is not a dtype"):
+        good = {"op": "gemm", "m": 1, "n": 1, "k": 1, "dtype": "bf16"}
+        predict_frame(pd.DataFrame([good, {**good, "dtype": "bf17"}]), A100)
     with pytest.raises(RooflensError, match="unknown op"):
         predict_frame(pd.DataFrame([{"op": "conv", "dtype": "bf16"}]), A100)
     with pytest.raises(RooflensError, match="positive"):

@@ -50,7 +50,7 @@ class _Config:
                 raise self._fail(key, "is missing; it is required")
             return default
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self._fail(key, f"must be an integer, got {value!r}")
+            raise self._fail(key, f"must be an integer, got {type(value).__name__}")
         if value < minimum:
             raise self._fail(key, f"must be at least {minimum}, got {value}")
         return value
@@ -60,14 +60,14 @@ class _Config:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise self._fail(key, f"must be true or false, got {value!r}")
+            raise self._fail(key, f"must be true or false, got {type(value).__name__}")
         return value
 
     def activation(self, key: str, default: str) -> str:
         raw = self.data.get(key) or default
         if not isinstance(raw, str) or raw not in _ACTIVATIONS:
             known = ", ".join(sorted(_ACTIVATIONS))
-            raise self._fail(key, f"has unsupported activation {raw!r} (known: {known})")
+            raise self._fail(key, f"has an unsupported activation {_quoted(raw)} (known: {known})")
         return _ACTIVATIONS[raw]
 
     def refuse(self, key: str, why: str) -> RooflensError:
@@ -278,19 +278,27 @@ _MODEL_TYPES = {
 SUPPORTED_ARCHITECTURES = tuple(_FAMILIES)
 
 
+def _quoted(name: object) -> str:
+    """A name from the file, shown only when it looks like a model or activation name (an
+    error never echoes arbitrary content of a file, which may be a secret; issue 16)."""
+    ok = isinstance(name, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_.]{0,40}", name)
+    return f"'{name}'" if ok and not re.search(r"\d{4}", str(name)) else "(not shown)"
+
+
 def _architecture(data: dict[str, Any], path: Path) -> str:
     archs = data.get("architectures")
     if isinstance(archs, list) and archs and all(isinstance(a, str) for a in archs):
         arch = archs[0]
     elif archs is None and isinstance(data.get("model_type"), str):
-        arch = _MODEL_TYPES.get(data["model_type"], f"model_type '{data['model_type']}'")
+        arch = _MODEL_TYPES.get(data["model_type"], f"model_type {_quoted(data['model_type'])}")
     elif archs is None:
         raise RooflensError(f"{path}: key 'architectures' (or 'model_type') is missing")
     else:
-        raise RooflensError(f"{path}: key 'architectures' must be a list of names, got {archs!r}")
+        raise RooflensError(f"{path}: key 'architectures' must be a list of names")
     if arch not in _FAMILIES:
+        shown = arch if arch.startswith("model_type ") else _quoted(arch)
         raise RooflensError(
-            f"{path}: unsupported architecture {arch}; supported: {', '.join(_FAMILIES)}"
+            f"{path}: unsupported architecture {shown}; supported: {', '.join(_FAMILIES)}"
         )
     return arch
 

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hardware.errors import RooflensError, unknown_name_error, validation_message
-from hardware.presets import read_data_file
+from hardware.presets import check_readable, files_restricted, read_data_file
 from model.spec import ModelSpec
 
 PRESET_DIR = Path(__file__).parent / "presets"
@@ -19,7 +19,9 @@ def model_from_dict(data: dict[str, Any], origin: str) -> ModelSpec:
     try:
         return ModelSpec.model_validate(data)
     except ValidationError as exc:
-        raise RooflensError(validation_message(exc, f"model spec {origin}")) from None
+        raise RooflensError(
+            validation_message(exc, f"model spec {origin}", ModelSpec.model_fields)
+        ) from None
 
 
 @cache
@@ -41,6 +43,10 @@ def get_model(name: str) -> ModelSpec:
     if name in presets:
         return presets[name]
     path = Path(name)
+    looks_like_file = "/" in name or "\\" in name or path.suffix in (".json", ".yaml", ".yml")
+    if files_restricted() and not looks_like_file:
+        raise unknown_name_error("model", name, list(presets))
+    check_readable(path)  # before any look at the file system: a server reveals nothing
     if path.is_dir() and (path / "config.json").is_file():
         path = path / "config.json"
     if path.name == "config.json" or (path.suffix == ".json" and _looks_like_hf(path)):

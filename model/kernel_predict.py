@@ -62,10 +62,7 @@ def row_op(op_name: str, row: pd.Series, index: int) -> Op:
     """The Op a kernel-table row describes (head counts are per GPU)."""
 
     def num(col: str) -> int:
-        value = row[col]
-        if pd.isna(value) or float(value) <= 0 or float(value) != int(float(value)):
-            raise RooflensError(f"row {index}: {col} must be a positive integer, got {value!r}")
-        return int(float(value))
+        return cell_int(row[col], col, index)
 
     def dtype(col: str, default: str | None = None) -> str:
         value = row.get(col)
@@ -77,9 +74,7 @@ def row_op(op_name: str, row: pd.Series, index: int) -> Op:
         return moe_row_op(row, index, num, dtype)
     if op_name == "gemm":
         act = dtype("dtype")
-        group = (
-            int(row["group_size"]) if "group_size" in row and pd.notna(row["group_size"]) else 128
-        )
+        group = group_size(row, index)
         return gemm_op("gemm", "kernel", 1, num("m"), num("n"), num("k"),
                        dtype("weight_dtype", act), act, group)  # fmt: skip
     heads, kv_heads = num("n_heads"), num("n_kv_heads")
@@ -110,21 +105,49 @@ def moe_row_op(row: pd.Series, index: int, num: Any, dtype: Any) -> Op:
     tp, ep = num("moe_tp_size"), num("moe_ep_size")
     check_moe_layout(inter, experts, topk, tp, ep, f"row {index}")
     act = dtype("dtype")
-    group = int(row["group_size"]) if "group_size" in row and pd.notna(row["group_size"]) else 128
+    group = group_size(row, index)
+    read = optional_positive(row, "experts_read", index)
+    if read is not None and read > experts / ep:
+        raise RooflensError(
+            f"row {index}: experts_read={read:g} exceeds the {experts // ep} experts on this GPU"
+        )
     return moe_op("kernel", 1, num("num_tokens"), num("hidden_size"), inter / tp, topk, experts,
                   ep, dtype("weight_dtype", act), act, group,
                   assignments=optional_positive(row, "assignments", index),
-                  experts_read=optional_positive(row, "experts_read", index))  # fmt: skip
+                  experts_read=read)  # fmt: skip
+
+
+def cell_int(value: object, column: str, index: int) -> int:
+    """A cell that must hold a positive whole number (as text, int or float), else one line."""
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        number = float("nan")
+    if not (np.isfinite(number) and number >= 1 and number == int(number)):
+        raise RooflensError(f"row {index}: {column} must be a positive integer, got {value!r}")
+    return int(number)
+
+
+def group_size(row: pd.Series, index: int) -> int:
+    """Weights per quantization scale: a positive integer, 128 when the column is empty."""
+    value = row.get("group_size")
+    if value is None or (not isinstance(value, str) and pd.isna(value)) or value == "":
+        return 128
+    return cell_int(value, "group_size", index)
 
 
 def optional_positive(row: pd.Series, column: str, index: int) -> float | None:
-    """An optional numeric cell: None when absent or empty, else a positive number."""
+    """An optional numeric cell: None when absent or empty, else a finite positive number."""
     value = row.get(column)
-    if value is None or pd.isna(value) or value == "":
+    if value is None or (not isinstance(value, str) and pd.isna(value)) or value == "":
         return None
-    if float(value) <= 0:
-        raise RooflensError(f"row {index}: {column} must be positive, got {value!r}")
-    return float(value)
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        number = float("nan")
+    if not (np.isfinite(number) and number > 0):
+        raise RooflensError(f"row {index}: {column} must be a positive number, got {value!r}")
+    return number
 
 
 def predict_kernels(table: pd.DataFrame, gpu: GPUSpec, profile: str = "ideal") -> pd.DataFrame:

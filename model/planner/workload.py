@@ -23,7 +23,7 @@ Z99 = NormalDist().inv_cdf(0.99)  # 2.3263
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class LengthDist(_Frozen):
@@ -103,6 +103,8 @@ class LengthDist(_Frozen):
         """`512` (fixed), `512` with p99 (lognormal), `lognormal:mean=512,p99=2048`, or
         `file:PATH` (one length per line, or a CSV whose first column holds lengths)."""
         text = text.strip()
+        if p99 is not None and text.startswith(("file:", "lognormal:")):
+            raise RooflensError(f"a separate p99 goes with a plain mean length N, not '{text}'")
         try:
             if text.startswith("file:"):
                 return cls(kind="empirical", samples=_read_lengths(Path(text[5:])))
@@ -111,7 +113,9 @@ class LengthDist(_Frozen):
                 return cls(kind="lognormal", mean_tokens=float(kv["mean"]),
                            p99_tokens=float(kv["p99"]))  # fmt: skip
             value = float(text)
-            if p99 is not None and p99 > value:
+            if p99 is not None:  # p99 ≤ mean or NaN is an error, not a fixed length
+                if not p99 > value:
+                    raise RooflensError(f"length '{text}': p99 {p99:g} must be above the mean")
                 return cls(kind="lognormal", mean_tokens=value, p99_tokens=p99)
             return cls(kind="fixed", mean_tokens=value)
         except ValidationError as exc:

@@ -23,16 +23,14 @@ from rich.text import Text
 from hardware.errors import RooflensError
 from hardware.presets import get_gpu
 from model.api import make_pipeline, make_scenario
-from model.cli_args import OneLineParser, count, non_negative, non_negative_number
+from model.cli_args import OneLineParser, count, non_negative, non_negative_number, one_line
 from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
 from model.io import to_json
 from model.planner.commands import add_plan_parser
 from model.units import fmt_bytes, fmt_flops, fmt_time
 
-EXIT_BUG = 1
 EXIT_BAD_INPUT = 2
 EXIT_DOES_NOT_FIT = 3
-REPORT = "please report it as a rooflens issue, with the command and its `--debug` output"
 console = Console(width=140)
 
 
@@ -315,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Predict LLM inference on GPUs: memory, TTFT, TPOT, throughput, per-operator "
         "roofline, optimizations and capacity plans.",
     )
+    parser.add_argument(
+        "--debug", action="store_true", help="show an internal error's traceback (anywhere)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("list", help="list presets and optimizations")
@@ -372,25 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
-        return _one_line(exc)
-
-
-def _one_line(exc: Exception) -> int:
-    """Print an exception as one line on stderr and return the exit status it stands for."""
-    if isinstance(exc, OSError):
-        name = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {name}{exc.strerror or exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if isinstance(exc, RooflensError | ValueError | RecursionError):
-        text = str(exc).strip().splitlines()
-        first = text[0] if text else type(exc).__name__
-        if isinstance(exc, RecursionError):
-            first = "the input is nested too deeply to read"
-        print(f"error: {first}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    print(f"internal error ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
-          f"; this is a bug: {REPORT}", file=sys.stderr)  # fmt: skip
-    return EXIT_BUG
+        return one_line(exc)
 
 
 if __name__ == "__main__":

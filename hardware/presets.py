@@ -20,8 +20,10 @@ from hardware.spec import GPUSpec, LinkSpec, SystemSpec
 PRESET_DIR = Path(__file__).parent / "presets"
 GPU_DIR = PRESET_DIR / "gpus"
 LINK_FILE = PRESET_DIR / "links.yaml"
-# The packages' own data (presets, calibration profiles, prices) may always be read.
-_PACKAGE_DATA = (Path(__file__).resolve().parent, Path(__file__).resolve().parents[1] / "model")
+# The packages' own data (presets, calibration profiles, prices, the validator's tables and
+# results store) may always be read.
+_REPO = Path(__file__).resolve().parents[1]
+_PACKAGE_DATA = tuple(_REPO / package for package in ("hardware", "model", "validate"))
 # None: any path may be read (the CLI: a user on their own machine). A tuple of folders: only
 # files under them (and the packages' data) may be read; a server set this for its requests.
 _READABLE: ContextVar[tuple[Path, ...] | None] = ContextVar("readable_roots", default=None)

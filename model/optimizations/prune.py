@@ -55,7 +55,7 @@ def pruned_spec(spec: ModelSpec, heads: float, ffn: float) -> ModelSpec:
         "d_ff_expert": round(spec.d_ff_expert * (1.0 - ffn)),
     }
     # model_copy skips the spec validators on purpose: head_dim·H' ≠ d_model after pruning.
-    return spec.model_copy(update=update)
+    return spec.model_copy(update=update, checked=False)
 
 
 class Prune(Optimization):

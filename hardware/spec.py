@@ -13,7 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from hardware.errors import RooflensError, validation_message
 
 ComputeDtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]
 COMPUTE_DTYPES: tuple[str, ...] = (
@@ -35,7 +45,8 @@ class Spec(BaseModel):
     unknown fields, every float finite, no true/false standing in for a number, and a
     `model_copy(update=...)` that validates what it builds (pydantic's own would let
     `batch=-5` or `n_experts=0` through). `checked=False` is for a derived spec that must
-    escape its own rules on purpose (a pruned model); say why where it is used."""
+    escape its own rules on purpose (a pruned model); say why where it is used. A copy that
+    breaks a rule raises a one-line RooflensError."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -54,8 +65,12 @@ class Spec(BaseModel):
         if update and checked:
             # every field already holds its new value, so the whole-spec checks see the final
             # state; fields left alone (a nested spec) are not validated again
-            for name, value in update.items():
-                self.__pydantic_validator__.validate_assignment(new, name, value)
+            try:
+                for name, value in update.items():
+                    self.__pydantic_validator__.validate_assignment(new, name, value)
+            except ValidationError as exc:
+                what = f"{type(self).__name__} ({', '.join(update)} changed)"
+                raise RooflensError(validation_message(exc, what)) from None
         return new
 
 

@@ -6,7 +6,6 @@ with `add_validate_parsers(sub)`.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -59,6 +58,7 @@ def print_summary(summary: pd.DataFrame, title: str) -> None:
 # ---------------------------------------------------------------- validate run
 def cmd_run(args: argparse.Namespace) -> int:
     torch = _import_torch()  # before anything that needs it: say what to install
+    from model.io import to_json
     from validate.compare import band_check, join
     from validate.runner import run_suite
     from validate.store import RunWriter, device_provenance
@@ -110,7 +110,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     joined = join(results, profiles)
     ok, stats = band_check(joined)
     if args.json:
-        print(json.dumps({"results": str(path), "band": stats, "ok": ok}, indent=2))
+        print(to_json({"results": str(path), "band": stats, "ok": ok}))
     else:
         _print_rows(joined, profiles)
         console.print(f"wrote {len(results)} rows to {path}")
@@ -212,14 +212,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- calibrate
 def cmd_fit(args: argparse.Namespace) -> int:
     from hardware.profiles import CALIBRATION_DIR
+    from model.io import check_writable
     from validate.calibrate import fit_all
     from validate.datasets import load_kernels
     from validate.store import load_results
 
+    out = Path(args.out or CALIBRATION_DIR)
+    check_writable(out / "generic.yaml", "--out folder's profile")  # before the fit, not after
     tables = [load_kernels(Path(args.measured))]
     for device in args.results_device or []:
         tables.append(load_results(device, Path(args.results)))
-    written = fit_all(pd.concat(tables, ignore_index=True), Path(args.out or CALIBRATION_DIR))
+    written = fit_all(pd.concat(tables, ignore_index=True), out)
     for name, path in written.items():
         console.print(f"{name}: wrote {path}")
     return 0

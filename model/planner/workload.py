@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hardware.errors import RooflensError, validation_message
+from hardware.presets import check_readable
 
 Z99 = NormalDist().inv_cdf(0.99)  # 2.3263
 
@@ -120,6 +121,8 @@ class LengthDist(_Frozen):
             return cls(kind="fixed", mean_tokens=value)
         except ValidationError as exc:
             raise RooflensError(validation_message(exc, f"length '{text}'")) from None
+        except RooflensError:
+            raise
         except (KeyError, ValueError):
             raise RooflensError(
                 f"cannot read length '{text}': use N, lognormal:mean=N,p99=M or file:PATH"
@@ -127,10 +130,15 @@ class LengthDist(_Frozen):
 
 
 def _read_lengths(path: Path) -> tuple[int, ...]:
+    check_readable(path)  # a server (the dashboard) reads only uploads: hardware/presets.py
     if not path.is_file():
         raise RooflensError(f"length file not found: {path}")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RooflensError(f"cannot read lengths from {path} ({type(exc).__name__})") from None
     values = []
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         head = line.split(",")[0].strip()
         if head.replace(".", "", 1).isdigit():
             values.append(round(float(head)))

@@ -23,6 +23,7 @@ from hardware.errors import RooflensError
 from hardware.presets import files_limited_to, get_gpu
 from hardware.systems import get_system
 from model.optimizations import registry
+from model.planner.workload import LengthDist
 from model.presets import get_model
 
 SECRET = "sk-SECRET-TOKEN-123"
@@ -98,6 +99,9 @@ def test_a_server_reads_only_presets_and_uploads(secrets: dict[str, Path], tmp_p
                 messages.add(str(info.value).replace(text, "<path>"))
         # one answer whether or not the file exists: the link learns nothing about the disk
         assert len(messages) == 1
+        for text in (f"file:{secrets['yaml']}", f"file:{secrets['yaml'].parent / 'none'}"):
+            with pytest.raises(RooflensError, match="not a preset id or an uploaded file"):
+                LengthDist.parse(text)  # the planner page's prompt/output length fields
         assert get_gpu(str(allowed)).id == "h100-sxm"
         assert get_model("llama-2-7b").id == "llama-2-7b"  # presets still load
 

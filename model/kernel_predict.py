@@ -106,6 +106,11 @@ def moe_row_op(row: pd.Series, index: int, num: Any, dtype: Any) -> Op:
     check_moe_layout(inter, experts, topk, tp, ep, f"row {index}")
     act = dtype("dtype")
     group = group_size(row, index)
+    pairs = optional_positive(row, "assignments", index)
+    if pairs is not None and pairs > num("num_tokens") * topk:
+        raise RooflensError(
+            f"row {index}: assignments={pairs:g} exceeds num_tokens × topk token-expert pairs"
+        )
     read = optional_positive(row, "experts_read", index)
     if read is not None and read > experts / ep:
         raise RooflensError(
@@ -113,18 +118,25 @@ def moe_row_op(row: pd.Series, index: int, num: Any, dtype: Any) -> Op:
         )
     return moe_op("kernel", 1, num("num_tokens"), num("hidden_size"), inter / tp, topk, experts,
                   ep, dtype("weight_dtype", act), act, group,
-                  assignments=optional_positive(row, "assignments", index),
+                  assignments=pairs,
                   experts_read=read)  # fmt: skip
 
 
+# The largest size a kernel indexes (int32): anything larger is a typing slip, and would
+# overflow the counts into inf.
+MAX_SIZE = 2**31 - 1
+
+
 def cell_int(value: object, column: str, index: int) -> int:
-    """A cell that must hold a positive whole number (as text, int or float), else one line."""
+    """A cell that must hold a whole number in 1..MAX_SIZE (as text, int or float)."""
     try:
         number = float(str(value).strip())
     except ValueError:
         number = float("nan")
-    if not (np.isfinite(number) and number >= 1 and number == int(number)):
-        raise RooflensError(f"row {index}: {column} must be a positive integer, got {value!r}")
+    if not (np.isfinite(number) and 1 <= number <= MAX_SIZE and number == int(number)):
+        raise RooflensError(
+            f"row {index}: {column} must be an integer in 1..{MAX_SIZE:,}, got {value!r}"
+        )
     return int(number)
 
 
@@ -145,7 +157,7 @@ def optional_positive(row: pd.Series, column: str, index: int) -> float | None:
         number = float(str(value).strip())
     except ValueError:
         number = float("nan")
-    if not (np.isfinite(number) and number > 0):
+    if not (np.isfinite(number) and 0 < number <= MAX_SIZE):
         raise RooflensError(f"row {index}: {column} must be a positive number, got {value!r}")
     return number
 

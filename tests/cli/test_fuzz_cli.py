@@ -4,8 +4,11 @@ exit 2 and one line, never exit 0. Kept small (a few dozen examples each) for CI
 
 from __future__ import annotations
 
+import io
 import math
 
+import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,13 +29,18 @@ PLAN = ["plan", "--model", "llama-3-8b", "--gpus", "h100-sxm", "--tp", "1", "--r
 
 
 def outcome(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str]:
+    code, _, err = outcome_and_output(capsys, argv)
+    return code, err
+
+
+def outcome_and_output(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
     try:
         code = main(argv)
     except SystemExit as exc:
         code = int(exc.code or 0)
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert "Traceback" not in err
-    return code, err
+    return code, out, err
 
 
 def valid_number(text: str, lo: float, whole: bool) -> bool:
@@ -113,3 +121,31 @@ def test_model_spec_fields(field: str, value: object) -> None:
     assert not isinstance(got, bool) or field == "id"
     if isinstance(got, float | int) and not isinstance(got, bool):
         assert math.isfinite(got) and got >= 0
+
+
+KERNEL_ROWS = {
+    "gemm": {"op": "gemm", "m": 16, "n": 4096, "k": 4096, "dtype": "bf16", "group_size": 128,
+             "weight_dtype": "int4"},
+    "attention_decode": {"op": "attention_decode", "batch": 1, "kv_len": 1024, "n_heads": 32,
+                         "n_kv_heads": 8, "head_dim": 128, "dtype": "bf16", "kv_dtype": "bf16"},
+    "moe": {"op": "moe", "num_tokens": 16, "hidden_size": 4096, "inter_size": 14336, "topk": 2,
+            "num_experts": 8, "moe_tp_size": 1, "moe_ep_size": 1, "dtype": "bf16",
+            "assignments": 32, "experts_read": 8},
+}  # fmt: skip
+KERNEL_CELLS = [(op, c) for op, row in KERNEL_ROWS.items() for c in row if c != "op"]
+
+
+@FAST
+@given(cell=st.sampled_from(KERNEL_CELLS), text=TEXT)
+def test_kernels_predict_cells(capsys, tmp_path_factory, cell: tuple[str, str], text: str) -> None:  # type: ignore[no-untyped-def]
+    op, column = cell
+    path = tmp_path_factory.mktemp("k") / "in.csv"
+    pd.DataFrame([{**KERNEL_ROWS[op], column: text}]).to_csv(path, index=False)
+    argv = ["kernels", "predict", "--gpu", "h100-sxm", str(path)]
+    code, out, err = outcome_and_output(capsys, argv)
+    assert code in (0, 2), (op, column, text, err)
+    if code == 2:
+        assert err.count("\n") == 1 and err.startswith("error:"), (op, column, text, err)
+    else:  # accepted: every prediction is a finite, positive time
+        times = pd.read_csv(io.StringIO(out))["predicted_s"]
+        assert (times > 0).all() and np.isfinite(times).all(), (op, column, text)

@@ -48,8 +48,10 @@ def whole(lo: int | None = None, hi: int = MAX_COUNT, what: str = "") -> Callabl
     return parse
 
 
-def finite(lo: float | None = None, strict: bool = False) -> Callable[[str], float]:
-    """An argparse type: a finite number, ≥ lo (> lo when strict)."""
+def finite(
+    lo: float | None = None, strict: bool = False, hi: float = float(MAX_COUNT)
+) -> Callable[[str], float]:
+    """An argparse type: a finite number, ≥ lo (> lo when strict), ≤ hi."""
 
     def parse(text: str) -> float:
         try:
@@ -60,6 +62,8 @@ def finite(lo: float | None = None, strict: bool = False) -> Callable[[str], flo
             raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
         if lo is not None and (value < lo or (strict and value == lo)):
             raise argparse.ArgumentTypeError(f"{text} must be {'>' if strict else '≥'} {lo:g}")
+        if value > hi:
+            raise argparse.ArgumentTypeError(f"{text} is over {hi:g}")
         return value
 
     parse.__name__ = "number"

@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from hardware.errors import RooflensError
-from model.io import atomic_write_csv
+from model.io import atomic_write_csv, check_writable
 
 RESULTS_DIR = Path(__file__).parent / "results"
 REPO = Path(__file__).resolve().parents[1]
@@ -192,7 +192,9 @@ class RunWriter:
     def __init__(self, device: str, suite: str, provenance: dict[str, Any], root: Path,
                  gpu_ref: str, fresh: bool = False) -> None:  # fmt: skip
         self.root, self.suite = root, suite
-        self.path = device_dir(device, root) / f"{suite}-unfinished.csv"
+        self.path = check_writable(
+            device_dir(device, root) / f"{suite}-unfinished.csv", "results store"
+        )  # before anything is measured
         self.provenance = {c: str(provenance.get(c, "unknown")) for c in PROVENANCE_COLUMNS}
         self.gpu = _relative_ref(gpu_ref, root)
         self.rows: list[dict[str, Any]] = []

@@ -12,12 +12,12 @@ from rich.console import Console
 from model.cli_args import non_negative, positive, positive_number, whole
 
 EXIT_DOES_NOT_FIT = 3  # as cli.py: nothing feasible, like a model that does not fit
-# The simulation holds ~80 bytes per request (8 GB measured at 1e8): 2e7 is about 1.6 GB.
-MAX_SIM_REQUESTS = 20_000_000
-SIM_REQUESTS = whole(0, MAX_SIM_REQUESTS, "fewer simulated requests keep memory under ~2 GB")
 
 
 def add_plan_parser(sub: Any) -> None:
+    from model.planner.request import MAX_SIM_REQUESTS
+
+    sim_requests = whole(0, MAX_SIM_REQUESTS, "fewer simulated requests keep memory under ~2 GB")
     p = sub.add_parser("plan", help="capacity plan: cheapest GPUs meeting a load and its SLOs")
     p.add_argument("--model", required=True, help="preset id or spec file")
     p.add_argument("--gpus", default="all", help="GPU ids, comma-separated, or 'all' (default)")
@@ -52,7 +52,7 @@ def add_plan_parser(sub: Any) -> None:
     p.add_argument("--prices", help="YAML/JSON file of GPU: USD per GPU-hour")
     p.add_argument(
         "--sim-requests",
-        type=SIM_REQUESTS,
+        type=sim_requests,
         default=2000,
         help=f"0 = no simulation; at most {MAX_SIM_REQUESTS:,} (~2 GB)",
     )

@@ -18,6 +18,7 @@ import pandas as pd
 from model.planner.check import MAX_SIMULATIONS, RANK, check_by_simulation, verify
 from model.planner.explain import describe, explain_infeasible, explain_recommendation
 from model.planner.pareto import pareto_mask
+from model.planner.request import check_simulation
 from model.planner.sweep import SweepResult, SweepSpace, group_of, records, run_sweep
 from model.planner.workload import ServingWorkload
 
@@ -89,6 +90,7 @@ def plan(
     explain: bool = True,
 ) -> Plan:
     """Sweep, recommend, simulate and explain. simulate_requests=0 skips the simulation."""
+    check_simulation(simulate_requests, seed)  # before the sweep: memory and seed (request.py)
     start = time.perf_counter()
     sweep = run_sweep(space, workload, progress)
     feasible = sweep.feasible

@@ -22,6 +22,18 @@ from model.planner.sweep import SweepSpace
 from model.planner.workload import SLO, LengthDist, ServingWorkload
 
 MAX_CONFIGS = 50_000_000  # about 2 GB at ~40 bytes a configuration
+# The simulation holds ~80 bytes per request (8 GB measured at 1e8): 2e7 is about 1.6 GB.
+MAX_SIM_REQUESTS = 20_000_000
+
+
+def check_simulation(requests: int, seed: int) -> None:
+    """Refuse a simulation that cannot run or would not fit in memory, before the sweep."""
+    if not 0 <= requests <= MAX_SIM_REQUESTS:
+        raise RooflensError(
+            f"simulated requests must be in 0..{MAX_SIM_REQUESTS:,} (~1.6 GB), got {requests:,}"
+        )
+    if seed < 0:
+        raise RooflensError(f"the simulation's seed must be ≥ 0, got {seed}")
 
 
 def _items(text: str, what: str) -> list[str]:

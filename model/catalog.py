@@ -75,11 +75,14 @@ def _systems() -> Listing:
 
 
 def _optimizations() -> Listing:
-    from model.optimizations import registry
+    from model.optimizations import EXCLUSIVE_PAIRS, registry
 
     rows: list[dict[str, Any]] = [
         {"name": name, "summary": cls.summary, "citation": cls.citation,
-         "params": {k: {"default": p.default, "help": p.help} for k, p in cls.params.items()}}
+         "params": {k: {"default": p.default, "help": p.help, "bounds": p.bounds_text()}
+                    for k, p in cls.params.items()},
+         "exclusive_with": [b if a == name else a for a, b, _ in EXCLUSIVE_PAIRS
+                            if name in (a, b)]}
         for name, cls in registry().items()
     ]  # fmt: skip
     cells = [

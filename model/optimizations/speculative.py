@@ -71,7 +71,7 @@ class Speculative(Optimization):
     }
 
     def check(self) -> None:
-        if self["gamma"] > 0 and not self["draft"]:
+        if not self["draft"]:
             raise RooflensError("--opt speculative: give the draft model, e.g. draft=llama-2-7b")
 
     @property

@@ -86,10 +86,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         gpu_ref, cache_bytes = device_id, get_gpu(device_id).l2_bytes
         suite, profiles = gpu_quick_suite() if args.quick else full_suite(), PROFILES
     if args.kernels:
-        suite = suite[suite["kernel"].isin(args.kernels.split(","))]
+        wanted = [k.strip() for k in args.kernels.split(",")]
+        unknown = sorted(set(wanted) - set(suite["kernel"]))
+        if unknown:
+            known = ", ".join(sorted(set(suite["kernel"])))
+            raise RooflensError(f"--kernels: no kernel '{unknown[0]}' in this suite; use {known}")
+        suite = suite[suite["kernel"].isin(wanted)]
     if args.limit:
         suite = suite.head(args.limit)
-    impls = tuple(args.impl.split(","))
+    impls = tuple(i.strip() for i in args.impl.split(","))
+    if not impls or not set(impls) <= {"triton", "torch"}:
+        raise RooflensError(f"--impl {args.impl}: use triton, torch or triton,torch")
     progress = None if args.json else console.print
     writer = RunWriter(device_id, "quick" if args.quick else "full",
                        device_provenance(args.device), Path(args.results), gpu_ref,

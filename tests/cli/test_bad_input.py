@@ -14,6 +14,7 @@ import pytest
 
 import cli
 from cli import main
+from hardware.presets import get_gpu
 
 PLAN = ["plan", "--model", "llama-3-8b", "--gpus", "h100-sxm", "--tp", "1", "--rate", "1",
         "--sim-requests", "0"]  # fmt: skip
@@ -144,6 +145,17 @@ def test_plan_json_is_strict_json(capsys) -> None:  # type: ignore[no-untyped-de
 
 def test_validate_threads_zero(capsys) -> None:  # type: ignore[no-untyped-def]
     assert "0" in one_line_error(capsys, ["validate", "run", "--device", "cpu", "--threads", "0"])
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--impl", "foo"), ("--kernels", "gemmm")])
+def test_validate_run_names_a_typo_before_measuring(capsys, tmp_path, flag, value) -> None:  # type: ignore[no-untyped-def]
+    from validate.cpu import save_cpu_spec
+    from validate.store import device_dir
+
+    save_cpu_spec(get_gpu("h100-sxm").model_copy(update={"id": "cpu"}), tmp_path)
+    argv = ["validate", "run", "--device", "cpu", "--results", str(tmp_path), flag, value]
+    assert value in one_line_error(capsys, argv)
+    assert not list(device_dir("cpu", tmp_path).glob("*.csv"))  # nothing measured or stored
 
 
 def test_validate_run_without_torch_says_what_to_install(capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -150,3 +150,21 @@ def test_kernels_predict_cells(capsys, tmp_path_factory, cell: tuple[str, str], 
     else:  # accepted: every prediction is a finite, positive time
         times = pd.read_csv(io.StringIO(out))["predicted_s"]
         assert (times > 0).all() and np.isfinite(times).all(), (op, column, text)
+
+
+SCENARIO_ARGS = ["batch", "prompt_len", "output_len", "tp", "pp", "ep", "group_size",
+                 "overhead_bytes", "prefill_chunk_tokens", "weight_dtype", "profile"]  # fmt: skip
+
+
+@FAST
+@given(key=st.sampled_from(SCENARIO_ARGS), value=VALUES)
+def test_make_scenario_arguments(key: str, value: object) -> None:
+    from model.api import make_scenario
+
+    try:
+        sc = make_scenario("llama-2-7b", "h100-sxm", **{key: value})  # type: ignore[arg-type]
+    except RooflensError as exc:
+        assert "\n" not in str(exc)
+        return
+    numbers = [sc.workload.batch, sc.workload.prompt_len, sc.parallel.tp, sc.overhead_bytes]
+    assert all(math.isfinite(n) and n >= 0 and not isinstance(n, bool) for n in numbers)

@@ -222,11 +222,11 @@ def baseline_to_param(s: Settings) -> str:
 def baseline_from_param(text: str) -> tuple[Settings | None, list[str]]:
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None, ["baseline: the link's baseline is not valid JSON; no baseline pinned"]
     if not isinstance(data, dict):
         return None, ["baseline: expected a mapping of settings; no baseline pinned"]
-    params = {k: (v if isinstance(v, list) else [str(v)]) for k, v in data.items()}
+    params = {k: [str(x) for x in (v if isinstance(v, list) else [v])] for k, v in data.items()}
     settings, problems = from_query(params)
     return settings, [f"baseline {p}" for p in problems]
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dashboard.settings import (
     DEFAULTS,
@@ -20,11 +22,11 @@ from dashboard.settings import (
     from_query,
 )
 from hardware.errors import RooflensError
-from hardware.presets import files_limited_to, get_gpu
+from hardware.presets import files_limited_to, get_gpu, gpu_ids
 from hardware.systems import get_system
 from model.optimizations import registry
 from model.planner.workload import LengthDist
-from model.presets import get_model
+from model.presets import get_model, model_ids
 
 SECRET = "sk-SECRET-TOKEN-123"
 
@@ -122,3 +124,48 @@ def test_a_hostile_baseline_link_shows_nothing_of_the_file(app, secrets) -> None
     shown = " ".join(e.value for e in [*at.warning, *at.error, *at.info])
     assert SECRET not in shown and "db_password" not in shown
     assert "is not a preset" in shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"opt": [1, {"x": 2}, null]}', "[" * 100_000, '{"batch": {"a": 1}}', '"x"', "{{"],
+)
+def test_a_malformed_baseline_is_reported_not_raised(text: str) -> None:
+    baseline, problems = baseline_from_param(text)
+    assert problems and all("\n" not in p for p in problems)
+    assert baseline is None or baseline.opts == ()
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    st.dictionaries(
+        st.sampled_from([*QUERY_NAMES.values(), "baseline"]),
+        st.lists(
+            st.one_of(
+                st.text(max_size=20),
+                st.sampled_from(
+                    [
+                        "nan",
+                        "inf",
+                        "-1",
+                        "/etc/passwd",
+                        "upload:/etc/passwd",
+                        "speculative:draft=/etc/passwd",
+                        "../x.yaml",
+                    ]
+                ),
+            ),
+            min_size=1,
+            max_size=3,
+        ),
+    )
+)
+def test_any_link_gives_presets_and_one_line_problems(params: dict[str, list[str]]) -> None:
+    settings_, problems = from_query(params)
+    if "baseline" in params:
+        _, more = baseline_from_param(params["baseline"][-1])
+        problems += more
+    assert settings_.model in model_ids() and settings_.gpu in gpu_ids()
+    assert all("\n" not in p for p in problems)
+    for text in settings_.opts:
+        assert "/" not in text

@@ -64,6 +64,8 @@ def read_data_file(path: Path) -> dict[str, Any]:
     No error quotes the file's content: only its name and where parsing failed.
     """
     check_readable(path)
+    if path.is_dir():
+        raise RooflensError(f"{path} is a folder; give a JSON or YAML spec file")
     if not path.is_file():
         raise RooflensError(f"file not found: {path}")
     try:

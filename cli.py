@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,14 @@ from rich.text import Text
 from hardware.errors import RooflensError
 from hardware.presets import get_gpu
 from model.api import make_pipeline, make_scenario
-from model.cli_args import OneLineParser, count, non_negative, non_negative_number, one_line
+from model.cli_args import (
+    OneLineParser,
+    count,
+    non_negative,
+    non_negative_number,
+    one_line,
+    show_warning,
+)
 from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
 from model.io import to_json
 from model.planner.commands import add_plan_parser
@@ -366,7 +374,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in words
     args = build_parser().parse_args([w for w in words if w != "--debug"])
     try:
-        return int(args.handler(args))
+        with warnings.catch_warnings():
+            warnings.showwarning = show_warning  # a library's warning: one line on stderr
+            return int(args.handler(args))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

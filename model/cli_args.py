@@ -100,3 +100,9 @@ def one_line(exc: Exception) -> int:
     print(f"internal error ({type(exc).__name__}{detail}); this is a bug: {REPORT}",
           file=sys.stderr)  # fmt: skip
     return EXIT_BUG
+
+
+def show_warning(message: Warning | str, *_: object, **__: object) -> None:
+    """`warnings.showwarning` for the CLI: `warning: <message>` on one line of stderr."""
+    print(f"warning: {str(message).splitlines()[0] if str(message) else message}",
+          file=sys.stderr)  # fmt: skip

@@ -108,3 +108,25 @@ def test_broken_result_files_are_skipped_with_a_line_naming_each(tmp_path: Path)
     assert len(heard) == 4 and all("\n" not in h for h in heard)
     for name in ("empty.csv", "foreign.csv", "truncated.csv", "binary.csv"):
         assert sum(name in h for h in heard) == 1
+
+
+def test_a_shared_folder_with_broken_files_warns_once_per_file(measured_dir, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    from cli import main
+
+    good = measured_dir / "vidur/compute/a100/microsoft/phi-2/mlp.csv"
+    base = tmp_path / "vidur/compute/a100"
+    for name, text in (("good", good.read_text()), ("empty", ""),
+                       ("foreign", "name,score\nalice,3\n"),
+                       ("truncated", good.read_text().splitlines()[0][:40] + "\n")):  # fmt: skip
+        (base / "org" / name).mkdir(parents=True)
+        (base / "org" / name / "mlp.csv").write_text(text)
+    gemm = tmp_path / "aiconfigurator-x/gemm/vllm/0/gemm_perf.parquet"
+    gemm.parent.mkdir(parents=True)
+    gemm.write_bytes(b"PAR1 not really")
+    assert main(["validate", "compare", "--measured", str(tmp_path), "--json"]) == 0
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert len(lines) == 4 and all(line.startswith("warning: skipping ") for line in lines)
+    for name in ("empty/mlp.csv", "foreign/mlp.csv", "truncated/mlp.csv", "gemm_perf.parquet"):
+        assert sum(name in line for line in lines) == 1
+    assert "phi-2" not in err and out.strip().startswith("[")  # the good file still counts

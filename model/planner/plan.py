@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hardware.errors import RooflensError
 from model.planner.check import MAX_SIMULATIONS, RANK, check_by_simulation, verify
 from model.planner.explain import describe, explain_infeasible, explain_recommendation
 from model.planner.pareto import pareto_mask
@@ -93,6 +94,9 @@ def plan(
     check_simulation(simulate_requests, seed)  # before the sweep: memory and seed (request.py)
     start = time.perf_counter()
     sweep = run_sweep(space, workload, progress)
+    if not sweep.n_configs and sweep.skipped:  # every group refused: a slip in the sweep space
+        reasons = "; ".join(f"{why} ({n}×)" for why, n in sweep.skipped.items())
+        raise RooflensError(f"no configuration of the sweep could be priced: {reasons}")
     feasible = sweep.feasible
     rec = cheapest(feasible)
     front = frontier(feasible)

@@ -124,6 +124,8 @@ def test_unwritable_outputs_fail_before_the_work(capsys, tmp_path: Path, target:
         (["--prompt-len", "lognormal:p99=2048"], "lognormal:p99=2048"),
         (["--prompt-len", "lognormal:mean=512,p99=2048", "--prompt-len-p99", "4000"], "p99"),
         (["--tp", "16", "--max-gpus", "8"], "--max-gpus 8"),
+        (["--tp", "3"], "--tp 3 must divide"),  # once "Of 0 configurations: ." with exit 3
+        (["--pp", "5"], "--pp 5 must divide"),
         (["--max-gpus", "512", "--gpus", "all", "--tp", "1,2,4,8"], "narrow"),
     ],
 )

@@ -51,7 +51,7 @@ BOOL_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, 
 class Param:
     """One parameter of an optimization: its type, default, help and bounds.
 
-    The bounds live here and nowhere else: `check_value` is what the CLI (`--opt`), the
+    The bounds live here and nowhere else: `coerce` is what the CLI (`--opt`), the
     dashboard's widgets and its links all call, so each rejects the same values with the same
     message. Floats must be finite. `preset="model"` marks a value that names a model preset.
     """

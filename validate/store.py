@@ -3,7 +3,9 @@
 One CSV per run, in the kernel CSV contract of DESIGN.md plus `measured_s` (median seconds per
 call), the timing quantiles, `impl` and the provenance of the run on every row (device name,
 driver, CUDA, torch, triton, git commit, date), written atomically (temp file + rename) so an
-interrupted run never leaves half a file. `load_results` reads a device's runs back.
+interrupted run never leaves half a file. `RunWriter` stores a run row by row as it is measured
+and resumes an unfinished one; `load_results` reads a device's runs back, skipping (with a
+line naming it) any CSV that is not a results table.
 """
 
 from __future__ import annotations

@@ -1,13 +1,17 @@
 """The `rooflens` command: arguments -> model/ (and validate/) -> tables, JSON, CSV.
 
 Thin by design (DESIGN.md): no formulas here. Every failure the user can fix is a RooflensError,
-printed as one line on stderr with exit status 2 (3 when the model does not fit in memory).
+printed as one line on stderr with exit status 2 (3 when the model does not fit in memory). So
+are a bad argument (model/cli_args.py), an OSError (a file that cannot be read or written) and a
+ValueError from a library. Anything else is a bug: one line says so and where to report it, and
+`--debug` (anywhere on the line) shows the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,14 @@ from rich.text import Text
 from hardware.errors import RooflensError
 from hardware.presets import get_gpu
 from model.api import make_pipeline, make_scenario
+from model.cli_args import (
+    OneLineParser,
+    count,
+    non_negative,
+    non_negative_number,
+    one_line,
+    show_warning,
+)
 from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
 from model.io import to_json
 from model.planner.commands import add_plan_parser
@@ -34,15 +46,15 @@ console = Console(width=140)
 def add_scenario_args(p: argparse.ArgumentParser, memory_only: bool = False) -> None:
     p.add_argument("--model", required=True, help="preset id, spec file or HF config.json")
     p.add_argument("--gpu", required=True, help="GPU or system preset id, or a JSON/YAML spec")
-    p.add_argument("--batch", type=int, default=1, help="concurrent sequences (default 1)")
+    p.add_argument("--batch", type=count, default=1, help="concurrent sequences (default 1)")
     if memory_only:
-        p.add_argument("--context", type=int, default=2048, help="tokens held per sequence")
+        p.add_argument("--context", type=count, default=2048, help="tokens held per sequence")
     else:
-        p.add_argument("--prompt-len", type=int, default=512, help="prompt tokens (default 512)")
-        p.add_argument("--output-len", type=int, default=128, help="output tokens (default 128)")
+        p.add_argument("--prompt-len", type=count, default=512, help="prompt tokens (default 512)")
+        p.add_argument("--output-len", type=count, default=128, help="output tokens (default 128)")
         p.add_argument(
             "--images",
-            type=int,
+            type=count,
             default=0,
             help="images per prompt (vision-language models): their tokens join the prompt",
         )
@@ -60,10 +72,10 @@ def add_scenario_args(p: argparse.ArgumentParser, memory_only: bool = False) -> 
         help="default: the model's native dtype (bf16; fp8 for DeepSeek-V3)",
     )
     p.add_argument("--kv-dtype", default=None, choices=STORAGE_DTYPES, help="default: activations")
-    p.add_argument("--group-size", type=int, default=128, help="quantization group (default 128)")
-    p.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs (default 1)")
-    p.add_argument("--pp", type=int, default=1, help="pipeline-parallel stages (default 1)")
-    p.add_argument("--ep", type=int, default=1, help="expert-parallel degree (default 1)")
+    p.add_argument("--group-size", type=count, default=128, help="quantization group (default 128)")
+    p.add_argument("--tp", type=count, default=1, help="tensor-parallel GPUs (default 1)")
+    p.add_argument("--pp", type=count, default=1, help="pipeline-parallel stages (default 1)")
+    p.add_argument("--ep", type=count, default=1, help="expert-parallel degree (default 1)")
     p.add_argument(
         "--opt",
         action="append",
@@ -71,10 +83,12 @@ def add_scenario_args(p: argparse.ArgumentParser, memory_only: bool = False) -> 
         metavar="NAME[:k=v,...]",
         help="an optimization (repeatable); see `rooflens list optimizations`",
     )
-    p.add_argument("--overhead-gb", type=float, default=None, help="runtime overhead, GB")
+    p.add_argument(
+        "--overhead-gb", type=non_negative_number, default=None, help="runtime overhead, GB"
+    )
     p.add_argument(
         "--prefill-chunk",
-        type=int,
+        type=non_negative,
         default=8192,
         help="tokens prefilled at once; sizes activation memory (default 8192, 0 = no chunking)",
     )
@@ -316,9 +330,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- kernels predict
 def cmd_kernels_predict(args: argparse.Namespace) -> int:
-    from model.io import atomic_write_csv
+    from model.io import atomic_write_csv, check_writable
     from model.kernel_predict import predict_kernels
 
+    if args.output:
+        check_writable(args.output)
     path = Path(args.input)
     if not path.is_file():
         raise RooflensError(f"input file not found: {path}")
@@ -337,10 +353,13 @@ def cmd_kernels_predict(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- parser and main
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="rooflens",
         description="Predict LLM inference on GPUs: memory, TTFT, TPOT, throughput, per-operator "
         "roofline, optimizations and capacity plans.",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="show an internal error's traceback (anywhere)"
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -396,16 +415,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in words
+    args = build_parser().parse_args([w for w in words if w != "--debug"])
     try:
-        return int(args.handler(args))
-    except RooflensError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        with warnings.catch_warnings():
+            warnings.showwarning = show_warning  # a library's warning: one line on stderr
+            return int(args.handler(args))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if debug:
+            raise
+        return one_line(exc)
 
 
 if __name__ == "__main__":

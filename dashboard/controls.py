@@ -177,7 +177,10 @@ def _param_widget(name: str, key: str, param: Any) -> None:
         st.checkbox(key, key=state_key, help=param.help)
     elif param.type in (int, float):
         step = 1 if param.type is int else None
-        st.number_input(key, key=state_key, help=param.help, step=step)
+        # the bounds of model/optimizations' Param, as the CLI and links apply them
+        low, high = (None if b is None else param.type(b) for b in (param.lo, param.hi))
+        st.number_input(key, key=state_key, help=param.help, step=step,
+                        min_value=low, max_value=high)  # fmt: skip
     else:
         st.text_input(key, key=state_key, help=param.help)
 

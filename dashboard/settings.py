@@ -5,18 +5,26 @@
 so a shared link stays short; a value the URL gets wrong is reported and replaced by its
 default, never guessed. Uploaded spec files (`upload:` references) live on the server that
 received them and are left out of links.
+
+A link is untrusted input: every value it carries is a preset id, a choice from a fixed list or
+a number, for every field, the pinned baseline's and each optimization's parameters included;
+none can name a file on the server (tests/dashboard/test_url_security.py).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from hardware.errors import RooflensError
+from hardware.presets import gpu_ids
 from hardware.profiles import PROFILES
 from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
+from model.optimizations import parse_opt
+from model.presets import model_ids
 from model.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS
 
 UPLOAD_PREFIX = "upload:"
@@ -59,6 +67,8 @@ MINIMUMS: dict[str, float] = {
     "prefill_chunk": 0,
     "price_per_gpu_hour": 0.0,
 }
+# Fields that name a preset: a link may name only these (uploads stay on their server).
+PRESET_IDS: dict[str, Callable[[], list[str]]] = {"model": model_ids, "gpu": gpu_ids}
 BASELINE_PARAM = "baseline"
 PAGE_PARAM = "page"
 
@@ -156,12 +166,15 @@ def from_query(params: Mapping[str, Sequence[str]]) -> tuple[Settings, list[str]
             continue
         default = getattr(DEFAULTS, f.name)
         if isinstance(default, tuple):
-            values[f.name] = tuple(v for v in raw if v)
+            values[f.name] = tuple(_opts_from_link(key, raw, problems))
             continue
         text = raw[-1]
         if isinstance(default, str):
             if text.startswith(UPLOAD_PREFIX):
                 problems.append(f"{key}: uploaded files cannot come from a link; using the default")
+                continue
+            if f.name in PRESET_IDS and text not in PRESET_IDS[f.name]():
+                problems.append(f"{key}={text!r} is not a preset; using {default}")
                 continue
             allowed = CHOICES.get(f.name)
             if allowed is not None and text not in allowed:
@@ -184,6 +197,24 @@ def from_query(params: Mapping[str, Sequence[str]]) -> tuple[Settings, list[str]
     return Settings(**values), problems
 
 
+def _opts_from_link(key: str, raw: Sequence[str], problems: list[str]) -> list[str]:
+    """The optimizations a link names that parse, whose model parameters are presets."""
+    kept = []
+    for text in filter(None, raw):
+        try:
+            opt = parse_opt(text)
+        except RooflensError as exc:
+            problems.append(f"{key}: {exc}; left out")
+            continue
+        refs = [(k, v) for k, v in opt.values.items() if opt.params[k].preset == "model" and v]
+        bad = [k for k, v in refs if v not in model_ids()]
+        if bad:
+            problems.append(f"{key}: {opt.name}'s {bad[0]} must be a model preset; left out")
+            continue
+        kept.append(text)
+    return kept
+
+
 def baseline_to_param(s: Settings) -> str:
     return json.dumps(to_query(s), separators=(",", ":"), sort_keys=True)
 
@@ -191,11 +222,11 @@ def baseline_to_param(s: Settings) -> str:
 def baseline_from_param(text: str) -> tuple[Settings | None, list[str]]:
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None, ["baseline: the link's baseline is not valid JSON; no baseline pinned"]
     if not isinstance(data, dict):
         return None, ["baseline: expected a mapping of settings; no baseline pinned"]
-    params = {k: (v if isinstance(v, list) else [str(v)]) for k, v in data.items()}
+    params = {k: [str(x) for x in (v if isinstance(v, list) else [v])] for k, v in data.items()}
     settings, problems = from_query(params)
     return settings, [f"baseline {p}" for p in problems]
 

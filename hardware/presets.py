@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -16,28 +20,89 @@ from hardware.spec import GPUSpec, LinkSpec, SystemSpec
 PRESET_DIR = Path(__file__).parent / "presets"
 GPU_DIR = PRESET_DIR / "gpus"
 LINK_FILE = PRESET_DIR / "links.yaml"
+# The packages' own data (presets, calibration profiles, prices, the validator's tables and
+# results store) may always be read.
+_REPO = Path(__file__).resolve().parents[1]
+_PACKAGE_DATA = tuple(_REPO / package for package in ("hardware", "model", "validate"))
+# None: any path may be read (the CLI: a user on their own machine). A tuple of folders: only
+# files under them (and the packages' data) may be read; a server set this for its requests.
+_READABLE: ContextVar[tuple[Path, ...] | None] = ContextVar("readable_roots", default=None)
+
+
+@contextmanager
+def files_limited_to(*roots: Path) -> Iterator[None]:
+    """Within the block, spec files are read only from `roots` and the packages' data.
+
+    The dashboard wraps each run in this, so that neither a shared link nor a widget can make
+    the server open, or reveal the existence of, any other file.
+    """
+    token = _READABLE.set(tuple(Path(r).resolve() for r in roots))
+    try:
+        yield
+    finally:
+        _READABLE.reset(token)
+
+
+def files_restricted() -> bool:
+    return _READABLE.get() is not None
+
+
+def check_readable(path: Path) -> None:
+    """Refuse a path outside the folders `files_limited_to` allows (when it is in force)."""
+    roots = _READABLE.get()
+    if roots is None:
+        return
+    resolved = path.resolve()
+    if not any(resolved.is_relative_to(root) for root in (*roots, *_PACKAGE_DATA)):
+        # the same words whether or not the file exists: no oracle for the server's files
+        raise RooflensError(f"'{path}' is not a preset id or an uploaded file; upload it instead")
 
 
 def read_data_file(path: Path) -> dict[str, Any]:
-    """Parse a JSON or YAML file into a dict, with a one-line error for anything else."""
+    """Parse a JSON or YAML file into a dict, with a one-line error for anything else.
+
+    No error quotes the file's content: only its name and where parsing failed.
+    """
+    check_readable(path)
+    if path.is_dir():
+        raise RooflensError(f"{path} is a folder; give a JSON or YAML spec file")
     if not path.is_file():
         raise RooflensError(f"file not found: {path}")
     try:
         text = path.read_text()
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise RooflensError(f"cannot parse {path}: {first}") from None
+        raise RooflensError(f"cannot parse {path}: {_where(exc)}") from None
+    except RecursionError:
+        raise RooflensError(f"cannot parse {path}: nested too deeply") from None
+    except OSError as exc:
+        raise RooflensError(f"cannot read {path}: {exc.strerror or type(exc).__name__}") from None
     if not isinstance(data, dict):
         raise RooflensError(f"{path} must hold a mapping of fields, got {type(data).__name__}")
     return data
+
+
+def _where(exc: Exception) -> str:
+    """Where a parser failed (line and column), never the text it failed on."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    mark = getattr(exc, "problem_mark", None)
+    # YAML's problem text may quote a character of the file: keep only its words
+    problem = re.sub(r"'[^']*'", "a character", getattr(exc, "problem", None) or "not valid YAML")
+    if mark is not None:
+        return f"{problem} at line {mark.line + 1} column {mark.column + 1}"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    return type(exc).__name__
 
 
 def gpu_from_dict(data: dict[str, Any], origin: str) -> GPUSpec:
     try:
         return GPUSpec.model_validate(data)
     except ValidationError as exc:
-        raise RooflensError(validation_message(exc, f"GPU spec {origin}")) from None
+        raise RooflensError(
+            validation_message(exc, f"GPU spec {origin}", GPUSpec.model_fields)
+        ) from None
 
 
 @cache

@@ -10,24 +10,68 @@ speed-up where the tensor cores have it (2.0 on Ampere and later NVIDIA parts, 1
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from hardware.errors import RooflensError, validation_message
 
 # "fp4" is the e2m1 tensor-core unit (Blackwell) that NVFP4 and MXFP4 operands run on.
 ComputeDtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]
 COMPUTE_DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+_NUMBERS = (int, float, int | None, float | None)
 
 
-class GPUSpec(_Frozen):
+class Spec(BaseModel):
+    """The base of every spec (GPU, link, system, model, scenario, workload): frozen, no
+    unknown fields, every float finite, no true/false standing in for a number, and a
+    `model_copy(update=...)` that validates what it builds (pydantic's own would let
+    `batch=-5` or `n_experts=0` through). `checked=False` is for a derived spec that must
+    escape its own rules on purpose (a pruned model); say why where it is used. A copy that
+    breaks a rule raises a one-line RooflensError."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, bool) and info.field_name is not None:
+            if cls.model_fields[info.field_name].annotation in _NUMBERS:
+                raise ValueError("expects a number, not true/false")
+        return value
+
+    def model_copy(
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False, checked: bool = True
+    ) -> Self:
+        new = super().model_copy(update=update, deep=deep)
+        if update and checked:
+            # every field already holds its new value, so the whole-spec checks see the final
+            # state; fields left alone (a nested spec) are not validated again
+            try:
+                for name, value in update.items():
+                    self.__pydantic_validator__.validate_assignment(new, name, value)
+            except ValidationError as exc:
+                what = f"{type(self).__name__} ({', '.join(update)} changed)"
+                raise RooflensError(validation_message(exc, what)) from None
+        return new
+
+
+class GPUSpec(Spec):
     """One accelerator as its datasheet describes it. Every number carries a source."""
 
-    id: str = Field(description="preset id, lowercase with dashes, e.g. 'h100-sxm'")
-    name: str = Field(description="marketing name, e.g. 'NVIDIA H100 SXM5 80GB'")
+    id: str = Field(min_length=1, description="preset id, lowercase with dashes, e.g. 'h100-sxm'")
+    name: str = Field(min_length=1, description="marketing name, e.g. 'NVIDIA H100 SXM5 80GB'")
     vendor: Literal["nvidia", "amd", "intel", "cpu", "other"] = "nvidia"
     architecture: str = Field(description="e.g. 'ampere', 'hopper', 'cdna3'")
     memory_bytes: float = Field(gt=0, description="device memory capacity, bytes")
@@ -117,7 +161,7 @@ class GPUSpec(_Frozen):
         return self.peak(dtype) / self.hbm_bytes_per_s
 
 
-class LinkSpec(_Frozen):
+class LinkSpec(Spec):
     """A communication link: per-GPU bandwidth one way, and the fixed latency per hop/message."""
 
     name: str = Field(description="e.g. 'nvlink4', 'pcie4', 'infiniband-ndr'")
@@ -126,7 +170,7 @@ class LinkSpec(_Frozen):
     source: str = Field(description="where the numbers come from")
 
 
-class SystemSpec(_Frozen):
+class SystemSpec(Spec):
     """GPUs in nodes: the home of multi-GPU communication."""
 
     id: str

@@ -9,7 +9,7 @@ from typing import Any
 from hardware.presets import get_gpu, gpu_ids
 from hardware.spec import GPUSpec
 from hardware.systems import get_system, system_ids
-from model.optimizations import registry
+from model.optimizations import EXCLUSIVE_PAIRS, registry
 from model.params import count_params
 from model.presets import get_model, model_ids
 from model.units import fmt_bytes
@@ -75,7 +75,10 @@ def _systems() -> Listing:
 def _optimizations() -> Listing:
     rows: list[dict[str, Any]] = [
         {"name": name, "summary": cls.summary, "citation": cls.citation,
-         "params": {k: {"default": p.default, "help": p.help} for k, p in cls.params.items()}}
+         "params": {k: {"default": p.default, "help": p.help, "bounds": p.bounds_text()}
+                    for k, p in cls.params.items()},
+         "exclusive_with": [b if a == name else a for a, b, _ in EXCLUSIVE_PAIRS
+                            if name in (a, b)]}
         for name, cls in registry().items()
     ]  # fmt: skip
     cells = [

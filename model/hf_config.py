@@ -5,6 +5,7 @@ from its `quantization_config`.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ class Config:
                 raise self._fail(key, "is missing; it is required")
             return default
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self._fail(key, f"must be an integer, got {value!r}")
+            raise self._fail(key, f"must be an integer, got {type(value).__name__}")
         if value < minimum:
             raise self._fail(key, f"must be at least {minimum}, got {value}")
         return value
@@ -52,14 +53,14 @@ class Config:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise self._fail(key, f"must be true or false, got {value!r}")
+            raise self._fail(key, f"must be true or false, got {type(value).__name__}")
         return value
 
     def activation(self, key: str, default: str) -> str:
         raw = self.data.get(key) or default
         if not isinstance(raw, str) or raw not in ACTIVATIONS:
             known = ", ".join(sorted(ACTIVATIONS))
-            raise self._fail(key, f"has unsupported activation {raw!r} (known: {known})")
+            raise self._fail(key, f"has an unsupported activation {quoted(raw)} (known: {known})")
         return ACTIVATIONS[raw]
 
     def refuse(self, key: str, why: str) -> RooflensError:
@@ -104,3 +105,10 @@ def native_dtypes(cfg: Config) -> dict[str, Any]:
     if method == "modelopt" and str(quant.get("quant_algo", "")).upper() == "NVFP4":
         return {"native_weight_dtype": "nvfp4"}
     return {}
+
+
+def quoted(name: object) -> str:
+    """A name from the file, shown only when it looks like a model or activation name (an
+    error never echoes arbitrary content of a file, which may be a secret; issue 16)."""
+    ok = isinstance(name, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_.]{0,40}", name)
+    return f"'{name}'" if ok and not re.search(r"\d{4}", str(name)) else "(not shown)"

@@ -15,7 +15,7 @@ from typing import Any
 
 from hardware.errors import RooflensError
 from hardware.presets import read_data_file
-from model.hf_config import Config, native_dtypes
+from model.hf_config import Config, native_dtypes, quoted
 from model.hf_families import deepseek_v3, gpt_neox, llama_like, opt, phi
 from model.hf_families_new import gemma3_text, gemma3_vlm, gpt_oss, jamba, qwen3, qwen3_moe
 from model.spec import ModelSpec, model_from_dict
@@ -61,14 +61,15 @@ def _architecture(data: dict[str, Any], path: Path) -> str:
     if isinstance(archs, list) and archs and all(isinstance(a, str) for a in archs):
         arch = archs[0]
     elif archs is None and isinstance(data.get("model_type"), str):
-        arch = _MODEL_TYPES.get(data["model_type"], f"model_type '{data['model_type']}'")
+        arch = _MODEL_TYPES.get(data["model_type"], f"model_type {quoted(data['model_type'])}")
     elif archs is None:
         raise RooflensError(f"{path}: key 'architectures' (or 'model_type') is missing")
     else:
-        raise RooflensError(f"{path}: key 'architectures' must be a list of names, got {archs!r}")
+        raise RooflensError(f"{path}: key 'architectures' must be a list of names")
     if arch not in _FAMILIES:
+        shown = arch if arch.startswith("model_type ") else quoted(arch)
         raise RooflensError(
-            f"{path}: unsupported architecture {arch}; supported: {', '.join(_FAMILIES)}"
+            f"{path}: unsupported architecture {shown}; supported: {', '.join(_FAMILIES)}"
         )
     return arch
 

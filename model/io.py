@@ -1,5 +1,6 @@
 """Atomic file writes: a temp file in the target folder, then a rename (DESIGN.md, Errors), so an
-interrupted run never leaves a half-written result."""
+interrupted run never leaves a half-written result; `check_writable` tries an output path before
+the work that fills it starts; `to_json` emits strict JSON (no NaN or Infinity)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,33 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from hardware.errors import RooflensError
+
+
+def check_writable(path: str | Path, what: str = "output") -> Path:
+    """Fail now, in one line, if a file cannot be written at `path` later (a folder, a missing
+    parent that cannot be made, no permission, a read-only or virtual file system).
+
+    Creates the missing parent folders (as the write would) and a temp file beside the target,
+    then removes the temp file; the target itself is not touched.
+    """
+    target = Path(path)
+    if str(path).strip() == "" or target.name in ("", ".", ".."):
+        raise RooflensError(f"{what} path '{path}' names no file")
+    if target.is_dir():
+        raise RooflensError(f"{what} path '{path}' is a folder; give a file name")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        os.close(fd)
+        Path(tmp).unlink()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise RooflensError(f"cannot write {what} '{path}': {reason}") from None
+    if target.exists() and not os.access(target, os.W_OK):
+        raise RooflensError(f"cannot write {what} '{path}': permission denied")
+    return target
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
@@ -40,4 +68,4 @@ def to_json(data: Any) -> str:
             return value.item()
         raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
-    return json.dumps(data, indent=2, default=default)
+    return json.dumps(data, indent=2, default=default, allow_nan=False)

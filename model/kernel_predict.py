@@ -68,6 +68,9 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "comm": ("collective", "comm_bytes", "n_gpus"),
 }  # fmt: skip
 OUTPUT_COLUMNS = ("flops", "bytes", "predicted_s", "bound")
+# The largest size a kernel indexes (int32): anything larger is a typing slip, and would
+# overflow the counts into inf.
+MAX_SIZE = 2**31 - 1
 DTYPE_ALIASES = {
     "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32",
     "float8": "fp8", "fp8_e4m3": "fp8", "float8_e4m3fn": "fp8", "e4m3": "fp8",
@@ -118,23 +121,33 @@ class _Group:
         self.g, self.op, self.dtype, self.extra = g, op_name, dtype, extra
 
     def col(self, name: str) -> Any:  # float64 array (head counts etc. broadcast as ints)
+        """A required size column: whole numbers in 1..MAX_SIZE (bytes may be fractional)."""
         if name not in self.g.columns:
             raise RooflensError(f"op {self.op} needs a '{name}' column")
         values = pd.to_numeric(self.g[name], errors="coerce").to_numpy(dtype=np.float64)
-        bad = np.isnan(values) | (values <= 0)
+        bad = ~np.isfinite(values) | (values <= 0) | (values > MAX_SIZE)
+        if name != "comm_bytes":
+            bad |= np.isfinite(values) & (values != np.round(values))
         if bad.any():
-            row = self.g.index[int(np.argmax(bad))]
-            raise RooflensError(f"row {row}: {name} must be a positive number for op {self.op}, "
-                                f"got {self.g[name].iloc[int(np.argmax(bad))]!r}")  # fmt: skip
+            first = int(np.argmax(bad))
+            raise RooflensError(f"row {self.g.index[first]}: {name} must be a whole number in "
+                                f"1..{MAX_SIZE:,} for op {self.op}, "
+                                f"got {self.g[name].iloc[first]!r}")  # fmt: skip
         return values
 
     def optional(self, name: str, default: Num | None = None) -> Any:
         """An optional numeric column: NaN where a row leaves it empty (or `default` there)."""
         if name not in self.g.columns:
             return default
-        values = pd.to_numeric(self.g[name], errors="coerce").to_numpy(dtype=np.float64)
-        if (values < 0).any() or (name != "residual" and (values == 0).any()):
-            raise RooflensError(f"column {name} must hold positive numbers for op {self.op}")
+        raw = self.g[name]
+        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+        given = raw.notna().to_numpy() & (raw.astype(str).str.strip() != "").to_numpy()
+        low = values < 0 if name == "residual" else values <= 0
+        bad = given & (~np.isfinite(values) | low | (values > MAX_SIZE))
+        if bad.any():
+            first = int(np.argmax(bad))
+            raise RooflensError(f"row {self.g.index[first]}: {name} must be a positive number "
+                                f"for op {self.op}, got {raw.iloc[first]!r}")  # fmt: skip
         return values if default is None else np.where(np.isnan(values), default, values)
 
     def variant(self, name: str, default: Any) -> Any:
@@ -180,8 +193,11 @@ def _group_op(grp: _Group, group_size: int, sm_count: int) -> Op:
         return moe_op("kernel", 1, col("num_tokens"), col("hidden_size"), inter / tp, topk,
                       experts, ep, grp.extra, dtype, group_size,
                       gated=bool(int(grp.variant("gated", 1))),
-                      assignments=grp.optional("assignments"),
-                      experts_read=grp.optional("experts_read"))  # fmt: skip
+                      assignments=_at_most(grp, "assignments", col("num_tokens") * topk,
+                                           "num_tokens × topk token-expert pairs"),
+                      experts_read=_at_most(grp, "experts_read", experts / ep,
+                                            "experts on this GPU (num_experts / moe_ep_size)"),
+                      )  # fmt: skip
     if op_name == "norm":
         residual = grp.optional("residual", 0.0) if "residual" in grp.g.columns else 0.0
         return norm_op("norm", "kernel", 1, col("rows"), col("hidden"), dtype, residual, grp.extra)
@@ -199,6 +215,35 @@ def _group_op(grp: _Group, group_size: int, sm_count: int) -> Op:
             shape["hierarchical"] = True
         return comm_op("comm", "kernel", 1, str(grp.extra), col("comm_bytes"), **shape)
     raise RooflensError(f"unknown op '{op_name}'; use one of {', '.join(REQUIRED)}")
+
+
+def _at_most(grp: _Group, name: str, limit: Any, what: str) -> Any:
+    """An optional MoE count that cannot exceed `limit` (e.g. experts_read ≤ the experts here)."""
+    values = grp.optional(name)
+    if values is None:
+        return None
+    over = np.isfinite(values) & (values > limit)
+    if over.any():
+        first = int(np.argmax(over))
+        raise RooflensError(f"row {grp.g.index[first]}: {name}={values[first]:g} exceeds the "
+                            f"{np.broadcast_to(limit, values.shape)[first]:g} {what}")  # fmt: skip
+    return values
+
+
+def _group_sizes(frame: pd.DataFrame) -> pd.Series:
+    """Weights per quantization scale: whole numbers in 1..MAX_SIZE, 128 where empty."""
+    if "group_size" not in frame.columns:
+        return pd.Series(128, index=frame.index)
+    raw = frame["group_size"]
+    values = pd.to_numeric(raw, errors="coerce")
+    given = raw.notna() & (raw.astype(str).str.strip() != "")
+    finite = values.where(np.isfinite(values.astype(float)))
+    bad = given & ~(finite.between(1, MAX_SIZE) & (finite == finite.round()))
+    if bad.any():
+        first = int(np.argmax(bad.to_numpy()))
+        raise RooflensError(f"row {bad.index[first]}: group_size must be a whole number in "
+                            f"1..{MAX_SIZE:,}, got {raw.iloc[first]!r}")  # fmt: skip
+    return values.where(given, 128).astype(int)
 
 
 def _dtype(frame: pd.DataFrame, name: str, fallback: pd.Series | None = None) -> pd.Series:
@@ -246,9 +291,7 @@ def batches(table: pd.DataFrame, gpu: GPUSpec) -> list[Batch]:
     extra[ops == "norm"] = extra[ops == "norm"].replace("", "rmsnorm")
     if comm.any():
         extra[comm] = frame.loc[comm, "collective"].astype(str)
-    group_size = pd.Series(128, index=frame.index)
-    if "group_size" in frame.columns:
-        group_size = pd.to_numeric(frame["group_size"], errors="coerce").fillna(128).astype(int)
+    group_size = _group_sizes(frame)
     one_token = pd.Series(False, index=frame.index)
     if "seq_len" in frame.columns:
         tokens = frame["new_tokens"] if "new_tokens" in frame.columns else frame["seq_len"]

@@ -6,7 +6,7 @@ from functools import cache
 from pathlib import Path
 
 from hardware.errors import unknown_name_error
-from hardware.presets import read_data_file
+from hardware.presets import check_readable, files_restricted, read_data_file
 from model.hf_import import from_hf_config
 from model.spec import ModelSpec, model_from_dict
 
@@ -32,6 +32,10 @@ def get_model(name: str) -> ModelSpec:
     if name in presets:
         return presets[name]
     path = Path(name)
+    looks_like_file = "/" in name or "\\" in name or path.suffix in (".json", ".yaml", ".yml")
+    if files_restricted() and not looks_like_file:
+        raise unknown_name_error("model", name, list(presets))
+    check_readable(path)  # before any look at the file system: a server reveals nothing
     if path.is_dir() and (path / "config.json").is_file():
         path = path / "config.json"
     if path.name == "config.json" or (path.suffix == ".json" and _looks_like_hf(path)):

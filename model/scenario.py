@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from hardware.spec import GPUSpec, SystemSpec
+from hardware.spec import GPUSpec, Spec, SystemSpec
 from model.dtypes import ACTIVATION_DTYPES, FP4_DTYPES, STORAGE_DTYPES
 from model.spec import ModelSpec
 
@@ -19,11 +19,7 @@ DEFAULT_OVERHEAD_BYTES = 1.5 * GIB
 DEFAULT_PREFILL_CHUNK_TOKENS = 8192
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Precision(_Frozen):
+class Precision(Spec):
     """Storage dtype per tensor kind; matmuls run on the unit dtypes.compute_dtype picks."""
 
     weight_dtype: str = "bf16"
@@ -58,7 +54,7 @@ class Precision(_Frozen):
         return self.expert_weight_dtype or self.weight_dtype
 
 
-class Parallelism(_Frozen):
+class Parallelism(Spec):
     tp: int = Field(default=1, gt=0, description="tensor-parallel degree")
     pp: int = Field(default=1, gt=0, description="pipeline-parallel degree")
     ep: int = Field(default=1, gt=0, description="expert-parallel degree")
@@ -68,7 +64,7 @@ class Parallelism(_Frozen):
         return self.tp * self.pp
 
 
-class Workload(_Frozen):
+class Workload(Spec):
     batch: int = Field(default=1, gt=0, description="concurrent sequences (B)")
     prompt_len: int = Field(default=512, gt=0, description="prompt tokens per sequence (P)")
     output_len: int = Field(default=128, gt=0, description="generated tokens per sequence (O)")
@@ -85,7 +81,7 @@ class Workload(_Frozen):
     )
 
 
-class Scenario(_Frozen):
+class Scenario(Spec):
     model: ModelSpec
     system: SystemSpec
     workload: Workload = Workload()

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from hardware.errors import RooflensError, validation_message
+from hardware.spec import Spec
 from model.dtypes import STORAGE_DTYPES
 from model.spec_vision import VisionSpec
 
@@ -21,13 +22,13 @@ AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
 LayerType = Literal["full", "sliding", "mamba"]
 
 
-class ModelSpec(BaseModel):
+class ModelSpec(Spec):
     """A decoder-only transformer. Frozen; validators enforce the arithmetic that must hold."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: str = Field(description="preset id, lowercase with dashes, e.g. 'llama-3-70b'")
-    name: str = Field(description="human name, e.g. 'Llama 3 70B'")
+    id: str = Field(
+        min_length=1, description="preset id, lowercase with dashes, e.g. 'llama-3-70b'"
+    )
+    name: str = Field(min_length=1, description="human name, e.g. 'Llama 3 70B'")
     family: str = Field(default="llama", description="architecture family, e.g. llama, opt, gpt")
     n_layers: int = Field(gt=0, description="decoder layers (L)")
     d_model: int = Field(gt=0, description="hidden size (D)")
@@ -38,7 +39,9 @@ class ModelSpec(BaseModel):
     gated_mlp: bool = Field(
         description="SwiGLU/GeGLU (gate and up projections) vs plain 2-matrix MLP"
     )
-    activation: str = Field(default="silu", description="MLP activation: silu, gelu, relu")
+    activation: Literal["silu", "gelu", "relu"] = Field(
+        default="silu", description="MLP activation"
+    )
     vocab_size: int = Field(gt=0, description="vocabulary (V)")
     tied_embeddings: bool = Field(default=False, description="lm_head shares the embedding matrix")
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
@@ -270,4 +273,6 @@ def model_from_dict(data: dict[str, Any], origin: str) -> ModelSpec:
     try:
         return ModelSpec.model_validate(data)
     except ValidationError as exc:
-        raise RooflensError(validation_message(exc, f"model spec {origin}")) from None
+        raise RooflensError(
+            validation_message(exc, f"model spec {origin}", ModelSpec.model_fields)
+        ) from None

@@ -6,7 +6,6 @@ with `add_validate_parsers(sub)`.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,11 +15,13 @@ from rich.console import Console
 from rich.table import Table
 
 from hardware.errors import RooflensError
+from model.cli_args import whole
 from validate.datasets import DEFAULT_ROOT, training_table
 from validate.serve_cli import add_serve_parser
 
 console = Console(width=200)
 PROFILES = ("ideal", "calibrated")
+THREADS = whole(1, 4096)
 
 
 def _table(title: str, frame: pd.DataFrame, percent: Sequence[str] = ()) -> Table:
@@ -57,13 +58,13 @@ def print_summary(summary: pd.DataFrame, title: str) -> None:
 
 # ---------------------------------------------------------------- validate run
 def cmd_run(args: argparse.Namespace) -> int:
+    torch = _import_torch()  # before anything that needs it: say what to install
+    from model.io import to_json
     from validate.compare import band_check, join
     from validate.runner import run_suite
-    from validate.store import device_provenance, run_name, write_results
+    from validate.store import RunWriter, device_provenance
 
     if args.device == "cpu":
-        import torch
-
         from validate.cpu import load_cpu_spec, measure_cpu, save_cpu_spec, spec_path
         from validate.suite import cpu_suite
 
@@ -76,8 +77,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         suite, device_id, gpu_ref = cpu_suite(), "cpu", str(spec_path(root))
         cache_bytes, profiles = min(spec.l2_bytes, 64e6), ("ideal",)
     else:
-        import torch
-
         from hardware.presets import get_gpu
         from validate.runner import gpu_preset_for
         from validate.suite import full_suite, gpu_quick_suite
@@ -88,21 +87,38 @@ def cmd_run(args: argparse.Namespace) -> int:
         gpu_ref, cache_bytes = device_id, get_gpu(device_id).l2_bytes
         suite, profiles = gpu_quick_suite() if args.quick else full_suite(), PROFILES
     if args.kernels:
-        suite = suite[suite["kernel"].isin(args.kernels.split(","))]
+        wanted = [k.strip() for k in args.kernels.split(",")]
+        unknown = sorted(set(wanted) - set(suite["kernel"]))
+        if unknown:
+            known = ", ".join(sorted(set(suite["kernel"])))
+            raise RooflensError(f"--kernels: no kernel '{unknown[0]}' in this suite; use {known}")
+        suite = suite[suite["kernel"].isin(wanted)]
     if args.limit:
         suite = suite.head(args.limit)
-    impls = tuple(args.impl.split(","))
+    impls = tuple(i.strip() for i in args.impl.split(","))
+    if not impls or not set(impls) <= {"triton", "torch"}:
+        raise RooflensError(f"--impl {args.impl}: use triton, torch or triton,torch")
     progress = None if args.json else console.print
-    results = run_suite(suite, "cpu" if args.device == "cpu" else "cuda", impls, cache_bytes,
-                        progress=progress, quick=args.quick)  # fmt: skip
-    results["gpu"] = gpu_ref
-    provenance = device_provenance(args.device)
-    path = write_results(results, device_id, run_name("quick" if args.quick else "full"),
-                         provenance, Path(args.results))  # fmt: skip
+    writer = RunWriter(device_id, "quick" if args.quick else "full",
+                       device_provenance(args.device), Path(args.results), gpu_ref,
+                       fresh=args.fresh)  # fmt: skip
+    if writer.resumed and progress:
+        progress(f"resuming {writer.path}: {writer.resumed} rows already measured (--fresh to "
+                 "start over)")  # fmt: skip
+    try:
+        run_suite(suite, "cpu" if args.device == "cpu" else "cuda", impls, cache_bytes,
+                  progress=progress, quick=args.quick, skip=writer.done,
+                  sink=writer.append)  # fmt: skip
+    except KeyboardInterrupt:
+        print(f"interrupted: {len(writer.rows)} measured rows kept in {writer.path}; run the "
+              "same command again to resume", file=sys.stderr)  # fmt: skip
+        raise
+    results = writer.frame()
+    path = writer.finish()
     joined = join(results, profiles)
     ok, stats = band_check(joined)
     if args.json:
-        print(json.dumps({"results": str(path), "band": stats, "ok": ok}, indent=2))
+        print(to_json({"results": str(path), "band": stats, "ok": ok}))
     else:
         _print_rows(joined, profiles)
         console.print(f"wrote {len(results)} rows to {path}")
@@ -129,19 +145,40 @@ def _print_rows(joined: pd.DataFrame, profiles: Sequence[str]) -> None:
     console.print(_table("Measured vs predicted", frame, [f"{p} error" for p in profiles]))
 
 
+def _import_torch():  # type: ignore[no-untyped-def]
+    """torch, or a one-line error saying what to install (it is an optional dependency)."""
+    try:
+        import torch
+    except ImportError:
+        raise RooflensError(
+            "validate run needs torch (and triton on a GPU): pip install 'rooflens[validate]' "
+            "(on a GPU machine, the CUDA build of torch first; see README)"
+        ) from None
+    return torch
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
 # ---------------------------------------------------------------- validate compare / report
 def _measurements(args: argparse.Namespace) -> tuple[pd.DataFrame, tuple[str, ...]]:
     from validate.datasets import load_kernels
     from validate.store import load_results
 
     if args.device:
-        frame = load_results(args.device, Path(args.results))
+        frame = load_results(args.device, Path(args.results), on_skip=_warn)
         if frame.empty:
             raise RooflensError(
                 f"no results stored for device '{args.device}' under {args.results}"
             )
         return frame, ("ideal",) if args.device == "cpu" else PROFILES
-    return load_kernels(Path(args.measured)), PROFILES
+    frame = load_kernels(Path(args.measured))
+    if frame.empty:
+        raise RooflensError(
+            f"no measurements found under {args.measured} (pass --measured DIR, or --device)"
+        )
+    return frame, PROFILES
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -151,7 +188,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     measured, profiles = _measurements(args)
     if args.frontier:  # attention as the calibrated profile describes it: the fastest impl
         measured, _ = best_of_impls(measured)
-    summary = summarize(join(measured, profiles), tuple(args.by.split(",")), profiles, True)
+    joined = join(measured, profiles)
+    by = tuple(c.strip() for c in args.by.split(","))
+    bad = [c for c in by if c not in joined.columns]
+    if bad or not by:
+        known = ", ".join(c for c in ("gpu", "op", "impl", "dtype", "kernel", "source", "model")
+                          if c in joined.columns)  # fmt: skip
+        raise RooflensError(f"--by: no column '{bad[0] if bad else ''}' to group by; use {known}")
+    summary = summarize(joined, by, profiles, True)
     if args.json:
         print(summary.to_json(orient="records", indent=2))
     else:
@@ -161,9 +205,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from model.io import check_writable
     from validate.compare import join, summarize
     from validate.report import write_report
 
+    check_writable(Path(args.output) / "report.html", "-o folder's report")
     measured, profiles = _measurements(args)
     joined = join(measured, profiles)
     summary = summarize(joined, ("gpu", "op"), profiles, subsets=True)
@@ -227,10 +273,13 @@ def _add_cv_parser(vsub: argparse._SubParsersAction) -> None:
 def cmd_fit(args: argparse.Namespace) -> int:
     from hardware.presets import read_data_file
     from hardware.profiles import CALIBRATION_DIR, Profile
+    from model.io import check_writable
     from validate.calibrate import fit_all, write_profile
     from validate.generation import generation_profiles
 
-    table, out = _training_table(args), Path(args.out or CALIBRATION_DIR)
+    out = Path(args.out or CALIBRATION_DIR)
+    check_writable(out / "generic.yaml", "--out folder's profile")  # before the fit, not after
+    table = _training_table(args)
     written = fit_all(table, out)
     if args.rule == "generation":  # opt-in: docs/validation.md, "Accuracy on a GPU ..."
         pooled = Profile.model_validate(read_data_file(written["generic"]))
@@ -263,9 +312,11 @@ def add_validate_parsers(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--quick", action="store_true", help="a short suite (about a minute)")
     run.add_argument("--kernels", help="comma-separated kernels of kernels/ (default: all)")
     run.add_argument("--impl", default="triton,torch", help="triton, torch or both")
-    run.add_argument("--limit", type=int, default=0, help="first N suite rows only")
-    run.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
+    run.add_argument("--limit", type=whole(0), default=0, help="first N suite rows only")
+    run.add_argument("--threads", type=THREADS, default=1, help="CPU threads (default 1)")
     run.add_argument("--check", action="store_true", help="exit 1 outside the accuracy band")
+    run.add_argument("--fresh", action="store_true",
+                     help="start over instead of resuming this suite's unfinished run")  # fmt: skip
     run.add_argument("--json", action="store_true")
     run.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")
     run.set_defaults(handler=cmd_run)
@@ -302,7 +353,7 @@ def add_validate_parsers(sub: argparse._SubParsersAction) -> None:
                      "a file per preset from its nearest measured generation")  # fmt: skip
     fit.set_defaults(handler=cmd_fit)
     cpu = csub.add_parser("cpu", help="measure this CPU's bandwidth and matmul peak into a spec")
-    cpu.add_argument("--threads", type=int, default=1, help="threads to measure with (default 1)")
+    cpu.add_argument("--threads", type=THREADS, default=1, help="threads to measure with")
     cpu.add_argument("--quick", action="store_true", help="shorter measurement")
     cpu.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")
     cpu.set_defaults(handler=cmd_cpu)

@@ -20,6 +20,7 @@ Units on disk: aiconfigurator `latency` is milliseconds per call (CUDA-graph rep
 
 from __future__ import annotations
 
+import warnings
 from functools import cache
 from pathlib import Path
 
@@ -60,6 +61,31 @@ def _impl(d: pd.DataFrame) -> pd.Series:
     return d["framework"].str.lower() + "-" + d["version"] + ":" + d["kernel_source"]
 
 
+IMPL_COLUMNS = ("framework", "version", "kernel_source", "device", "latency")
+
+
+class SkippedFile(UserWarning):
+    """A measurement file left out because it is not one (empty, truncated, foreign)."""
+
+
+def _read(path: Path, columns: tuple[str, ...]) -> pd.DataFrame | None:
+    """A measurement table, or None with a one-line warning naming the file when it cannot be
+    read or lacks the columns its loader needs (the CLI prints it as `warning: ...`)."""
+    try:
+        frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        reason = "empty"
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
+        reason = f"unreadable ({type(exc).__name__})"
+    else:
+        missing = [c for c in columns if c not in frame.columns]
+        if not missing and len(frame):
+            return frame
+        reason = f"no {missing[0]} column (foreign or truncated)" if missing else "no rows"
+    warnings.warn(f"skipping {path}: {reason}", SkippedFile, stacklevel=2)
+    return None
+
+
 def _check_root(root: Path) -> Path:
     if not root.is_dir():
         raise RooflensError(f"measurement folder not found: {root} (pass --measured DIR)")
@@ -70,7 +96,9 @@ def load_aiconfigurator_gemm(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
     """Y[m,n] = X[m,k]·W[n,k]ᵀ per engine (vLLM, SGLang), bf16, A100-SXM4-80GB."""
     frames = []
     for path in sorted(_check_root(root).glob("aiconfigurator-*/gemm/*/*/gemm_perf.parquet")):
-        d = pd.read_parquet(path)
+        d = _read(path, ("m", "n", "k", "gemm_dtype", *IMPL_COLUMNS))
+        if d is None:
+            continue
         frames.append(
             pd.DataFrame(
                 {
@@ -97,7 +125,11 @@ def load_aiconfigurator_attention(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
     for phase in ("context", "generation"):
         pattern = f"aiconfigurator-*/attention/*/*/{phase}_attention_perf.parquet"
         for path in sorted(_check_root(root).glob(pattern)):
-            d = pd.read_parquet(path)
+            d = _read(path, ("batch_size", "num_heads", "num_key_value_heads", "head_dim",
+                             "attn_dtype", "kv_cache_dtype", *IMPL_COLUMNS,
+                             "isl" if phase == "context" else "step"))  # fmt: skip
+            if d is None:
+                continue
             rows = pd.DataFrame(
                 {
                     "op": "attention_prefill" if phase == "context" else "attention_decode",
@@ -135,7 +167,10 @@ def load_vidur(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
     """
     frames = []
     for path in sorted(_check_root(root).glob("vidur/compute/*/*/*/mlp.csv")):
-        d = pd.read_csv(path)
+        d = _read(path, ("num_tokens", "n_embd", "n_head", "n_kv_head", "n_expanded_embd",
+                         "num_tensor_parallel_workers", "use_gated_mlp"))  # fmt: skip
+        if d is None:
+            continue
         gpu = _gpu_id(path.relative_to(root).parts[2])
         n = d["num_tokens"].astype(float)
         D, H, K = d["n_embd"], d["n_head"], d["n_kv_head"]
@@ -236,9 +271,11 @@ def load_moe(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
     shape (validate/moe_configs.py)."""
     frames = []
     for path in sorted(_check_root(root).glob("aiconfigurator-*/moe/*/*/moe_perf.parquet")):
-        d = pd.read_parquet(path)
         keep = ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
                 "moe_ep_size", "distribution"]  # fmt: skip
+        d = _read(path, (*keep, "moe_dtype", *IMPL_COLUMNS))
+        if d is None:
+            continue
         frame = d[keep].copy()
         frame.insert(0, "op", "moe")
         frame["dtype"] = _dtype(d["moe_dtype"])
@@ -254,7 +291,10 @@ def load_nccl(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
     """NCCL collectives on A100 (aiconfigurator): `message_bytes` = elements × dtype size."""
     frames = []
     for path in sorted(_check_root(root).glob("aiconfigurator-*/comm/nccl/*/nccl_perf.parquet")):
-        d = pd.read_parquet(path)
+        d = _read(path, ("op_name", "num_gpus", "message_size", "nccl_dtype", "latency",
+                         "version", "device"))  # fmt: skip
+        if d is None:
+            continue
         dtype = _dtype(d["nccl_dtype"])
         size = dtype.map({"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}).astype(float)
         frame = pd.DataFrame(

@@ -161,10 +161,14 @@ def run_suite(
     budget_bytes: float = 4e9,
     progress: Callable[[str], None] | None = None,
     quick: bool = False,
+    skip: Callable[[dict[str, object], str], bool] | None = None,
+    sink: Callable[[list[dict[str, object]]], None] | None = None,
 ) -> pd.DataFrame:
     """One result row per (suite row, impl): the suite's columns (describing the call that ran,
     validate/runs.py `as_run`) plus impl, measured_s, q20_s, q80_s, timing, eager_s and copies.
-    `device` is 'cuda' or 'cpu' (where only torch runs); `quick` shortens the CPU's sampling."""
+    `device` is 'cuda' or 'cpu' (where only torch runs); `quick` shortens the CPU's sampling.
+    `skip(row, impl)` leaves out pairs already measured, and `sink` receives each suite row's
+    results as soon as they are measured (see collect_rows)."""
     if device == "cpu":
         impls = tuple(i for i in impls if i == "torch")
         min_time_s = 0.05 if quick else 0.2
@@ -174,17 +178,41 @@ def run_suite(
 
     else:
         timer = time_gpu  # type: ignore[assignment]
-    results = []
+    return collect_rows(suite, impls, device, timer, cache_bytes, budget_bytes, progress,
+                        skip, sink)  # fmt: skip
+
+
+def collect_rows(
+    suite: pd.DataFrame,
+    impls: tuple[str, ...],
+    device: str,
+    timer: Callable[[list[Call]], dict[str, object]],
+    cache_bytes: float,
+    budget_bytes: float,
+    progress: Callable[[str], None] | None,
+    skip: Callable[[dict[str, object], str], bool] | None,
+    sink: Callable[[list[dict[str, object]]], None] | None,
+) -> pd.DataFrame:
+    """The measuring loop: each suite row's impls timed, handed to `sink` as one batch the
+    moment they are measured (so an interrupted run keeps them), pairs `skip` names left out."""
+    results: list[dict[str, object]] = []
     for _, row in suite.iterrows():
         copies = copies_for(row, cache_bytes, budget_bytes)
+        cells = row.to_dict()
+        batch = []
         for impl in impls:
+            label = f"triton:{row['kernel']}" if impl == "triton" else f"torch:{baseline_name(row)}"
+            if skip is not None and skip(cells, label):
+                continue
             calls = make_calls(row, impl, device, copies)
             timing = timer(calls)
-            label = f"triton:{row['kernel']}" if impl == "triton" else f"torch:{baseline_name(row)}"
-            results.append({**row.to_dict(), "impl": label, "copies": copies, **timing})
+            batch.append({**cells, "impl": label, "copies": copies, **timing})
             del calls
             if progress:
                 progress(f"{label} {_describe(row)}: {float(timing['measured_s']) * 1e6:.1f} us")
+        if sink is not None and batch:
+            sink(batch)  # as measured: the store's readers apply `as_run` (validate/datasets.py)
+        results.extend(batch)
     return as_run(pd.DataFrame(results))
 
 

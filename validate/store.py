@@ -3,23 +3,27 @@
 One CSV per run, in the kernel CSV contract of DESIGN.md plus `measured_s` (median seconds per
 call), the timing quantiles, `impl` and the provenance of the run on every row (device name,
 driver, CUDA, torch, triton, git commit, date), written atomically (temp file + rename) so an
-interrupted run never leaves half a file. `load_results` reads a device's runs back.
+interrupted run never leaves half a file. `RunWriter` stores a run row by row as it is measured
+and resumes an unfinished one; `load_results` reads a device's runs back, skipping (with a
+line naming it) any CSV that is not a results table.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import importlib.metadata
+import math
 import platform
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from hardware.errors import RooflensError
-from model.io import atomic_write_csv
+from model.io import atomic_write_csv, check_writable
 
 RESULTS_DIR = Path(__file__).parent / "results"
 REPO = Path(__file__).resolve().parents[1]
@@ -122,10 +126,140 @@ def run_name(suite: str) -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + f"-{suite}"
 
 
-def load_results(device: str, root: Path = RESULTS_DIR) -> pd.DataFrame:
-    """Every run stored for a device, concatenated (empty frame when there is none)."""
+# Columns every stored run has; a CSV without them is not a results table (a foreign file).
+REQUIRED_COLUMNS = ("op", "impl", "measured_s")
+
+
+def read_run(path: Path) -> pd.DataFrame:
+    """One stored run, or a one-line RooflensError saying why it is not one (empty, truncated,
+    foreign, unreadable)."""
+    try:
+        frame = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise RooflensError(f"{path.name} is empty") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
+        raise RooflensError(f"{path.name} cannot be read as CSV ({type(exc).__name__})") from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise RooflensError(f"{path.name} is not a results table (no {', '.join(missing)} column)")
+    if frame.empty:
+        raise RooflensError(f"{path.name} holds no rows")
+    times = pd.to_numeric(frame["measured_s"], errors="coerce")
+    if times.isna().any() or frame[list(REQUIRED_COLUMNS)].isna().any().any():
+        raise RooflensError(f"{path.name} is truncated or has rows without a measured time")
+    return frame.assign(measured_s=times)
+
+
+def load_results(
+    device: str, root: Path = RESULTS_DIR, on_skip: Callable[[str], None] | None = None
+) -> pd.DataFrame:
+    """Every run stored for a device, concatenated (empty frame when there is none). A file
+    that is not a readable results table is skipped, and `on_skip` hears one line naming it."""
     folder = device_dir(device, root)
     files = sorted(folder.glob("*.csv")) if folder.is_dir() else []
-    if not files:
+    frames = []
+    for f in files:
+        try:
+            frames.append(read_run(f).assign(run=f.stem))
+        except RooflensError as exc:
+            if on_skip is not None:
+                on_skip(f"skipping {folder / f.name}: {exc}")
+    if not frames:
         return pd.DataFrame()
-    return pd.concat([pd.read_csv(f).assign(run=f.stem) for f in files], ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    if "gpu" in out.columns:  # a spec stored relative to the store (the CPU's) is found again
+        out["gpu"] = [_spec_ref(g, root) for g in out["gpu"].astype(str)]
+    return out
+
+
+def _spec_ref(gpu: str, root: Path) -> str:
+    """A preset id stays; a spec path relative to the results root becomes a usable path."""
+    candidate = root / gpu
+    return (
+        str(candidate) if gpu.endswith((".yaml", ".yml", ".json")) and candidate.is_file() else gpu
+    )
+
+
+class RunWriter:
+    """A run stored as it is measured: each batch of rows is appended to
+    `<root>/<device>/<suite>-unfinished.csv` (rewritten atomically, so a crash or Ctrl-C keeps
+    every finished batch), and `finish` renames it to its dated run name.
+
+    A writer for a suite that already has an unfinished file on this device resumes it: `done`
+    says which (suite row, impl) pairs are measured, so the run skips them (`fresh=True` starts
+    over). The `gpu` column holds a preset id, or a spec path relative to `root`, never an
+    absolute path, so the store stays valid when its folder moves.
+    """
+
+    def __init__(self, device: str, suite: str, provenance: dict[str, Any], root: Path,
+                 gpu_ref: str, fresh: bool = False) -> None:  # fmt: skip
+        self.root, self.suite = root, suite
+        self.path = check_writable(
+            device_dir(device, root) / f"{suite}-unfinished.csv", "results store"
+        )  # before anything is measured
+        self.provenance = {c: str(provenance.get(c, "unknown")) for c in PROVENANCE_COLUMNS}
+        self.gpu = _relative_ref(gpu_ref, root)
+        self.rows: list[dict[str, Any]] = []
+        if self.path.is_file() and not fresh:
+            stored = read_run(self.path)
+            if str(stored["device_name"].iloc[0]) != self.provenance["device_name"]:
+                raise RooflensError(
+                    f"{self.path} was measured on {stored['device_name'].iloc[0]}, not "
+                    f"{self.provenance['device_name']}; pass --fresh to start over"
+                )
+            self.rows = stored.to_dict("records")
+        self._done = {_row_key(r) for r in self.rows}
+
+    @property
+    def resumed(self) -> int:
+        return len(self._done)
+
+    def done(self, row: dict[str, Any], impl: str) -> bool:
+        return _row_key({**row, "impl": impl}) in self._done
+
+    def append(self, batch: list[dict[str, Any]]) -> None:
+        """Store a batch of measured rows now (one atomic rewrite of the unfinished file)."""
+        if not batch:
+            return
+        stamped = [{**r, "gpu": self.gpu, **self.provenance} for r in batch]
+        self.rows.extend(stamped)
+        self._done.update(_row_key(r) for r in stamped)
+        atomic_write_csv(self.path, pd.DataFrame(self.rows))
+
+    def frame(self) -> pd.DataFrame:
+        """Every row of the run so far (resumed ones included), `gpu` usable for predictions."""
+        out = pd.DataFrame(self.rows)
+        if not out.empty:
+            out["gpu"] = [_spec_ref(str(g), self.root) for g in out["gpu"]]
+        return out
+
+    def finish(self) -> Path:
+        """Rename the unfinished file to its dated run name; the run is complete."""
+        if not self.rows:
+            raise RooflensError("nothing measured: the results table is empty")
+        target = self.path.with_name(f"{run_name(self.suite)}.csv")
+        self.path.replace(target)
+        return target
+
+
+def _relative_ref(gpu_ref: str, root: Path) -> str:
+    path = Path(gpu_ref)
+    if path.is_absolute() and path.resolve().is_relative_to(root.resolve()):
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    return gpu_ref
+
+
+def _row_key(row: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """What identifies a measured (suite row, impl): its shape columns, numbers normalised
+    (a CSV reads 4096 back as 4096.0), empty cells left out."""
+    skip = {"measured_s", "q20_s", "q80_s", "timing", "copies", "gpu", "run", *PROVENANCE_COLUMNS}
+    items = []
+    for key, value in row.items():
+        if key in skip or value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        try:
+            text = f"{float(value):.12g}"
+        except (TypeError, ValueError):
+            text = str(value)
+        items.append((str(key), text))
+    return tuple(sorted(items))

@@ -10,6 +10,12 @@ from functools import cache
 from hardware.errors import RooflensError, unknown_name_error
 from model.optimizations.base import Optimization, Param
 
+# Optimizations that contradict each other: each pair sets one thing two ways.
+EXCLUSIVE_PAIRS: tuple[tuple[str, str, str], ...] = (
+    ("paged-kv", "contiguous-kv", "the KV cache is either paged in blocks or one slab a request"),
+    ("gqa", "mqa", "both set the number of KV heads"),
+)
+
 
 @cache
 def registry() -> dict[str, type[Optimization]]:
@@ -54,7 +60,10 @@ def ordered(opts: list[Optimization]) -> list[Optimization]:
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
         raise RooflensError(f"--opt {sorted(dupes)[0]} given twice; give each optimization once")
+    for a, b, why in EXCLUSIVE_PAIRS:
+        if a in names and b in names:
+            raise RooflensError(f"--opt {a} and --opt {b} contradict ({why}); give one of them")
     return sorted(opts, key=lambda o: o.order)
 
 
-__all__ = ["Optimization", "Param", "ordered", "parse_opt", "registry"]
+__all__ = ["EXCLUSIVE_PAIRS", "Optimization", "Param", "ordered", "parse_opt", "registry"]

@@ -20,7 +20,7 @@ def with_model(sc: Scenario, spec: ModelSpec, what: str, check_spec: bool = True
     try:
         if check_spec:
             return Scenario.model_validate({**dict(sc), "model": spec})
-        new: Any = sc.model_copy(update={"model": spec})
+        new: Any = sc.model_copy(update={"model": spec}, checked=False)
         checked: Scenario = new._check()  # Scenario's own rules, without ModelSpec's
         return checked
     except ValidationError as exc:

@@ -47,15 +47,17 @@ class ActivationSparsity(Optimization):
     citation = "Transformer inference tricks (effective sparsity); Liu et al. 2023 Deja Vu"
     order = 42  # table transform
     params: ClassVar[dict[str, Param]] = {
-        "sparsity": Param(float, None, "per-token chance an activation is zero, X (default 0.9)"),
-        "density": Param(float, None, "per-token chance it is nonzero, 1 − X (alternative)"),
+        "sparsity": Param(
+            float, None, "per-token chance an activation is zero, X (default 0.9)", lo=0, hi=1
+        ),
+        "density": Param(
+            float, None, "per-token chance it is nonzero, 1 − X (alternative)", lo=0, hi=1
+        ),
     }
 
     def check(self) -> None:
         if self["sparsity"] is not None and self["density"] is not None:
             raise RooflensError("--opt activation-sparsity: give sparsity or density, not both")
-        if not 0.0 <= self.sparsity <= 1.0:
-            raise RooflensError("--opt activation-sparsity: sparsity and density lie in [0, 1]")
 
     @property
     def sparsity(self) -> float:

@@ -30,6 +30,7 @@ from those.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -41,11 +42,71 @@ if TYPE_CHECKING:
     from model.scenario import Scenario
 
 
+BOOL_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
 @dataclass(frozen=True)
 class Param:
+    """One parameter of an optimization: its type, default, help and bounds.
+
+    The bounds live here and nowhere else: `coerce` is what the CLI (`--opt`), the
+    dashboard's widgets and its links all call, so each rejects the same values with the same
+    message. Floats must be finite. `preset="model"` marks a value that names a model preset.
+    """
+
     type: type
     default: Any
     help: str
+    lo: float | None = None  # smallest value allowed
+    hi: float | None = None  # largest value allowed
+    lo_open: bool = False  # lo itself is excluded
+    hi_open: bool = False  # hi itself is excluded
+    preset: str | None = None  # "model": the value is a model preset id (or a spec file)
+
+    def bounds_text(self) -> str:
+        """The allowed range in words: '≥ 1', 'in [0, 1)', '≤ 8'; '' when unbounded."""
+        if self.lo is not None and self.hi is not None:
+            left, right = "(" if self.lo_open else "[", ")" if self.hi_open else "]"
+            return f"in {left}{self.lo:g}, {self.hi:g}{right}"
+        if self.lo is not None:
+            return f"{'>' if self.lo_open else '≥'} {self.lo:g}"
+        if self.hi is not None:
+            return f"{'<' if self.hi_open else '≤'} {self.hi:g}"
+        return ""
+
+    def coerce(self, owner: str, key: str, raw: Any) -> Any:
+        """`raw` (text from a command line or link, or a value) as this parameter's type, in
+        bounds; a one-line RooflensError naming the value otherwise."""
+        if raw is None:
+            return None
+        kind = self.type.__name__
+        if self.type is bool:
+            if isinstance(raw, bool):
+                return raw
+            word = str(raw).strip().lower()
+            if word not in BOOL_WORDS:
+                raise RooflensError(f"{owner}: {key}={raw!r} is not one of true/false/yes/no/1/0")
+            return BOOL_WORDS[word]
+        if isinstance(raw, bool) and self.type is not str:
+            raise RooflensError(f"{owner}: {key}={raw!r} is not a valid {kind}")
+        try:
+            value = self.type(raw)
+        except (TypeError, ValueError, OverflowError):
+            raise RooflensError(f"{owner}: {key}={raw!r} is not a valid {kind}") from None
+        if self.type is int and isinstance(raw, float) and value != raw:
+            raise RooflensError(f"{owner}: {key}={raw!r} is not a whole number")
+        if self.type is float and not math.isfinite(value):
+            raise RooflensError(f"{owner}: {key}={raw!r} must be a finite number")
+        if self.type in (int, float) and not self.in_bounds(value):
+            raise RooflensError(f"{owner}: {key} must be {self.bounds_text()}, got {value:g}")
+        return value
+
+    def in_bounds(self, value: float) -> bool:
+        if self.lo is not None and (value < self.lo or (self.lo_open and value == self.lo)):
+            return False
+        return not (
+            self.hi is not None and (value > self.hi or (self.hi_open and value == self.hi))
+        )
 
 
 class Optimization:
@@ -65,20 +126,8 @@ class Optimization:
         self.values: dict[str, Any] = {}
         for key, spec in self.params.items():
             raw = values.get(key, spec.default)
-            self.values[key] = self._coerce(key, raw, spec)
+            self.values[key] = spec.coerce(f"--opt {self.name}", key, raw)
         self.check()
-
-    def _coerce(self, key: str, raw: Any, spec: Param) -> Any:
-        if raw is None or isinstance(raw, spec.type):
-            return raw
-        try:
-            if spec.type is bool and isinstance(raw, str):
-                return raw.lower() in ("1", "true", "yes", "on")
-            return spec.type(raw)
-        except (TypeError, ValueError):
-            raise RooflensError(
-                f"--opt {self.name}: {key}={raw!r} is not a valid {spec.type.__name__}"
-            ) from None
 
     def check(self) -> None:
         """Validate parameter values; raise RooflensError with a one-line message."""

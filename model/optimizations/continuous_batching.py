@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from hardware.errors import RooflensError
 from model.optimizations.base import Optimization, Param
 from model.pricing import PricedOp
 from model.steps import Prediction, Step, StepPricer
@@ -63,12 +62,10 @@ class ContinuousBatching(Optimization):
     citation = "Yu et al. 2022 (OSDI), Orca: iteration-level scheduling; JAX scaling book"
     order = 90
     params: ClassVar[dict[str, Param]] = {
-        "spread": Param(float, 0.5, "output lengths uniform on O·(1 ± spread), 0..1"),
+        "spread": Param(
+            float, 0.5, "output lengths uniform on O·(1 ± spread), 0..1", lo=0, hi=1, hi_open=True
+        ),
     }
-
-    def check(self) -> None:
-        if not 0.0 <= self["spread"] < 1.0:
-            raise RooflensError("--opt continuous-batching: spread must be in [0, 1)")
 
     def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
         w, gpu = sc.workload, sc.gpu

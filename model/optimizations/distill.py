@@ -50,13 +50,18 @@ class Distill(Optimization):
     citation = "Hinton et al. 2015; Sanh et al. 2019 DistilBERT (40% fewer parameters)"
     order = 7  # spec transform, first
     params: ClassVar[dict[str, Param]] = {
-        "student": Param(str, "", "student model: preset id or spec file"),
-        "layers": Param(float, 1.0, "or: share of the teacher's layers the student keeps"),
+        "student": Param(str, "", "student model: preset id or spec file", preset="model"),
+        "layers": Param(
+            float,
+            1.0,
+            "or: share of the teacher's layers the student keeps",
+            lo=0,
+            lo_open=True,
+            hi=1,
+        ),
     }
 
     def check(self) -> None:
-        if not 0.0 < self["layers"] <= 1.0:
-            raise RooflensError("--opt distill: layers is a share of the teacher's, in (0, 1]")
         if self["student"] and self["layers"] != 1.0:
             raise RooflensError("--opt distill: give student=MODEL or layers=F, not both")
 

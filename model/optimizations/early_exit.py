@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
-from hardware.errors import RooflensError
 from model.dtypes import dtype_bytes
 from model.ops import Num, Op, gemm_op, weight_storage_bytes
 from model.optimizations.base import Optimization, Param
@@ -46,12 +45,15 @@ class EarlyExit(Optimization):
     citation = "Schuster et al. 2022 (NeurIPS), Confident Adaptive Language Modeling"
     order = 35
     params: ClassVar[dict[str, Param]] = {
-        "mean_layers": Param(float, 1.0, "average share of layers a generated token runs (F)"),
+        "mean_layers": Param(
+            float,
+            1.0,
+            "average share of layers a generated token runs (F)",
+            lo=0,
+            lo_open=True,
+            hi=1,
+        ),
     }
-
-    def check(self) -> None:
-        if not 0.0 < self["mean_layers"] <= 1.0:
-            raise RooflensError("--opt early-exit: mean_layers is a share of layers, in (0, 1]")
 
     def ops(self, ops: list[Op], sc: Scenario, step: Step) -> list[Op]:
         F = self["mean_layers"]

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from hardware.errors import RooflensError
 from model.ops import Num, Op, decode_splits, kv_positions, resplit_attention
 from model.optimizations.base import Optimization, Param
 from model.steps import Step
@@ -48,12 +47,10 @@ class FlashDecoding(Optimization):
     citation = "Dao, Haziza, Massa, Sizov 2023, Flash-Decoding for long-context inference"
     order = 32  # table transform, after eager-attention
     params: ClassVar[dict[str, Param]] = {
-        "splits": Param(int, 0, "KV splits per (sequence, KV head); 0 = enough to fill the SMs"),
+        "splits": Param(
+            int, 0, "KV splits per (sequence, KV head); 0 = enough to fill the SMs", lo=0
+        ),
     }
-
-    def check(self) -> None:
-        if self["splits"] < 0:
-            raise RooflensError(f"--opt flash-decoding: splits must be ≥ 0, got {self['splits']}")
 
     def ops(self, ops: list[Op], sc: Scenario, step: Step) -> list[Op]:
         if not self["splits"]:

@@ -59,12 +59,8 @@ class GQA(Optimization):
     citation = "Ainslie et al. 2023, GQA (arXiv:2305.13245)"
     order = 10  # spec transform
     params: ClassVar[dict[str, Param]] = {
-        "kv_heads": Param(int, 8, "KV heads N (must divide the query heads)"),
+        "kv_heads": Param(int, 8, "KV heads N (must divide the query heads)", lo=1),
     }
-
-    def check(self) -> None:
-        if self["kv_heads"] < 1:
-            raise RooflensError(f"--opt gqa: kv_heads must be ≥ 1, got {self['kv_heads']}")
 
     def scenario(self, sc: Scenario) -> Scenario:
         return with_kv_heads(sc, self["kv_heads"], self.label())

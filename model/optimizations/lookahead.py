@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from hardware.errors import RooflensError
 from model.ops import Num
 from model.optimizations._drafting import claim_decoding, price_verify, retime_with_timing
 from model.optimizations.base import Optimization, Param
@@ -55,17 +54,11 @@ class Lookahead(Optimization):
     citation = "Fu et al. 2024 (ICML), Break the Sequential Dependency of LLM Inference"
     order = 82
     params: ClassVar[dict[str, Param]] = {
-        "ngram": Param(int, 5, "n-gram size (N); 1 = off"),
-        "window": Param(int, 7, "lookahead window (W): parallel Jacobi guesses"),
-        "guesses": Param(int, 7, "candidate n-grams verified per step (G)"),
-        "alpha": Param(float, 0.2, "probability each guessed token is right (α), 0..1"),
+        "ngram": Param(int, 5, "n-gram size (N); 1 = off", lo=1),
+        "window": Param(int, 7, "lookahead window (W): parallel Jacobi guesses", lo=0),
+        "guesses": Param(int, 7, "candidate n-grams verified per step (G)", lo=0),
+        "alpha": Param(float, 0.2, "probability each guessed token is right (α), 0..1", lo=0, hi=1),
     }
-
-    def check(self) -> None:
-        if self["ngram"] < 1 or self["window"] < 0 or self["guesses"] < 0:
-            raise RooflensError("--opt lookahead: ngram ≥ 1, window ≥ 0 and guesses ≥ 0")
-        if not 0.0 <= self["alpha"] <= 1.0:
-            raise RooflensError("--opt lookahead: alpha must be in [0, 1]")
 
     @property
     def width(self) -> int:

@@ -48,16 +48,16 @@ class Medusa(Optimization):
     citation = "Cai et al. 2024 (ICML), Medusa: Simple LLM Inference Acceleration Framework"
     order = 81
     params: ClassVar[dict[str, Param]] = {
-        "heads": Param(int, 4, "extra decoding heads (H); 0 = off"),
-        "alpha": Param(float, 0.6, "acceptance probability of each head's guess (α), 0..1"),
-        "tree": Param(int, 0, "candidate tokens verified per step (W); 0 = H + 1 (one chain)"),
+        "heads": Param(int, 4, "extra decoding heads (H); 0 = off", lo=0),
+        "alpha": Param(
+            float, 0.6, "acceptance probability of each head's guess (α), 0..1", lo=0, hi=1
+        ),
+        "tree": Param(
+            int, 0, "candidate tokens verified per step (W); 0 = H + 1 (one chain)", lo=0
+        ),
     }
 
     def check(self) -> None:
-        if self["heads"] < 0 or self["tree"] < 0:
-            raise RooflensError("--opt medusa: heads and tree must be ≥ 0")
-        if not 0.0 <= self["alpha"] <= 1.0:
-            raise RooflensError("--opt medusa: alpha must be in [0, 1]")
         if self["heads"] and self["tree"] and self["tree"] < self["heads"] + 1:
             raise RooflensError("--opt medusa: tree must hold at least heads + 1 tokens")
 

@@ -68,16 +68,10 @@ class MoE(Optimization):
     citation = "Lepikhin 2021 GShard; Fedus 2022 Switch; Rajbhandari 2022 DeepSpeed-MoE"
     order = 40  # table transform on moe.experts and ep.* ops
     params: ClassVar[dict[str, Param]] = {
-        "capacity_factor": Param(float, 0.0, "expert capacity factor C (0 = dropless)"),
-        "imbalance": Param(float, 1.0, "busiest expert's load over the mean (I ≥ 1)"),
+        "capacity_factor": Param(float, 0.0, "expert capacity factor C (0 = dropless)", lo=0),
+        "imbalance": Param(float, 1.0, "busiest expert's load over the mean (I ≥ 1)", lo=1),
         "hierarchical": Param(bool, False, "hierarchical (intra-node first) EP all-to-all"),
     }
-
-    def check(self) -> None:
-        if self["capacity_factor"] < 0:
-            raise RooflensError("--opt moe: capacity_factor must be ≥ 0 (0 = dropless)")
-        if self["imbalance"] < 1:
-            raise RooflensError("--opt moe: imbalance is max/mean expert load, so ≥ 1")
 
     def scenario(self, sc: Scenario) -> Scenario:
         m = sc.model

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from hardware.errors import RooflensError
 from model.optimizations._timing import scalar_timing
 from model.optimizations.base import Optimization, Param
 from model.pricing import PricedOp
@@ -52,13 +51,9 @@ class Offload(Optimization):
     citation = "Sheng et al. 2023, FlexGen (arXiv:2303.06865) §4"
     order = 60  # after every table transform: the copy is of the final weight bytes
     params: ClassVar[dict[str, Param]] = {
-        "fraction": Param(float, 0.5, "share of the weights held in host memory, F"),
+        "fraction": Param(float, 0.5, "share of the weights held in host memory, F", lo=0, hi=1),
         "overlap": Param(bool, True, "prefetch the next layer while this one computes"),
     }
-
-    def check(self) -> None:
-        if not 0.0 <= self["fraction"] <= 1.0:
-            raise RooflensError("--opt offload: fraction must be in [0, 1]")
 
     def combine(self, gpu_s: Num, host_s: Num) -> Num:
         return np.maximum(gpu_s, host_s) if self["overlap"] else gpu_s + host_s

@@ -56,13 +56,9 @@ class PagedKV(Optimization):
     citation = "Kwon et al. 2023, vLLM/PagedAttention (SOSP'23) §4"
     order = 70  # KV layout: after every table transform (scales the prefill linearly)
     params: ClassVar[dict[str, Param]] = {
-        "block": Param(int, 16, "tokens per KV block (vLLM default 16)"),
-        "samples": Param(int, 1, "parallel samples per prompt sharing its KV blocks"),
+        "block": Param(int, 16, "tokens per KV block (vLLM default 16)", lo=1),
+        "samples": Param(int, 1, "parallel samples per prompt sharing its KV blocks", lo=1),
     }
-
-    def check(self) -> None:
-        if self["block"] < 1 or self["samples"] < 1:
-            raise RooflensError("--opt paged-kv: block and samples must be ≥ 1")
 
     def group(self, sc: Scenario) -> int:
         """Sequences sharing one prompt: `samples`, at most the batch."""
@@ -91,12 +87,8 @@ class ContiguousKV(Optimization):
     order = 70  # KV layout
     switches_off: ClassVar[str] = "paged KV cache"
     params: ClassVar[dict[str, Param]] = {
-        "max_len": Param(int, 0, "tokens reserved per request (0 = the model's max context)"),
+        "max_len": Param(int, 0, "tokens reserved per request (0 = the model's max context)", lo=0),
     }
-
-    def check(self) -> None:
-        if self["max_len"] < 0:
-            raise RooflensError("--opt contiguous-kv: max_len must be ≥ 0")
 
     def reserved_tokens(self, sc: Scenario) -> int:
         reserve = self["max_len"] or sc.model.max_context

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from hardware.errors import RooflensError
 from model.optimizations.base import Optimization, Param
 from model.pipeline_parallel import SETTING
 
@@ -25,12 +24,8 @@ class PPMicrobatches(Optimization):
     citation = "Huang et al. 2019 GPipe; Narayanan et al. 2021 Megatron-LM PP"
     order = 3
     params: ClassVar[dict[str, Param]] = {
-        "n": Param(int, 0, "micro-batches M (0 = min(pp, batch))"),
+        "n": Param(int, 0, "micro-batches M (0 = min(pp, batch))", lo=0),
     }
-
-    def check(self) -> None:
-        if self["n"] < 0:
-            raise RooflensError("--opt pp-microbatches: n must be ≥ 0 (0 = automatic)")
 
     def scenario(self, sc: Scenario) -> Scenario:
         if not self["n"]:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from hardware.errors import RooflensError
 from model.ops import Num
 from model.optimizations._swap import side_scenario
 from model.optimizations.base import Optimization, Param
@@ -41,13 +40,11 @@ class PromptCompression(Optimization):
     citation = "Jiang et al. 2023 (EMNLP), LLMLingua: Compressing Prompts for Accelerated Inference"
     order = 6  # workload transform, before spec and table transforms
     params: ClassVar[dict[str, Param]] = {
-        "ratio": Param(float, 1.0, "compression ratio R (prompt tokens in / out), ≥ 1"),
-        "compressor": Param(str, "", "small LM that scores tokens (preset id); empty = free"),
+        "ratio": Param(float, 1.0, "compression ratio R (prompt tokens in / out), ≥ 1", lo=1),
+        "compressor": Param(
+            str, "", "small LM that scores tokens (preset id); empty = free", preset="model"
+        ),
     }
-
-    def check(self) -> None:
-        if self["ratio"] < 1.0:
-            raise RooflensError("--opt prompt-compression: ratio is tokens in / out, ≥ 1")
 
     def prompt_tokens(self, tokens: Num) -> Num:
         """P' = ceil(P / R), on arrays too."""

@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
-from hardware.errors import RooflensError
 from model.optimizations._swap import with_model
 from model.optimizations.base import Optimization, Param
 from model.params import count_params
@@ -56,7 +55,7 @@ def pruned_spec(spec: ModelSpec, heads: float, ffn: float) -> ModelSpec:
         "d_ff_expert": round(spec.d_ff_expert * (1.0 - ffn)),
     }
     # model_copy skips the spec validators on purpose: head_dim·H' ≠ d_model after pruning.
-    return spec.model_copy(update=update)
+    return spec.model_copy(update=update, checked=False)
 
 
 class Prune(Optimization):
@@ -65,14 +64,13 @@ class Prune(Optimization):
     citation = "Michel et al. 2019; Ma et al. 2023 LLM-Pruner; Xia et al. 2024 Sheared LLaMA"
     order = 8  # spec transform, before table transforms
     params: ClassVar[dict[str, Param]] = {
-        "heads": Param(float, 0.0, "share of attention heads removed, 0..1"),
-        "ffn": Param(float, 0.0, "share of MLP intermediate channels removed, 0..1"),
+        "heads": Param(
+            float, 0.0, "share of attention heads removed, 0..1", lo=0, hi=1, hi_open=True
+        ),
+        "ffn": Param(
+            float, 0.0, "share of MLP intermediate channels removed, 0..1", lo=0, hi=1, hi_open=True
+        ),
     }
-
-    def check(self) -> None:
-        for key in ("heads", "ffn"):
-            if not 0.0 <= self[key] < 1.0:
-                raise RooflensError(f"--opt prune: {key} is a share removed, in [0, 1)")
 
     def scenario(self, sc: Scenario) -> Scenario:
         if not (self["heads"] or self["ffn"]):

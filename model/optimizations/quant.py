@@ -80,8 +80,10 @@ class Quant(Optimization):
     params: ClassVar[dict[str, Param]] = {
         "scheme": Param(str, "awq", f"none, {', '.join(SCHEMES)}"),
         "bits": Param(int, 0, "gptq/awq weight bits, 4 or 8 (0 = the scheme's)"),
-        "group": Param(int, -1, "weights per scale (0 = per channel, -1 = the scheme's)"),
-        "outlier_fraction": Param(float, 0.0015, "llm.int8: feature dims kept in fp16"),
+        "group": Param(int, -1, "weights per scale (0 = per channel, -1 = the scheme's)", lo=-1),
+        "outlier_fraction": Param(
+            float, 0.0015, "llm.int8: feature dims kept in fp16", lo=0, hi=1, hi_open=True
+        ),
     }
 
     def check(self) -> None:
@@ -92,12 +94,6 @@ class Quant(Optimization):
             )
         if self["bits"] not in (0, 4, 8) or (self["bits"] and scheme not in ("gptq", "awq")):
             raise RooflensError("--opt quant: bits=4 or 8, and only for scheme=gptq or awq")
-        if self["group"] < -1:
-            raise RooflensError(
-                f"--opt quant: group must be ≥ 0 (0 = per channel), not {self['group']}"
-            )
-        if not 0.0 <= self["outlier_fraction"] < 1.0:
-            raise RooflensError("--opt quant: outlier_fraction must be in [0, 1)")
 
     @property
     def scheme(self) -> Scheme | None:

@@ -34,13 +34,11 @@ class SlidingWindow(Optimization):
     citation = "Beltagy et al. 2020 Longformer; Xiao et al. 2024 StreamingLLM (sinks)"
     order = 14  # spec transform
     params: ClassVar[dict[str, Param]] = {
-        "window": Param(int, 4096, "recent positions attended, W (0 = off)"),
-        "sinks": Param(int, 0, "first tokens always attended, S (StreamingLLM uses 4)"),
+        "window": Param(int, 4096, "recent positions attended, W (0 = off)", lo=0),
+        "sinks": Param(int, 0, "first tokens always attended, S (StreamingLLM uses 4)", lo=0),
     }
 
     def check(self) -> None:
-        if self["window"] < 0 or self["sinks"] < 0:
-            raise RooflensError("--opt sliding-window: window and sinks must be ≥ 0")
         if self["sinks"] and not self["window"]:
             raise RooflensError("--opt sliding-window: sinks need a window > 0")
 

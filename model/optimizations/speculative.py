@@ -62,21 +62,17 @@ class Speculative(Optimization):
     )
     order = 80  # changes the step structure: after every table transform
     params: ClassVar[dict[str, Param]] = {
-        "draft": Param(str, "", "draft model: preset id or spec file (required when gamma > 0)"),
-        "gamma": Param(int, 4, "tokens the draft proposes per iteration (γ); 0 = off"),
-        "alpha": Param(float, 0.8, "probability each draft token is accepted (α), 0..1"),
-        "draft_tp": Param(int, 0, "tensor parallelism of the draft (0 = the target's)"),
+        "draft": Param(str, "", "draft model: preset id or spec file (required)", preset="model"),
+        "gamma": Param(int, 4, "tokens the draft proposes per iteration (γ)", lo=1),
+        "alpha": Param(
+            float, 0.8, "probability each draft token is accepted (α), 0..1", lo=0, hi=1
+        ),
+        "draft_tp": Param(int, 0, "tensor parallelism of the draft (0 = the target's)", lo=0),
     }
 
     def check(self) -> None:
-        if self["gamma"] < 0:
-            raise RooflensError("--opt speculative: gamma must be ≥ 0")
-        if not 0.0 <= self["alpha"] <= 1.0:
-            raise RooflensError("--opt speculative: alpha must be in [0, 1]")
-        if self["gamma"] > 0 and not self["draft"]:
+        if not self["draft"]:
             raise RooflensError("--opt speculative: give the draft model, e.g. draft=llama-2-7b")
-        if self["draft_tp"] < 0:
-            raise RooflensError("--opt speculative: draft_tp must be ≥ 0")
 
     @property
     def active(self) -> bool:

@@ -9,14 +9,21 @@ from typing import Any
 
 from rich.console import Console
 
+from model.cli_args import non_negative, non_negative_number, positive, positive_number, whole
+
 EXIT_DOES_NOT_FIT = 3  # as cli.py: nothing feasible, like a model that does not fit
 
 
 def add_plan_parser(sub: Any) -> None:
+    from model.planner.request import MAX_SIM_REQUESTS
+
+    sim_requests = whole(0, MAX_SIM_REQUESTS, "fewer simulated requests keep memory under ~2 GB")
     p = sub.add_parser("plan", help="capacity plan: cheapest GPUs meeting a load and its SLOs")
     p.add_argument("--model", required=True, help="preset id or spec file")
     p.add_argument("--gpus", default="all", help="GPU ids, comma-separated, or 'all' (default)")
-    p.add_argument("--rate", type=float, help="request arrival rate, requests/s (or --trace)")
+    p.add_argument(
+        "--rate", type=positive_number, help="request arrival rate, requests/s (or --trace)"
+    )
     p.add_argument(
         "--trace",
         metavar="FILE",
@@ -24,13 +31,17 @@ def add_plan_parser(sub: Any) -> None:
         "[, prefix_id, prefix_len], replayed in place of --rate and the lengths",
     )
     p.add_argument("--prompt-len", help="N (default 512), lognormal:mean=N,p99=M or file:PATH")
-    p.add_argument("--prompt-len-p99", type=float, help="with --prompt-len N: lognormal p99")
+    p.add_argument(
+        "--prompt-len-p99", type=positive_number, help="with --prompt-len N: lognormal p99"
+    )
     p.add_argument("--output-len", help="N (default 128), lognormal:mean=N,p99=M or file:PATH")
-    p.add_argument("--output-len-p99", type=float, help="with --output-len N: lognormal p99")
-    p.add_argument("--ttft-slo", type=float, help="p99 time to first token target, s")
-    p.add_argument("--tpot-slo", type=float, help="p99 time per output token target, s")
-    p.add_argument("--ttft-slo-mean", type=float, help="mean TTFT target, s")
-    p.add_argument("--tpot-slo-mean", type=float, help="mean TPOT target, s")
+    p.add_argument(
+        "--output-len-p99", type=positive_number, help="with --output-len N: lognormal p99"
+    )
+    p.add_argument("--ttft-slo", type=positive_number, help="p99 time to first token target, s")
+    p.add_argument("--tpot-slo", type=positive_number, help="p99 time per output token target, s")
+    p.add_argument("--ttft-slo-mean", type=positive_number, help="mean TTFT target, s")
+    p.add_argument("--tpot-slo-mean", type=positive_number, help="mean TPOT target, s")
     p.add_argument("--tp", default="1,2,4,8", help="tensor-parallel degrees (default 1,2,4,8)")
     p.add_argument("--pp", default="1", help="pipeline-parallel degrees (default 1)")
     p.add_argument("--ep", default="1", help="expert-parallel degrees (default 1)")
@@ -38,23 +49,30 @@ def add_plan_parser(sub: Any) -> None:
     p.add_argument("--kv-dtypes", default="bf16,fp8", help="default bf16,fp8")
     p.add_argument("--max-batch", help="batch caps to try (default 1..1024)")
     p.add_argument("--modes", default="colocated,chunked,disaggregated", help="schedulers")
-    p.add_argument("--max-gpus", type=int, default=64, help="GPUs at most (default 64)")
-    p.add_argument("--chunk", type=int, default=2048, help="chunked-prefill token budget")
+    p.add_argument("--max-gpus", type=positive, default=64, help="GPUs at most (default 64)")
+    p.add_argument("--chunk", type=positive, default=2048, help="chunked-prefill token budget")
     p.add_argument("--profile", default="calibrated", choices=("ideal", "calibrated"))
     p.add_argument("--opt", action="append", default=[], metavar="NAME[:k=v,...]")
     p.add_argument("--sweep-opt", action="append", default=[], help="tried on and off")
     p.add_argument("--price", action="append", default=[], metavar="GPU=USD", help="per GPU-hour")
     p.add_argument("--prices", help="YAML/JSON file of GPU: USD per GPU-hour")
     p.add_argument("--serving-profile", metavar="FILE", help="validate serve --fit output")
-    p.add_argument("--prefix-hit-rate", type=float, help="share of prompt tokens cached, 0-1")
+    p.add_argument(
+        "--prefix-hit-rate", type=non_negative_number, help="share of prompt tokens cached, 0-1"
+    )
     p.add_argument("--kv-offload", default="none", choices=("none", "host", "nvme"),
                    help="where the prefix cache lives below HBM (default none)")  # fmt: skip
     p.add_argument("--prefill-gpus", help="mixed pairs: GPUs for prefill replicas")
     p.add_argument("--decode-gpus", help="mixed pairs: GPUs for decode replicas")
     p.add_argument("--objective", default="cost", choices=("cost", "goodput-per-dollar"),
                    help="recommend the cheapest, or the most goodput per dollar")  # fmt: skip
-    p.add_argument("--sim-requests", type=int, default=2000, help="0 = no simulation")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--sim-requests",
+        type=sim_requests,
+        default=2000,
+        help=f"0 = no simulation; at most {MAX_SIM_REQUESTS:,} (~2 GB)",
+    )
+    p.add_argument("--seed", type=non_negative, default=0)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output")
     out.add_argument("--md", action="store_true", help="markdown report on stdout")
@@ -64,10 +82,14 @@ def add_plan_parser(sub: Any) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from model.io import atomic_write_csv, atomic_write_text, to_json
+    from model.io import atomic_write_csv, atomic_write_text, check_writable, to_json
     from model.planner import report
     from model.planner.plan import plan
     from model.planner.request import build_request
+
+    for path, what in ((args.csv, "--csv"), (args.html, "--html")):
+        if path:
+            check_writable(path, what)  # before the sweep, not after it
 
     space, workload = build_request(
         model=args.model, gpus=args.gpus, rate=args.rate, prompt_len=args.prompt_len,

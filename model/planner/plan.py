@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hardware.errors import RooflensError
 from model.energy import energy
 from model.planner.check import MAX_SIMULATIONS, RANK, check_by_simulation, verify
 from model.planner.curves import Group
@@ -23,6 +24,7 @@ from model.planner.explain import describe, explain_infeasible, explain_recommen
 from model.planner.grid import goodput, goodput_of, per_dollar_key
 from model.planner.mixed import evaluate_pair, prefill_group
 from model.planner.pareto import pareto_mask
+from model.planner.request import check_simulation
 from model.planner.serving import LengthStats
 from model.planner.space import SweepSpace
 from model.planner.sweep import SweepResult, group_of, records, run_sweep
@@ -133,8 +135,12 @@ def plan(
     explain: bool = True,
 ) -> Plan:
     """Sweep, recommend, simulate and explain. simulate_requests=0 skips the simulation."""
+    check_simulation(simulate_requests, seed)  # before the sweep: memory and seed (request.py)
     start = time.perf_counter()
     sweep = run_sweep(space, workload, progress)
+    if not sweep.n_configs and sweep.skipped:  # every group refused: a slip in the sweep space
+        reasons = "; ".join(f"{why} ({n}×)" for why, n in sweep.skipped.items())
+        raise RooflensError(f"no configuration of the sweep could be priced: {reasons}")
     feasible = sweep.feasible
     by_goodput = space.objective == "goodput-per-dollar"
     rec = best_goodput_per_dollar(feasible) if by_goodput else cheapest(feasible)

@@ -4,6 +4,7 @@ rows, the dashboard headline; model/energy.py adds electricity on top)."""
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,8 @@ def _positive(gpu: str, value: Any) -> float:
         usd = float(value)
     except (TypeError, ValueError):
         raise RooflensError(f"price for {gpu}: '{value}' is not a number of USD per hour") from None
-    if not usd > 0:
-        raise RooflensError(f"price for {gpu} must be > 0 USD per hour, got {usd}")
+    if not (usd > 0 and math.isfinite(usd)):
+        raise RooflensError(f"price for {gpu} must be a finite number > 0 USD per hour, got {usd}")
     return usd
 
 

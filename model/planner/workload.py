@@ -18,13 +18,14 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hardware.errors import RooflensError, validation_message
+from hardware.presets import check_readable
 from model.planner.trace import RequestTrace
 
 Z99 = NormalDist().inv_cdf(0.99)  # 2.3263
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class LengthDist(_Frozen):
@@ -104,6 +105,8 @@ class LengthDist(_Frozen):
         """`512` (fixed), `512` with p99 (lognormal), `lognormal:mean=512,p99=2048`, or
         `file:PATH` (one length per line, or a CSV whose first column holds lengths)."""
         text = text.strip()
+        if p99 is not None and text.startswith(("file:", "lognormal:")):
+            raise RooflensError(f"a separate p99 goes with a plain mean length N, not '{text}'")
         try:
             if text.startswith("file:"):
                 return cls(kind="empirical", samples=_read_lengths(Path(text[5:])))
@@ -112,11 +115,15 @@ class LengthDist(_Frozen):
                 return cls(kind="lognormal", mean_tokens=float(kv["mean"]),
                            p99_tokens=float(kv["p99"]))  # fmt: skip
             value = float(text)
-            if p99 is not None and p99 > value:
+            if p99 is not None:  # p99 ≤ mean or NaN is an error, not a fixed length
+                if not p99 > value:
+                    raise RooflensError(f"length '{text}': p99 {p99:g} must be above the mean")
                 return cls(kind="lognormal", mean_tokens=value, p99_tokens=p99)
             return cls(kind="fixed", mean_tokens=value)
         except ValidationError as exc:
             raise RooflensError(validation_message(exc, f"length '{text}'")) from None
+        except RooflensError:
+            raise
         except (KeyError, ValueError):
             raise RooflensError(
                 f"cannot read length '{text}': use N, lognormal:mean=N,p99=M or file:PATH"
@@ -124,10 +131,15 @@ class LengthDist(_Frozen):
 
 
 def _read_lengths(path: Path) -> tuple[int, ...]:
+    check_readable(path)  # a server (the dashboard) reads only uploads: hardware/presets.py
     if not path.is_file():
         raise RooflensError(f"length file not found: {path}")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RooflensError(f"cannot read lengths from {path} ({type(exc).__name__})") from None
     values = []
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         head = line.split(",")[0].strip()
         if head.replace(".", "", 1).isdigit():
             values.append(round(float(head)))

@@ -113,7 +113,10 @@ def test_unknown_link_in_a_file_suggests_close_matches(tmp_path: Path) -> None:
     [
         ({"gpu": "h100-sxm", "gpus_per_node": 0, "intra_node": "nvlink4"}, "gpus_per_node"),
         ({"gpu": "h100-sxm", "gpus_per_node": 8}, "intra_node"),
-        ({"gpu": "h100-sxm", "gpus_per_node": 8, "intra_node": "pcie4", "nodes": 2}, "nodes"),
+        (
+            {"gpu": "h100-sxm", "gpus_per_node": 8, "intra_node": "pcie4", "nodes": 2},
+            "1 field it does not know",
+        ),
     ],
 )
 def test_invalid_system_file_names_the_field_in_one_line(

@@ -99,11 +99,8 @@ def test_memory_never_decreases_with_batch_or_context(
 @given(st.data(), st.sampled_from([1, 2, 4, 8]))
 def test_kv_bytes_scale_with_kv_heads(data: st.DataObject, kv: int) -> None:
     spec = data.draw(specs(kv_heads=8))
-    fewer = spec.model_copy(
-        update={"n_kv_heads": kv, "attention": {8: "mha", 1: "mqa"}.get(kv, "gqa")}
-    )
-    if fewer.attention == "mha":
-        fewer = fewer.model_copy(update={"attention": "gqa" if kv < spec.n_heads else "mha"})
+    attention = "mqa" if kv == 1 else "mha" if kv == spec.n_heads else "gqa"
+    fewer = spec.model_copy(update={"n_kv_heads": kv, "attention": attention})
     full = kv_bytes_per_token(make_scenario(spec, "h100-sxm", output_len=1))
     part = kv_bytes_per_token(make_scenario(fewer, "h100-sxm", output_len=1))
     assert part * 8 == full * kv

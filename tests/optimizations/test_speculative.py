@@ -46,10 +46,10 @@ def test_leviathan_speedup_e10() -> None:
     assert leviathan_speedup(0.8, 0, 0.05) == pytest.approx(1.0)
 
 
-def test_gamma_zero_is_the_identity() -> None:
-    sc = scenario(batch=4)
-    base, off = run(sc), run(sc, [spec(gamma=0)])
-    assert off.to_dict() == base.to_dict()
+def test_gamma_zero_is_rejected() -> None:
+    # γ = 0 drafts nothing: a stack that names speculative decoding must use it (issue 15)
+    with pytest.raises(RooflensError, match="gamma must be ≥ 1, got 0"):
+        spec(gamma=0)
 
 
 def test_priced_speedup_matches_e10_at_batch_1() -> None:

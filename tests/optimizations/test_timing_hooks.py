@@ -83,7 +83,7 @@ def test_prompt_tokens_hook_is_the_scenario_transform() -> None:
 def test_neutral_timing_is_the_identity() -> None:
     t = grid_timing([], np.array([1.0, 4.0]))
     for opt in [Optimization(), parse_opt("medusa:heads=0"), parse_opt("offload:fraction=0"),
-                parse_opt("lookahead:ngram=1"), parse_opt("speculative:gamma=0")]:  # fmt: skip
+                parse_opt("lookahead:ngram=1")]:  # fmt: skip
         assert opt.timing(t, scenario(), make_pipeline(scenario())) is t
 
 

@@ -1,0 +1,39 @@
+"""The planner's input checks (issue 16 §4-5): the up-front size estimate is the count the sweep
+really prices, over-large sweeps and simulations are refused before any work, and the Python
+route (what the dashboard calls) refuses what the CLI refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from hardware.errors import RooflensError
+from model.planner.plan import plan
+from model.planner.request import MAX_CONFIGS, build_request, estimated_configs
+from model.planner.sweep import run_sweep
+
+REQUEST = dict(model="llama-3-8b", gpus="h100-sxm,a100-sxm-80gb", rate=4.0, prompt_len="512",
+               output_len="128", tp="1,2", max_gpus=6, max_batch="8,64")  # fmt: skip
+
+
+def test_the_estimate_is_the_count_the_sweep_prices() -> None:
+    space, workload = build_request(**REQUEST)  # type: ignore[arg-type]
+    assert estimated_configs(space) == run_sweep(space, workload).n_configs
+    # by hand: 2 GPUs × 2 TP × 4 dtype pairs; R = 6 (TP1) or 3 (TP2) replicas; 2 caps;
+    # colocated and chunked R each, disaggregated R(R−1)/2 splits
+    per_tp = {6: 2 * (6 + 6 + 15), 3: 2 * (3 + 3 + 3)}
+    assert estimated_configs(space) == 2 * 4 * (per_tp[6] + per_tp[3])
+
+
+def test_a_sweep_too_big_is_refused_with_how_to_narrow_it() -> None:
+    request = {**REQUEST, "gpus": "all", "tp": "1,2,4,8", "max_gpus": 512, "max_batch": None}
+    with pytest.raises(RooflensError, match="narrow it") as info:
+        build_request(**request)  # type: ignore[arg-type]
+    count = int(str(info.value).split("about ")[1].split(" ")[0].replace(",", ""))
+    assert count > MAX_CONFIGS
+
+
+@pytest.mark.parametrize(("requests", "seed"), [(-5, 0), (100_000_000, 0), (10, -1)])
+def test_the_python_route_refuses_what_the_cli_refuses(requests: int, seed: int) -> None:
+    space, workload = build_request(**REQUEST)  # type: ignore[arg-type]
+    with pytest.raises(RooflensError):
+        plan(space, workload, simulate_requests=requests, seed=seed)

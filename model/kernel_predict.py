@@ -130,8 +130,8 @@ class _Group:
             bad |= np.isfinite(values) & (values != np.round(values))
         if bad.any():
             first = int(np.argmax(bad))
-            raise RooflensError(f"row {self.g.index[first]}: {name} must be a whole number in "
-                                f"1..{MAX_SIZE:,} for op {self.op}, "
+            raise RooflensError(f"row {self.g.index[first]}: {name} must be a positive whole "
+                                f"number ≤ {MAX_SIZE:,} for op {self.op}, "
                                 f"got {self.g[name].iloc[first]!r}")  # fmt: skip
         return values
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from model.cli_args import non_negative, non_negative_number, positive, positive_number, whole
+from model.cli_args import finite_number, non_negative, positive, positive_number, whole
 
 EXIT_DOES_NOT_FIT = 3  # as cli.py: nothing feasible, like a model that does not fit
 
@@ -58,7 +58,7 @@ def add_plan_parser(sub: Any) -> None:
     p.add_argument("--prices", help="YAML/JSON file of GPU: USD per GPU-hour")
     p.add_argument("--serving-profile", metavar="FILE", help="validate serve --fit output")
     p.add_argument(
-        "--prefix-hit-rate", type=non_negative_number, help="share of prompt tokens cached, 0-1"
+        "--prefix-hit-rate", type=finite_number, help="share of prompt tokens cached, 0-1"
     )
     p.add_argument("--kv-offload", default="none", choices=("none", "host", "nvme"),
                    help="where the prefix cache lives below HBM (default none)")  # fmt: skip

@@ -55,7 +55,8 @@ def test_a_preset_idle_figure_replaces_the_default_fraction() -> None:
     assert energy(run(make_scenario("qwen3-8b", "h100-sxm"))).idle_w == pytest.approx(
         IDLE_FRACTION_OF_TDP * gpu.tdp_watts  # type: ignore[operator]
     )
-    measured = gpu.model_copy(update={"idle_watts": 100.0})
+    sources = {**gpu.sources, "idle_watts": "measured idle board power (test)"}
+    measured = gpu.model_copy(update={"idle_watts": 100.0, "sources": sources})
     sc = make_scenario("qwen3-8b", "h100-sxm")
     sc = sc.model_copy(update={"system": sc.system.model_copy(update={"gpu": measured})})
     assert energy(run(sc)).idle_w == 100.0

@@ -144,4 +144,6 @@ def test_a_prefix_cache_shortens_the_replayed_ttft(tmp_path: Path) -> None:
         d = replace(DEPLOYMENT, prefix_hit_rate=hit)
         c = deployment_curves(d, r.input_lens, r.output_lens)
         runs.append(predicted(CurveCosts(c), r, "chunked", 256, 2048, None, None))
-    assert runs[1]["ttft_p50_s"] < 0.8 * runs[0]["ttft_p50_s"]
+    # a 50 % hit removes half the prefill tokens: TTFT falls, but by at most half (the per-step
+    # floors and the first step's other work stay)
+    assert 0.5 * runs[0]["ttft_p50_s"] < runs[1]["ttft_p50_s"] < 0.95 * runs[0]["ttft_p50_s"]

@@ -232,6 +232,9 @@ def add_validate_parsers(sub: argparse._SubParsersAction) -> None:
             q.add_argument("-o", "--output", default="artifacts/validation",
                            help="folder for report.html and summary.csv")  # fmt: skip
         q.set_defaults(handler=handler)
+    from validate.e2e.cli import add_e2e_parser  # `validate e2e`: the whole model (issue 12)
+
+    add_e2e_parser(vsub)
 
     p = sub.add_parser("calibrate", help="fit calibration profiles; measure this CPU")
     csub = p.add_subparsers(dest="calibrate_command", required=True)

@@ -1,0 +1,161 @@
+"""Measuring one scenario's steps: wall time, per-operator attribution, the host's launch cost.
+
+- Timing: CUDA events around each call on a GPU (after a warm-up), `time.perf_counter` on the
+  CPU; the median and the 20th/80th percentiles over repeats, as the results store keeps them.
+- CUDA graphs: on a GPU the decode step is captured once (warmed up on a side stream first, as
+  PyTorch's CUDA-graph recipe asks) and replayed, as fast servers run it (vLLM, SGLang,
+  TensorRT-LLM). Data-dependent steps (MoE expert loops) cannot be captured and run eagerly.
+- Attribution: one profiled run with the decoder's operator scopes on (`torch.profiler`). Each
+  op's time is what ran beneath its scope: the kernels its CPU ops launched on a GPU, their self
+  CPU time on the CPU. Python between ops, gaps and launch latency belong to no scope: they are
+  what the measured step time leaves over (`unattributed`).
+- Host launch cost: the same decoder at tiny width (compute ≈ 0), eager, timed per operator
+  row of its operator table: this machine's per-launch host cost for model/host.py.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from validate.e2e.decoder import Decoder
+
+Step = Callable[[], object]
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_s: float
+    q20_s: float
+    q80_s: float
+    repeats: int
+
+
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_step(step: Step, device: str, repeats: int, warmup: int = 1) -> Timing:
+    """Median and 20/80 % quantiles of `repeats` calls (CUDA events on a GPU)."""
+    for _ in range(warmup):
+        step()
+    synchronize(device)
+    samples = []
+    for _ in range(repeats):
+        if device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            step()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) * 1e-3)
+        else:
+            t0 = time.perf_counter()
+            step()
+            samples.append(time.perf_counter() - t0)
+    q20, median, q80 = np.quantile(samples, [0.2, 0.5, 0.8])
+    return Timing(float(median), float(q20), float(q80), repeats)
+
+
+def cuda_graph(step: Step) -> Step:
+    """The step captured in a CUDA graph: returns its replay (static inputs inside `step`)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):  # warm up allocations and lazy inits outside the capture
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
+def attribute(step: Step, device: str, names: Iterable[str], runs: int = 3) -> dict[str, float]:
+    """Seconds per call beneath each named scope (see the module docstring): the median over
+    `runs` separately profiled calls, so one call slowed by a noisy neighbour does not count."""
+    from torch.profiler import ProfilerActivity, profile
+
+    wanted = set(names)
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    step()
+    synchronize(device)
+    per_run = []
+    for _ in range(runs):
+        with profile(activities=activities) as prof:
+            step()
+            synchronize(device)
+        per_run.append(_scope_times(prof.events(), wanted, device))
+    return {name: float(np.median([r[name] for r in per_run])) for name in wanted}
+
+
+def _scope_times(events: Iterable[object], wanted: set[str], device: str) -> dict[str, float]:
+    from torch.autograd import DeviceType
+
+    totals = dict.fromkeys(wanted, 0.0)
+    for evt in events:
+        if (
+            getattr(evt, "device_type", None) != DeviceType.CPU
+            or getattr(evt, "name", "") in wanted
+        ):
+            continue  # device rows come through their CPU op; a scope's own time is Python
+        scope = _scope_of(evt, wanted)
+        if scope is None:
+            continue
+        if device == "cuda":  # the kernels this CPU op launched (its children count their own)
+            totals[scope] += sum(k.duration for k in evt.kernels) * 1e-6  # type: ignore[attr-defined]
+        else:
+            totals[scope] += evt.self_cpu_time_total * 1e-6  # type: ignore[attr-defined]
+    return totals
+
+
+def _scope_of(evt: object, wanted: set[str]) -> str | None:
+    parent = getattr(evt, "cpu_parent", None)
+    while parent is not None:
+        if parent.name in wanted:
+            return str(parent.name)
+        parent = parent.cpu_parent
+    return None
+
+
+def measure_launch_s(spec_like: Decoder, device: str, repeats: int = 30) -> tuple[float, int]:
+    """(seconds per operator row, rows) of an eager decode step of a tiny copy of the decoder.
+
+    The copy keeps the layout (family, norms, MLP, MoE) at width 64, 2 layers and vocabulary 64,
+    so its kernels do almost no work and the step time is the host issuing them.
+    """
+    from model.api import make_scenario
+    from model.host import launches
+    from model.ops import build_ops
+
+    m = spec_like.ctx.spec
+    kv = {"mha": 4, "mqa": 1}.get(m.attention, 2)  # keeps the attention kind (GQA: 4 / 2)
+    tiny = m.model_copy(update={"n_layers": 2, "d_model": 64, "n_heads": 4, "n_kv_heads": kv,
+                                "head_dim": 16, "d_ff": 64, "vocab_size": 64,
+                                "d_ff_expert": 64 if m.is_moe else 0, "first_dense_layers": 0,
+                                "max_position_embeddings": 64 if m.max_position_embeddings else 0,
+                                "sliding_window": 0, "max_context": 64})  # fmt: skip
+    dtype = spec_like.embed.weight.dtype
+    model = Decoder(tiny, batch=1, capacity=16, dtype=dtype, device=device,
+                    backend=spec_like.ctx.backend).init_weights()  # fmt: skip
+    prompt = torch.randint(0, 64, (1, 8), device=device)
+    token = torch.randint(0, 64, (1, 1), device=device)
+    with torch.inference_mode():
+        model(prompt, 0)
+
+        def step() -> None:
+            model(token, 8)
+            synchronize(device)
+
+        timing = time_step(step, device="cpu", repeats=repeats, warmup=3)  # host wall time
+    sc = make_scenario(tiny, "h100-sxm", batch=1, prompt_len=8, output_len=1, act_dtype="fp32",
+                       weight_dtype="fp32")  # fmt: skip
+    rows = launches(build_ops(sc, "decode", 1.0, 1.0, 9.0))
+    return timing.median_s / rows, rows

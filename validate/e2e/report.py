@@ -1,0 +1,83 @@
+"""`validate e2e` output: a rich table per scenario, the results-store frame, the error summary.
+
+Error = predicted / measured − 1, as everywhere in validate/. Times shown in ms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from rich.table import Table
+
+STEP_NAMES = {"prefill": "TTFT (prefill)", "decode": "TPOT (decode step)"}
+
+
+def error(predicted: float | None, measured: float | None) -> float | None:
+    if predicted is None or measured is None or measured <= 0:
+        return None
+    return predicted / measured - 1.0
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value * 1e3:.4g}"
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:+.1f} %"
+
+
+def scenario_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """One scenario (a batch and context): its prefill and decode rows side by side."""
+    by_phase = {r["phase"]: r for r in rows}
+    t = Table(title=title, title_justify="left", header_style="bold")
+    t.add_column("operator")
+    for phase in by_phase:
+        for what in ("predicted (ms)", "measured (ms)", "error"):
+            t.add_column(f"{phase} {what}", justify="right")
+    totals = []
+    for r in by_phase.values():
+        spread = f" [{r['measured_q20_s'] * 1e3:.3g}–{r['measured_q80_s'] * 1e3:.3g}]"
+        totals += [_ms(r["predicted_s"]), _ms(r["measured_s"]) + spread,
+                   _pct(error(r["predicted_s"], r["measured_s"]))]  # fmt: skip
+    t.add_row("[bold]TTFT / TPOT[/bold]", *totals, end_section=True)
+    names = list(dict.fromkeys(op["name"] for r in by_phase.values() for op in r["ops"]))
+    for name in names:
+        cells = []
+        for r in by_phase.values():
+            op = next((o for o in r["ops"] if o["name"] == name), None)
+            p, m = (op["predicted_s"], op["measured_s"]) if op else (None, None)
+            cells += [_ms(p), _ms(m), _pct(error(p, m))]
+        label = "unattributed (host, gaps)" if name == "unattributed" else name
+        t.add_row(label, *cells)
+    return t
+
+
+def results_frame(rows: list[dict[str, Any]], meta: dict[str, Any]) -> pd.DataFrame:
+    """One line per (scenario, phase, operator), the step itself as op `total`."""
+    lines = []
+    for r in rows:
+        base = {**meta, "mode": r["mode"], "batch": r["batch"], "context": r["context"],
+                "phase": r["phase"]}  # fmt: skip
+        lines.append({**base, "op": "total", "predicted_s": r["predicted_s"],
+                      "measured_s": r["measured_s"], "q20_s": r["measured_q20_s"],
+                      "q80_s": r["measured_q80_s"]})  # fmt: skip
+        for op in r["ops"]:
+            measured = {"measured_s": op["measured_s"], "q20_s": None, "q80_s": None}
+            lines.append({**base, "op": op["name"], "predicted_s": op["predicted_s"], **measured})
+    frame = pd.DataFrame(lines)
+    frame["error"] = frame["predicted_s"] / frame["measured_s"] - 1.0
+    return frame
+
+
+def median_step_error(rows: list[dict[str, Any]]) -> float:
+    """Median |predicted / measured − 1| over the TTFT and TPOT rows."""
+    errors = [abs(e) for r in rows if (e := error(r["predicted_s"], r["measured_s"])) is not None]
+    return float(np.median(errors)) if errors else float("nan")
+
+
+def json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    keys = ("phase", "batch", "context", "predicted_s", "measured_s", "measured_q20_s",
+            "measured_q80_s", "mode", "ops")  # fmt: skip
+    return [{k: r[k] for k in keys} for r in rows]

@@ -94,8 +94,9 @@ def test_triton_backend_and_cuda_graph_match_torch_on_a_gpu(dtype):
     tokens = torch.randint(0, spec.vocab_size, (2, 9), device="cuda")
     out = {}
     for name, backend in (("torch", None), ("triton", TritonBackend())):
-        model = Decoder(spec, batch=2, capacity=16, dtype=dtype, device="cuda",
-                        backend=backend).init_weights()  # fmt: skip
+        model = Decoder(
+            spec, batch=2, capacity=16, dtype=dtype, device="cuda", backend=backend
+        ).init_weights()
         with torch.inference_mode():
             model(tokens[:, :8], 0)
             eager = model(tokens[:, 8:], 8).clone()

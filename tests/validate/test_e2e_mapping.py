@@ -50,12 +50,22 @@ def test_attribution_puts_time_under_each_scope_and_not_more_than_the_step():
     spec = shrink("llama-3-8b", d_model=128, head_dim=32, d_ff=256)
     model = Decoder(spec, batch=1, capacity=65).init_weights()
     prompt = torch.randint(0, 97, (1, 64))
-    names = ["embed", "norm.attn", "attn.qkv_proj", "attn.rope", "attn.core", "attn.o_proj",
-             "norm.mlp", "mlp.up_gate", "mlp.act", "mlp.down", "norm.final", "lm_head"]  # fmt: skip
+    names = [
+        "embed",
+        "norm.attn",
+        "attn.qkv_proj",
+        "attn.rope",
+        "attn.core",
+        "attn.o_proj",
+        "norm.mlp",
+        "mlp.up_gate",
+        "mlp.act",
+        "mlp.down",
+        "norm.final",
+        "lm_head",
+    ]
     with torch.inference_mode():
-        model.scopes.on = True
-        times = attribute(lambda: model(prompt, 0), "cpu", names, runs=3)
-        model.scopes.on = False
+        times = attribute(lambda: model(prompt, 0), model.scopes, "cpu", names, runs=3)
     assert set(times) == set(names) and all(t > 0 for t in times.values())
     # the GEMM of 64×128×512 outweighs the 64-row embedding gather
     assert times["mlp.up_gate"] > times["embed"]
@@ -78,3 +88,24 @@ def test_layers_scale_per_layer_ops_and_keep_embed_and_lm_head_whole():
     assert row["measured_s"] == pytest.approx(12.0 * full / 10.0)
     assert row["measured_s"] == pytest.approx(sum(ops.values()))  # the parts add up
     assert next(o for o in row["ops"] if o["name"] == UNATTRIBUTED)["predicted_s"] == 0.5
+
+
+def test_profiler_events_land_under_their_operator_scope():
+    """The GPU route (torch.profiler events walked up to their scope), checked on CPU events."""
+    from torch.profiler import profile
+
+    from validate.e2e.measure import _scope_times
+
+    spec = shrink("llama-3-8b", d_model=128, head_dim=32, d_ff=256)
+    model = Decoder(spec, batch=1, capacity=33).init_weights()
+    prompt = torch.randint(0, 97, (1, 32))
+    names = {"attn.qkv_proj", "mlp.up_gate", "mlp.down", "lm_head", "norm.attn"}
+    with torch.inference_mode():
+        model.scopes.on = True
+        with profile() as prof:
+            model(prompt, 0)
+        model.scopes.on = False
+    times = _scope_times(prof.events(), names, "cpu")
+    assert all(times[n] > 0 for n in names)
+    scope_total = sum(e.cpu_time_total for e in prof.events() if e.name in names) * 1e-6
+    assert sum(times.values()) <= scope_total  # what runs beneath a scope, never more

@@ -97,8 +97,10 @@ def make_backend(impl: str, device: str) -> TorchBackend:
     if impl != "triton":
         raise RooflensError(f"--impl must be one of {', '.join(IMPLS)}, got '{impl}'")
     if device != "cuda":
-        raise RooflensError("--impl triton runs the kernels of kernels/ on a CUDA GPU: use "
-                            "--device cuda, or --impl torch on the CPU")  # fmt: skip
+        raise RooflensError(
+            "--impl triton runs the kernels of kernels/ on a CUDA GPU: use "
+            "--device cuda, or --impl torch on the CPU"
+        )
     try:
         import triton  # noqa: F401
     except ImportError:

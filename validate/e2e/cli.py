@@ -5,8 +5,10 @@
         [--compile] [--layers N] [--json] [-o results.csv]
 
 On a GPU the prediction uses the GPU's preset (from the CUDA device name, or --gpu) and the
-calibrated profile; on the CPU the spec `rooflens calibrate cpu` measured (measured first when
-there is none) and the ideal profile, which on a measured spec is already calibrated.
+calibrated profile. On the CPU it uses the spec `rooflens calibrate cpu` writes, re-measured at
+the start of the run (a few seconds) so the roofs are this session's, as DESIGN.md asks of
+measurements: a shared machine's bandwidth moves with its neighbours' load (--stored-spec
+reuses the stored one), with the ideal profile, which on a measured spec is already calibrated.
 """
 
 from __future__ import annotations
@@ -79,8 +81,8 @@ def cmd_e2e(args: argparse.Namespace) -> int:
     if args.device == "cpu":
         from validate.cpu import load_cpu_spec, measure_cpu, save_cpu_spec, spec_path
 
-        if not spec_path(root).is_file():
-            save_cpu_spec(measure_cpu(args.threads), root)
+        if not (args.stored_spec and spec_path(root).is_file()):  # this session's roofs
+            save_cpu_spec(measure_cpu(args.threads, quick=True), root)
         load_cpu_spec(root)
         torch.set_num_threads(args.threads)
         gpu_ref, profile, device_id, overhead = str(spec_path(root)), "ideal", "cpu", 0.0
@@ -91,8 +93,18 @@ def cmd_e2e(args: argparse.Namespace) -> int:
         profile, device_id, overhead = "calibrated", gpu_ref, DEFAULT_OVERHEAD_BYTES
     setup = RunSetup(spec, gpu_ref, profile, dtype, EAGER_LAUNCH_S, args.device == "cuda")
     repeats = (args.repeats or 5, 4 * (args.repeats or 5))
-    cfg = RunConfig(setup, args.device, batches, contexts, layers, _free_bytes(args.device),
-                    args.impl, args.compile, repeats, overhead)  # fmt: skip
+    cfg = RunConfig(
+        setup,
+        args.device,
+        batches,
+        contexts,
+        layers,
+        _free_bytes(args.device),
+        args.impl,
+        args.compile,
+        repeats,
+        overhead,
+    )
     progress = None if args.json else _console().print
     rows = run(cfg, progress)
     _output(args, rows, cfg, device_id, root)
@@ -111,9 +123,16 @@ def _output(args: argparse.Namespace, rows: list, cfg, device_id: str, root: Pat
     from validate.store import PROVENANCE_COLUMNS, device_provenance, run_name, write_results
 
     s = cfg.setup
-    meta = {"model": s.spec.id, "gpu": s.gpu_ref, "profile": s.profile, "impl": args.impl,
-            "dtype": s.dtype, "layers_run": cfg.layers, "n_layers": s.spec.n_layers,
-            "per_launch_s": s.per_launch_s}  # fmt: skip
+    meta = {
+        "model": s.spec.id,
+        "gpu": s.gpu_ref,
+        "profile": s.profile,
+        "impl": args.impl,
+        "dtype": s.dtype,
+        "layers_run": cfg.layers,
+        "n_layers": s.spec.n_layers,
+        "per_launch_s": s.per_launch_s,
+    }
     frame = results_frame(rows, meta)
     provenance = device_provenance(args.device)
     path = write_results(frame, device_id, run_name("e2e"), provenance, root / "e2e")
@@ -124,18 +143,25 @@ def _output(args: argparse.Namespace, rows: list, cfg, device_id: str, root: Pat
         print(json.dumps(json_rows(rows), indent=2))
         return
     console = _console()
-    depth = f"{cfg.layers} of {s.spec.n_layers} layers, scaled" if cfg.layers < s.spec.n_layers \
-        else f"{s.spec.n_layers} layers"  # fmt: skip
+    depth = (
+        f"{cfg.layers} of {s.spec.n_layers} layers, scaled"
+        if cfg.layers < s.spec.n_layers
+        else f"{s.spec.n_layers} layers"
+    )
     for batch in cfg.batches:
         for context in cfg.contexts:
             group = [r for r in rows if r["batch"] == batch and r["context"] == context]
-            title = (f"{s.spec.id} on {provenance['device_name']} ({s.profile} {s.gpu_ref}): "
-                     f"batch {batch}, context {context}, {s.dtype}, {args.impl}, "
-                     f"decode {group[-1]['mode']}, {depth}")  # fmt: skip
+            title = (
+                f"{s.spec.id} on {provenance['device_name']} ({s.profile} {s.gpu_ref}): "
+                f"batch {batch}, context {context}, {s.dtype}, {args.impl}, "
+                f"decode {group[-1]['mode']}, {depth}"
+            )
             console.print(scenario_table(group, title))
-    console.print(f"host cost per launch: {s.per_launch_s * 1e6:.1f} µs (measured on a tiny "
-                  f"eager copy); median |error| of TTFT and TPOT: "
-                  f"{median_step_error(rows) * 100:.1f} %; wrote {path}")  # fmt: skip
+    console.print(
+        f"host cost per launch: {s.per_launch_s * 1e6:.1f} µs (measured on a tiny "
+        f"eager copy); median |error| of TTFT and TPOT: "
+        f"{median_step_error(rows) * 100:.1f} %; wrote {path}"
+    )
 
 
 def add_e2e_parser(vsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -151,10 +177,16 @@ def add_e2e_parser(vsub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     e.add_argument("--dtype", help="fp32, bf16 or fp16 (default bf16 on cuda, fp32 on cpu)")
     e.add_argument("--impl", default="torch", help="torch, or triton (kernels/, GPU only)")
     e.add_argument("--compile", action="store_true", help="torch.compile the forward")
-    e.add_argument("--layers", type=int, default=0,
-                   help="run N layers, scale per-layer time to the full depth")  # fmt: skip
+    e.add_argument(
+        "--layers", type=int, default=0, help="run N layers, scale per-layer time to the full depth"
+    )
     e.add_argument("--repeats", type=int, default=0, help="timed prefills (decode: 4x; default 5)")
     e.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
+    e.add_argument(
+        "--stored-spec",
+        action="store_true",
+        help="CPU: use the stored `calibrate cpu` spec instead of re-measuring",
+    )
     e.add_argument("--json", action="store_true")
     e.add_argument("-o", "--output", help="also write the results CSV here")
     e.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")

@@ -16,32 +16,20 @@ and MoE with a top-k softmax router (Mixtral). Not MLA or ALiBi. The KV cache is
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
-
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.profiler import record_function
 
 from hardware.errors import RooflensError
 from model.params import norms_per_block
 from model.spec import ModelSpec
 from validate.e2e.backend import TorchBackend
+from validate.e2e.scopes import Scopes
 
 ACTIVATIONS = {"silu": F.silu, "gelu": F.gelu, "relu": F.relu}
 NORM_EPS = 1e-5
 ROPE_THETA = 10000.0  # RoFormer (Su et al. 2021); the base does not change the cost
 INIT_STD = 0.02  # GPT-2's initializer_range: keeps random activations finite in bf16
-
-
-class Scopes:
-    """record_function scopes named after the prediction's operators, on while profiling."""
-
-    def __init__(self) -> None:
-        self.on = False
-
-    def __call__(self, name: str) -> AbstractContextManager[object]:
-        return record_function(name) if self.on else nullcontext()
 
 
 class Ctx:
@@ -219,14 +207,24 @@ class Decoder(nn.Module):
     """`n_layers` (default: the spec's) decoder layers for `batch` sequences of up to
     `capacity` positions. Call `init_weights()` for random weights (parameters start empty)."""
 
-    def __init__(self, spec: ModelSpec, *, n_layers: int | None = None, batch: int = 1,
-                 capacity: int = 2048, dtype: torch.dtype = torch.float32, device: str = "cpu",
-                 backend: TorchBackend | None = None):  # fmt: skip
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        n_layers: int | None = None,
+        batch: int = 1,
+        capacity: int = 2048,
+        dtype: torch.dtype = torch.float32,
+        device: str = "cpu",
+        backend: TorchBackend | None = None,
+    ):
         super().__init__()
         check_supported(spec)
         if spec.positional == "learned" and capacity > spec.max_position_embeddings:
-            raise RooflensError(f"{spec.id} has {spec.max_position_embeddings} learned positions; "
-                                f"{capacity} were asked for: use a shorter --context")  # fmt: skip
+            raise RooflensError(
+                f"{spec.id} has {spec.max_position_embeddings} learned positions; "
+                f"{capacity} were asked for: use a shorter --context"
+            )
         self.ctx = ctx = Ctx(spec, backend or TorchBackend(), dtype, device)
         D, V = spec.d_model, spec.vocab_size
         self.embed = nn.Embedding(V, D, **ctx.kw)  # type: ignore[arg-type]
@@ -284,8 +282,10 @@ class Decoder(nn.Module):
 def check_supported(spec: ModelSpec) -> None:
     """One-line errors for what this decoder does not build."""
     if spec.attention == "mla":
-        raise RooflensError(f"{spec.id} uses MLA attention, which `validate e2e` does not build "
-                            "yet: pick a MHA/GQA/MQA model")  # fmt: skip
+        raise RooflensError(
+            f"{spec.id} uses MLA attention, which `validate e2e` does not build "
+            "yet: pick a MHA/GQA/MQA model"
+        )
     if spec.positional == "alibi":
         raise RooflensError(f"{spec.id} uses ALiBi positions, which `validate e2e` does not build")
     if spec.activation not in ACTIVATIONS:

@@ -1,14 +1,20 @@
 """Measuring one scenario's steps: wall time, per-operator attribution, the host's launch cost.
 
-- Timing: CUDA events around each call on a GPU (after a warm-up), `time.perf_counter` on the
-  CPU; the median and the 20th/80th percentiles over repeats, as the results store keeps them.
+- Timing: CUDA events around each call on a GPU (after a warm-up); on the CPU the calling
+  thread's CPU clock (`time.thread_time`) when torch runs on one thread, else `perf_counter`.
+  The thread clock leaves out the time slices a shared machine's scheduler gives to other
+  processes, which make wall time swing by 2-10x on a loaded 2-core box; with one torch thread
+  every kernel runs on the calling thread, so nothing of the step is missed. The median and the
+  20th/80th percentiles over repeats, as the results store keeps them.
 - CUDA graphs: on a GPU the decode step is captured once (warmed up on a side stream first, as
   PyTorch's CUDA-graph recipe asks) and replayed, as fast servers run it (vLLM, SGLang,
   TensorRT-LLM). Data-dependent steps (MoE expert loops) cannot be captured and run eagerly.
-- Attribution: one profiled run with the decoder's operator scopes on (`torch.profiler`). Each
-  op's time is what ran beneath its scope: the kernels its CPU ops launched on a GPU, their self
-  CPU time on the CPU. Python between ops, gaps and launch latency belong to no scope: they are
-  what the measured step time leaves over (`unattributed`).
+- Attribution: on a GPU, `torch.profiler` runs with the decoder's operator scopes on, and each
+  op's time is the device time of the kernels its CPU ops launched beneath its scope. On the CPU
+  (whose profiler timestamps are wall clock) each scope reads the thread CPU clock instead, so
+  an op's time is its kernels plus the dispatch inside it. The median over a few calls. Python
+  between scopes, gaps and launch latency belong to no op: they are what the measured step time
+  leaves over (`unattributed`).
 - Host launch cost: the same decoder at tiny width (compute ≈ 0), eager, timed per operator
   row of its operator table: this machine's per-launch host cost for model/host.py.
 """
@@ -23,6 +29,7 @@ import numpy as np
 import torch
 
 from validate.e2e.decoder import Decoder
+from validate.e2e.scopes import Scopes
 
 Step = Callable[[], object]
 
@@ -46,6 +53,7 @@ def time_step(step: Step, device: str, repeats: int, warmup: int = 1) -> Timing:
         step()
     synchronize(device)
     samples = []
+    clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
     for _ in range(repeats):
         if device == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -55,9 +63,9 @@ def time_step(step: Step, device: str, repeats: int, warmup: int = 1) -> Timing:
             end.synchronize()
             samples.append(start.elapsed_time(end) * 1e-3)
         else:
-            t0 = time.perf_counter()
+            t0 = clock()
             step()
-            samples.append(time.perf_counter() - t0)
+            samples.append(clock() - t0)
     q20, median, q80 = np.quantile(samples, [0.2, 0.5, 0.8])
     return Timing(float(median), float(q20), float(q80), repeats)
 
@@ -76,24 +84,39 @@ def cuda_graph(step: Step) -> Step:
     return graph.replay
 
 
-def attribute(step: Step, device: str, names: Iterable[str], runs: int = 3) -> dict[str, float]:
+def attribute(
+    step: Step, scopes: Scopes, device: str, names: Iterable[str], runs: int = 5
+) -> dict[str, float]:
     """Seconds per call beneath each named scope (see the module docstring): the median over
-    `runs` separately profiled calls, so one call slowed by a noisy neighbour does not count."""
-    from torch.profiler import ProfilerActivity, profile
-
+    `runs` separately measured calls, so one call slowed by a noisy neighbour does not count."""
     wanted = set(names)
-    activities = [ProfilerActivity.CPU]
-    if device == "cuda":
-        activities.append(ProfilerActivity.CUDA)
     step()
     synchronize(device)
     per_run = []
     for _ in range(runs):
-        with profile(activities=activities) as prof:
+        if device == "cuda":
+            per_run.append(_profiled(step, scopes, wanted))
+            continue
+        scopes.clock = {}
+        try:
             step()
-            synchronize(device)
-        per_run.append(_scope_times(prof.events(), wanted, device))
+            per_run.append({name: scopes.clock.get(name, 0.0) for name in wanted})
+        finally:
+            scopes.clock = None
     return {name: float(np.median([r[name] for r in per_run])) for name in wanted}
+
+
+def _profiled(step: Step, scopes: Scopes, wanted: set[str]) -> dict[str, float]:
+    from torch.profiler import ProfilerActivity, profile
+
+    scopes.on = True
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            step()
+            synchronize("cuda")
+    finally:
+        scopes.on = False
+    return _scope_times(prof.events(), wanted, "cuda")
 
 
 def _scope_times(events: Iterable[object], wanted: set[str], device: str) -> dict[str, float]:
@@ -137,14 +160,26 @@ def measure_launch_s(spec_like: Decoder, device: str, repeats: int = 30) -> tupl
 
     m = spec_like.ctx.spec
     kv = {"mha": 4, "mqa": 1}.get(m.attention, 2)  # keeps the attention kind (GQA: 4 / 2)
-    tiny = m.model_copy(update={"n_layers": 2, "d_model": 64, "n_heads": 4, "n_kv_heads": kv,
-                                "head_dim": 16, "d_ff": 64, "vocab_size": 64,
-                                "d_ff_expert": 64 if m.is_moe else 0, "first_dense_layers": 0,
-                                "max_position_embeddings": 64 if m.max_position_embeddings else 0,
-                                "sliding_window": 0, "max_context": 64})  # fmt: skip
+    tiny = m.model_copy(
+        update={
+            "n_layers": 2,
+            "d_model": 64,
+            "n_heads": 4,
+            "n_kv_heads": kv,
+            "head_dim": 16,
+            "d_ff": 64,
+            "vocab_size": 64,
+            "d_ff_expert": 64 if m.is_moe else 0,
+            "first_dense_layers": 0,
+            "max_position_embeddings": 64 if m.max_position_embeddings else 0,
+            "sliding_window": 0,
+            "max_context": 64,
+        }
+    )
     dtype = spec_like.embed.weight.dtype
-    model = Decoder(tiny, batch=1, capacity=16, dtype=dtype, device=device,
-                    backend=spec_like.ctx.backend).init_weights()  # fmt: skip
+    model = Decoder(
+        tiny, batch=1, capacity=16, dtype=dtype, device=device, backend=spec_like.ctx.backend
+    ).init_weights()
     prompt = torch.randint(0, 64, (1, 8), device=device)
     token = torch.randint(0, 64, (1, 1), device=device)
     with torch.inference_mode():
@@ -155,7 +190,8 @@ def measure_launch_s(spec_like: Decoder, device: str, repeats: int = 30) -> tupl
             synchronize(device)
 
         timing = time_step(step, device="cpu", repeats=repeats, warmup=3)  # host wall time
-    sc = make_scenario(tiny, "h100-sxm", batch=1, prompt_len=8, output_len=1, act_dtype="fp32",
-                       weight_dtype="fp32")  # fmt: skip
+    sc = make_scenario(
+        tiny, "h100-sxm", batch=1, prompt_len=8, output_len=1, act_dtype="fp32", weight_dtype="fp32"
+    )
     rows = launches(build_ops(sc, "decode", 1.0, 1.0, 9.0))
     return timing.median_s / rows, rows

@@ -50,9 +50,16 @@ def predict_phase(
     setup: RunSetup, phase: str, batch: int, context: int, graphed: bool
 ) -> PhasePrediction:
     """Predicted time of one prefill (phase 'prefill') or one decode step ('decode')."""
-    sc = make_scenario(_runnable(setup.spec, context), setup.gpu_ref, batch=batch,
-                       prompt_len=context, output_len=1, weight_dtype=setup.dtype,
-                       act_dtype=setup.dtype, profile=setup.profile)  # fmt: skip
+    sc = make_scenario(
+        _runnable(setup.spec, context),
+        setup.gpu_ref,
+        batch=batch,
+        prompt_len=context,
+        output_len=1,
+        weight_dtype=setup.dtype,
+        act_dtype=setup.dtype,
+        profile=setup.profile,
+    )
     pipeline = make_pipeline(sc)
     B, P = float(batch), float(context)
     step = Step("prefill", B, P, P) if phase == "prefill" else Step("decode", B, 1.0, P + 1.0)
@@ -74,20 +81,35 @@ def _runnable(spec: ModelSpec, context: int) -> ModelSpec:
     return spec.model_copy(update={"max_context": context + 1})
 
 
-def memory_needed_bytes(setup: RunSetup, batch: int, context: int, layers: int,
-                        overhead_bytes: float) -> float:  # fmt: skip
+def memory_needed_bytes(
+    setup: RunSetup, batch: int, context: int, layers: int, overhead_bytes: float
+) -> float:
     """Bytes the run takes with `layers` decoder layers (model/memory.py)."""
     m = setup.spec
     update = {"n_layers": layers, "first_dense_layers": min(m.first_dense_layers, layers - 1)}
     spec = _runnable(m, context).model_copy(update=update)
-    sc = make_scenario(spec, setup.gpu_ref, batch=batch, prompt_len=context, output_len=2,
-                       weight_dtype=setup.dtype, act_dtype=setup.dtype,
-                       overhead_bytes=overhead_bytes)  # fmt: skip
+    sc = make_scenario(
+        spec,
+        setup.gpu_ref,
+        batch=batch,
+        prompt_len=context,
+        output_len=2,
+        weight_dtype=setup.dtype,
+        act_dtype=setup.dtype,
+        overhead_bytes=overhead_bytes,
+    )
     return make_pipeline(sc).memory().total_bytes
 
 
-def check_memory(setup: RunSetup, batch: int, context: int, layers: int, free_bytes: float,
-                 where: str, overhead_bytes: float = DEFAULT_OVERHEAD_BYTES) -> float:  # fmt: skip
+def check_memory(
+    setup: RunSetup,
+    batch: int,
+    context: int,
+    layers: int,
+    free_bytes: float,
+    where: str,
+    overhead_bytes: float = DEFAULT_OVERHEAD_BYTES,
+) -> float:
     """The bytes the run needs; a one-line RooflensError when they exceed `free_bytes`."""
     need = memory_needed_bytes(setup, batch, context, layers, overhead_bytes)
     if need <= free_bytes:
@@ -98,9 +120,11 @@ def check_memory(setup: RunSetup, batch: int, context: int, layers: int, free_by
         if memory_needed_bytes(setup, batch, context, n, overhead_bytes) <= free_bytes
     ]
     hint = f"use --layers {fits[0]}" if fits else "use a smaller --batch or --context"
-    raise RooflensError(f"{setup.spec.id} with {layers} layers at batch {batch}, context "
-                        f"{context} needs {need / 1e9:.1f} GB but {where} has "
-                        f"{free_bytes / 1e9:.1f} GB free: {hint}")  # fmt: skip
+    raise RooflensError(
+        f"{setup.spec.id} with {layers} layers at batch {batch}, context "
+        f"{context} needs {need / 1e9:.1f} GB but {where} has "
+        f"{free_bytes / 1e9:.1f} GB free: {hint}"
+    )
 
 
 def _halvings(layers: int) -> list[int]:

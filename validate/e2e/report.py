@@ -5,6 +5,7 @@ Error = predicted / measured − 1, as everywhere in validate/. Times shown in m
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,8 +40,11 @@ def scenario_table(rows: list[dict[str, Any]], title: str) -> Table:
     totals = []
     for r in by_phase.values():
         spread = f" [{r['measured_q20_s'] * 1e3:.3g}–{r['measured_q80_s'] * 1e3:.3g}]"
-        totals += [_ms(r["predicted_s"]), _ms(r["measured_s"]) + spread,
-                   _pct(error(r["predicted_s"], r["measured_s"]))]  # fmt: skip
+        totals += [
+            _ms(r["predicted_s"]),
+            _ms(r["measured_s"]) + spread,
+            _pct(error(r["predicted_s"], r["measured_s"])),
+        ]
     t.add_row("[bold]TTFT / TPOT[/bold]", *totals, end_section=True)
     names = list(dict.fromkeys(op["name"] for r in by_phase.values() for op in r["ops"]))
     for name in names:
@@ -58,11 +62,23 @@ def results_frame(rows: list[dict[str, Any]], meta: dict[str, Any]) -> pd.DataFr
     """One line per (scenario, phase, operator), the step itself as op `total`."""
     lines = []
     for r in rows:
-        base = {**meta, "mode": r["mode"], "batch": r["batch"], "context": r["context"],
-                "phase": r["phase"]}  # fmt: skip
-        lines.append({**base, "op": "total", "predicted_s": r["predicted_s"],
-                      "measured_s": r["measured_s"], "q20_s": r["measured_q20_s"],
-                      "q80_s": r["measured_q80_s"]})  # fmt: skip
+        base = {
+            **meta,
+            "mode": r["mode"],
+            "batch": r["batch"],
+            "context": r["context"],
+            "phase": r["phase"],
+        }
+        lines.append(
+            {
+                **base,
+                "op": "total",
+                "predicted_s": r["predicted_s"],
+                "measured_s": r["measured_s"],
+                "q20_s": r["measured_q20_s"],
+                "q80_s": r["measured_q80_s"],
+            }
+        )
         for op in r["ops"]:
             measured = {"measured_s": op["measured_s"], "q20_s": None, "q80_s": None}
             lines.append({**base, "op": op["name"], "predicted_s": op["predicted_s"], **measured})
@@ -78,6 +94,26 @@ def median_step_error(rows: list[dict[str, Any]]) -> float:
 
 
 def json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    keys = ("phase", "batch", "context", "predicted_s", "measured_s", "measured_q20_s",
-            "measured_q80_s", "mode", "ops")  # fmt: skip
+    keys = (
+        "phase",
+        "batch",
+        "context",
+        "predicted_s",
+        "measured_s",
+        "measured_q20_s",
+        "measured_q80_s",
+        "mode",
+        "ops",
+    )
     return [{k: r[k] for k in keys} for r in rows]
+
+
+def load_e2e(root: Path | None = None) -> pd.DataFrame:
+    """Every stored `validate e2e` run (`<results>/e2e/<device>/<run>.csv`), with `device` and
+    `run` columns; an empty frame when there is none."""
+    from validate.store import RESULTS_DIR
+
+    folder = (root or RESULTS_DIR) / "e2e"
+    files = sorted(folder.glob("*/*.csv")) if folder.is_dir() else []
+    frames = [pd.read_csv(f).assign(device=f.parent.name, run=f.stem) for f in files]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -50,12 +50,19 @@ def run(cfg: RunConfig, progress: Callable[[str], None] | None = None) -> list[d
     capacity = max(cfg.contexts) + 1
     where = "this GPU" if cfg.device == "cuda" else "this machine"
     for batch in cfg.batches:
-        check_memory(cfg.setup, batch, capacity - 1, cfg.layers, cfg.free_bytes, where,
-                     cfg.overhead_bytes)  # fmt: skip
+        check_memory(
+            cfg.setup, batch, capacity - 1, cfg.layers, cfg.free_bytes, where, cfg.overhead_bytes
+        )
     for batch in cfg.batches:
-        decoder = Decoder(cfg.setup.spec, n_layers=cfg.layers, batch=batch, capacity=capacity,
-                          dtype=TORCH_DTYPES[cfg.setup.dtype], device=cfg.device,
-                          backend=backend).init_weights()  # fmt: skip
+        decoder = Decoder(
+            cfg.setup.spec,
+            n_layers=cfg.layers,
+            batch=batch,
+            capacity=capacity,
+            dtype=TORCH_DTYPES[cfg.setup.dtype],
+            device=cfg.device,
+            backend=backend,
+        ).init_weights()
         if not rows:  # the host's per-launch cost, once per run, on this decoder's layout
             per_launch_s, _ = measure_launch_s(decoder, cfg.device)
             cfg.setup = replace(cfg.setup, per_launch_s=per_launch_s)
@@ -100,19 +107,22 @@ def _scenario(cfg: RunConfig, decoder: Decoder, batch: int, context: int) -> lis
             eager = eager_steps[phase]  # profiled without graph or compiler: scopes intact
             predicted = predict_phase(cfg.setup, phase, batch, context, in_graph)
             names = [n for n in predicted.ops if n != HOST_OP]
-            decoder.scopes.on = True
-            try:
-                measured_ops = attribute(eager, device, names)
-            finally:
-                decoder.scopes.on = False
+            measured_ops = attribute(eager, decoder.scopes, device, names)
             row = _row(cfg, phase, batch, context, timing, predicted, measured_ops)
             row["mode"] = "compiled" if cfg.compile else ("cuda graph" if in_graph else "eager")
             rows.append(row)
     return rows
 
 
-def _row(cfg: RunConfig, phase: str, batch: int, context: int, timing: Any, predicted: Any,
-         measured_ops: dict[str, float]) -> dict[str, Any]:  # fmt: skip
+def _row(
+    cfg: RunConfig,
+    phase: str,
+    batch: int,
+    context: int,
+    timing: Any,
+    predicted: Any,
+    measured_ops: dict[str, float],
+) -> dict[str, Any]:
     factor = cfg.setup.spec.n_layers / cfg.layers
     whole = sum(s for n, s in measured_ops.items() if n in WHOLE_OPS)
     layer = sum(s for n, s in measured_ops.items() if n not in WHOLE_OPS)
@@ -121,13 +131,23 @@ def _row(cfg: RunConfig, phase: str, batch: int, context: int, timing: Any, pred
     # compiled kernels fuse operators: only the totals compare, per operator the scopes do not
     per_op = not cfg.compile
     ops = [
-        {"name": name, "predicted_s": predicted.ops[name],
-         "measured_s": (measured_ops[name] * (1.0 if name in WHOLE_OPS else factor))
-         if per_op else None}
-        for name in predicted.ops if name != HOST_OP
-    ]  # fmt: skip
-    ops.append({"name": UNATTRIBUTED, "predicted_s": predicted.ops[HOST_OP],
-                "measured_s": rest * scale if per_op else None})  # fmt: skip
+        {
+            "name": name,
+            "predicted_s": predicted.ops[name],
+            "measured_s": (measured_ops[name] * (1.0 if name in WHOLE_OPS else factor))
+            if per_op
+            else None,
+        }
+        for name in predicted.ops
+        if name != HOST_OP
+    ]
+    ops.append(
+        {
+            "name": UNATTRIBUTED,
+            "predicted_s": predicted.ops[HOST_OP],
+            "measured_s": rest * scale if per_op else None,
+        }
+    )
     return {
         "phase": phase,
         "batch": batch,

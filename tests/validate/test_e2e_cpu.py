@@ -5,6 +5,7 @@ band a noisy shared 2-core machine still meets; then the command's one-line refu
 from __future__ import annotations
 
 import json
+import time
 import sys
 from itertools import product
 from pathlib import Path
@@ -42,7 +43,7 @@ OPS = {
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("results")
-    save_cpu_spec(measure_cpu(threads=1, quick=True), root)
+    save_cpu_spec(measure_cpu(threads=1, quick=True, clock=time.thread_time), root)
     return root
 
 
@@ -105,7 +106,7 @@ def test_tiny_model_on_this_cpu_stays_in_the_band(store, tmp_path, capsys):
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(store, capsys, args, message):
-    assert _run(*args, "--results", str(store)) == 2
+    assert _run(*args, "--stored-spec", "--results", str(store)) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
 

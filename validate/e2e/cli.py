@@ -5,16 +5,20 @@
         [--compile] [--layers N] [--json] [-o results.csv]
 
 On a GPU the prediction uses the GPU's preset (from the CUDA device name, or --gpu) and the
-calibrated profile. On the CPU it uses the spec `rooflens calibrate cpu` writes, re-measured at
-the start of the run (a few seconds) so the roofs are this session's, as DESIGN.md asks of
-measurements: a shared machine's bandwidth moves with its neighbours' load (--stored-spec
-reuses the stored one), with the ideal profile, which on a measured spec is already calibrated.
+calibrated profile. On the CPU it uses the spec `rooflens calibrate cpu` measures
+(validate/cpu.py), re-measured at the start of the run (a few seconds) so the roofs are this
+session's, as DESIGN.md asks, and timed on the clock the steps are timed with (the thread's CPU
+clock with one thread, measure.py): on a loaded machine wall time is a share of the cores, and
+the bandwidth a wall clock sees drops 3x with it. It is kept under <results>/e2e/cpu/spec.yaml;
+--stored-spec uses `calibrate cpu`'s own instead. The profile is `ideal`, which on a measured
+spec is already calibrated.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 
 from hardware.errors import RooflensError
@@ -63,6 +67,7 @@ def cmd_e2e(args: argparse.Namespace) -> int:
     from model.host import EAGER_LAUNCH_S
     from model.presets import get_model
     from model.scenario import DEFAULT_OVERHEAD_BYTES
+    from validate.e2e.backend import make_backend
     from validate.e2e.decoder import check_supported
     from validate.e2e.predict import RunSetup
     from validate.e2e.run import TORCH_DTYPES, RunConfig, run
@@ -77,15 +82,18 @@ def cmd_e2e(args: argparse.Namespace) -> int:
     if dtype not in TORCH_DTYPES:
         raise RooflensError(f"--dtype must be one of {', '.join(TORCH_DTYPES)}, got '{dtype}'")
     torch = _torch(args.device)
+    make_backend(args.impl, args.device)  # refuse --impl triton without a GPU before measuring
     root = Path(args.results)
     if args.device == "cpu":
         from validate.cpu import load_cpu_spec, measure_cpu, save_cpu_spec, spec_path
 
-        if not (args.stored_spec and spec_path(root).is_file()):  # this session's roofs
-            save_cpu_spec(measure_cpu(args.threads, quick=True), root)
-        load_cpu_spec(root)
+        spec_root = root if args.stored_spec else root / "e2e"
+        if not args.stored_spec:  # this session's roofs, on the clock the steps are timed with
+            clock = time.thread_time if args.threads == 1 else time.perf_counter
+            save_cpu_spec(measure_cpu(args.threads, quick=True, clock=clock), spec_root)
+        load_cpu_spec(spec_root)
         torch.set_num_threads(args.threads)
-        gpu_ref, profile, device_id, overhead = str(spec_path(root)), "ideal", "cpu", 0.0
+        gpu_ref, profile, device_id, overhead = str(spec_path(spec_root)), "ideal", "cpu", 0.0
     else:
         from validate.runner import gpu_preset_for
 
@@ -114,7 +122,7 @@ def cmd_e2e(args: argparse.Namespace) -> int:
 def _console():  # type: ignore[no-untyped-def]
     from rich.console import Console
 
-    return Console(width=200)
+    return Console(width=130)
 
 
 def _output(args: argparse.Namespace, rows: list, cfg, device_id: str, root: Path) -> None:  # type: ignore[no-untyped-def,type-arg]
@@ -148,20 +156,29 @@ def _output(args: argparse.Namespace, rows: list, cfg, device_id: str, root: Pat
         if cfg.layers < s.spec.n_layers
         else f"{s.spec.n_layers} layers"
     )
+    ref = _shown(Path(s.gpu_ref)) if args.device == "cpu" else s.gpu_ref
     for batch in cfg.batches:
         for context in cfg.contexts:
             group = [r for r in rows if r["batch"] == batch and r["context"] == context]
             title = (
-                f"{s.spec.id} on {provenance['device_name']} ({s.profile} {s.gpu_ref}): "
-                f"batch {batch}, context {context}, {s.dtype}, {args.impl}, "
-                f"decode {group[-1]['mode']}, {depth}"
+                f"{s.spec.id} · batch {batch}, context {context} · {s.dtype}, {args.impl}, "
+                f"decode {group[-1]['mode']} · {depth}"
             )
             console.print(scenario_table(group, title))
     console.print(
-        f"host cost per launch: {s.per_launch_s * 1e6:.1f} µs (measured on a tiny "
-        f"eager copy); median |error| of TTFT and TPOT: "
-        f"{median_step_error(rows) * 100:.1f} %; wrote {path}"
+        f"measured on {provenance['device_name']}; predicted for {ref} ({s.profile} profile); "
+        f"host cost per launch {s.per_launch_s * 1e6:.1f} µs (a tiny eager copy, timed here)\n"
+        f"median |predicted / measured − 1| of TTFT and TPOT: {median_step_error(rows) * 100:.1f} %"
     )
+    console.print(f"wrote {_shown(path)}")
+
+
+def _shown(path: Path) -> str:
+    """The path relative to the working directory when it lies below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def add_e2e_parser(vsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

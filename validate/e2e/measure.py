@@ -32,6 +32,7 @@ from validate.e2e.decoder import Decoder
 from validate.e2e.scopes import Scopes
 
 Step = Callable[[], object]
+Clock = Callable[[], float]
 
 
 @dataclass(frozen=True)
@@ -47,13 +48,17 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def time_step(step: Step, device: str, repeats: int, warmup: int = 1) -> Timing:
-    """Median and 20/80 % quantiles of `repeats` calls (CUDA events on a GPU)."""
+def time_step(
+    step: Step, device: str, repeats: int, warmup: int = 1, clock: Clock | None = None
+) -> Timing:
+    """Median and 20/80 % quantiles of `repeats` calls (CUDA events on a GPU; on the CPU
+    `clock`, by default the thread clock with one torch thread, else perf_counter)."""
     for _ in range(warmup):
         step()
     synchronize(device)
     samples = []
-    clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
+    if clock is None:
+        clock = time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
     for _ in range(repeats):
         if device == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -182,6 +187,9 @@ def measure_launch_s(spec_like: Decoder, device: str, repeats: int = 30) -> tupl
     ).init_weights()
     prompt = torch.randint(0, 64, (1, 8), device=device)
     token = torch.randint(0, 64, (1, 1), device=device)
+    # the host's time: on the CPU its own clock (as steps are timed), with a GPU the wall clock
+    # up to the synchronisation, since waiting for the device is not CPU time
+    clock = None if device == "cpu" else time.perf_counter
     with torch.inference_mode():
         model(prompt, 0)
 
@@ -189,7 +197,7 @@ def measure_launch_s(spec_like: Decoder, device: str, repeats: int = 30) -> tupl
             model(token, 8)
             synchronize(device)
 
-        timing = time_step(step, device="cpu", repeats=repeats, warmup=3)  # host wall time
+        timing = time_step(step, device="cpu", repeats=repeats, warmup=3, clock=clock)
     sc = make_scenario(
         tiny, "h100-sxm", batch=1, prompt_len=8, output_len=1, act_dtype="fp32", weight_dtype="fp32"
     )

@@ -8,7 +8,8 @@ op named `host`: eager launches × the per-launch cost, or one launch when the s
 graph; on a GPU only what exceeds the device's busy time shows, on the CPU all of it.
 
 Memory is checked with model/memory.py for the run as it will execute (its `--layers` depth, a
-cache of context + 1 positions) against what the device has free, before anything is allocated.
+cache of context + 1 positions, every prompt token prefilled at once) against what the device
+has free, before anything is allocated.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ def memory_needed_bytes(
         weight_dtype=setup.dtype,
         act_dtype=setup.dtype,
         overhead_bytes=overhead_bytes,
+        prefill_chunk_tokens=0,  # the run prefills all batch × context tokens at once
     )
     return make_pipeline(sc).memory().total_bytes
 

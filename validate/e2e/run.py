@@ -82,6 +82,8 @@ def _scenario(cfg: RunConfig, decoder: Decoder, batch: int, context: int) -> lis
     token = torch.randint(0, V, (batch, 1), device=device)
     forward: Callable[..., torch.Tensor] = decoder
     if cfg.compile:
+        # positions are Python ints: each (batch, context) step is its own specialisation
+        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
         forward = torch.compile(decoder, dynamic=False)
 
     def prefill() -> None:
@@ -105,7 +107,8 @@ def _scenario(cfg: RunConfig, decoder: Decoder, batch: int, context: int) -> lis
         for phase, step, repeats, in_graph in plan:
             timing = time_step(step, device, repeats)
             eager = eager_steps[phase]  # profiled without graph or compiler: scopes intact
-            predicted = predict_phase(cfg.setup, phase, batch, context, in_graph)
+            # a graph or a compiled step issues its kernels without eager's per-op host work
+            predicted = predict_phase(cfg.setup, phase, batch, context, in_graph or cfg.compile)
             names = [n for n in predicted.ops if n != HOST_OP]
             measured_ops = attribute(eager, decoder.scopes, device, names)
             row = _row(cfg, phase, batch, context, timing, predicted, measured_ops)

@@ -5,8 +5,8 @@ band a noisy shared 2-core machine still meets; then the command's one-line refu
 from __future__ import annotations
 
 import json
-import time
 import sys
+import time
 from itertools import product
 from pathlib import Path
 

@@ -112,6 +112,7 @@ def cmd_e2e(args: argparse.Namespace) -> int:
         args.compile,
         repeats,
         overhead,
+        graph=not args.no_graph,
     )
     progress = None if args.json else _console().print
     rows = run(cfg, progress)
@@ -194,6 +195,11 @@ def add_e2e_parser(vsub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     e.add_argument("--dtype", help="fp32, bf16 or fp16 (default bf16 on cuda, fp32 on cpu)")
     e.add_argument("--impl", default="torch", help="torch, or triton (kernels/, GPU only)")
     e.add_argument("--compile", action="store_true", help="torch.compile the forward")
+    e.add_argument(
+        "--no-graph",
+        action="store_true",
+        help="GPU: decode eagerly, not in a CUDA graph (shows a host-bound decode)",
+    )
     e.add_argument(
         "--layers", type=int, default=0, help="run N layers, scale per-layer time to the full depth"
     )

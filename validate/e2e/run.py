@@ -37,6 +37,7 @@ class RunConfig:
     free_bytes: float
     impl: str = "torch"
     compile: bool = False
+    graph: bool = True  # capture the decode step in a CUDA graph (GPU; not MoE)
     repeats: tuple[int, int] = (5, 20)  # prefill, decode
     overhead_bytes: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -98,7 +99,7 @@ def _scenario(cfg: RunConfig, decoder: Decoder, batch: int, context: int) -> lis
     with torch.inference_mode():
         prefill()  # fills the cache the decode step reads
         # MoE experts take data-dependent token counts: no graph capture, eager decode
-        graphed = device == "cuda" and not cfg.setup.spec.is_moe
+        graphed = cfg.graph and device == "cuda" and not cfg.setup.spec.is_moe
         decode_step = cuda_graph(decode) if graphed else decode
         plan = (
             ("prefill", prefill, cfg.repeats[0], False),

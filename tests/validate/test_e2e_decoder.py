@@ -38,6 +38,21 @@ def test_prefill_then_decode_equals_one_full_forward(preset):
     torch.testing.assert_close(torch.stack(steps[:-1], 1), full[:, 9:13], rtol=1e-4, atol=1e-5)
 
 
+def test_prefill_in_chunks_of_sequences_fills_the_same_cache():
+    """The runner prefills a large batch a few sequences at a time (cache rows): the decode step
+    after it sees the same cache as after one prefill of the whole batch."""
+    spec = shrink("llama-3-8b")
+    model = Decoder(spec, batch=3, capacity=12).init_weights()
+    prompt, token = torch.randint(0, 97, (3, 10)), torch.randint(0, 97, (3, 1))
+    with torch.inference_mode():
+        whole = model(prompt, 0)
+        after_whole = model(token, 10)
+        parts = [model(prompt[rows], 0, rows=rows) for rows in (slice(0, 2), slice(2, 3))]
+        after_parts = model(token, 10)
+    torch.testing.assert_close(torch.cat(parts), whole)
+    torch.testing.assert_close(after_parts, after_whole)
+
+
 def test_sliding_window_limits_what_a_token_sees():
     """With a window of 5 the last token's logits ignore tokens 6+ positions back."""
     spec = shrink("mistral-7b", n_layers=1)

@@ -12,30 +12,39 @@ from model.api import make_scenario, run
 from model.host import HOST_OP, host_time_s
 from model.ops import decode_ops
 from model.presets import get_model
-from validate.e2e.predict import RunSetup, check_memory, memory_needed_bytes, predict_phase
+from validate.e2e.predict import (
+    RunSetup,
+    check_memory,
+    memory_needed_bytes,
+    predict_phase,
+    prefill_chunks,
+)
 
 
 def _setup(model: str, overlapped: bool = True, per_launch_s: float = 8e-6) -> RunSetup:
     return RunSetup(get_model(model), "h100-sxm", "calibrated", "bf16", per_launch_s, overlapped)
 
 
-@pytest.mark.parametrize(("batch", "context"), [(1, 1024), (64, 4096)])
-def test_device_time_is_the_pipelines_ttft_and_tpot(batch, context):
+@pytest.mark.parametrize(("batch", "context", "steps"), [(1, 1024, [1]), (5, 4096, [2, 2, 1])])
+def test_device_time_is_the_pipelines_ttft_and_tpot(batch, context, steps):
     setup = _setup("llama-3-8b")
-    # output_len = 2: TTFT is the prefill, TPOT the one decode step over context + 1 positions
-    pred = run(
-        make_scenario(
+    assert prefill_chunks(batch, context) == steps  # whole prompts, ≤ 8192 tokens a step
+
+    def predicted(b: int):  # output_len = 2: one prefill, one decode step over context + 1
+        sc = make_scenario(
             "llama-3-8b",
             "h100-sxm",
-            batch=batch,
+            batch=b,
             prompt_len=context,
             output_len=2,
             profile="calibrated",
         )
-    )
+        return run(sc)
+
     prefill = predict_phase(setup, "prefill", batch, context, graphed=False)
     decode = predict_phase(setup, "decode", batch, context, graphed=True)
-    for phase, expected in ((prefill, pred.ttft_s), (decode, pred.tpot_s)):
+    ttft = sum(predicted(b).ttft_s for b in steps)
+    for phase, expected in ((prefill, ttft), (decode, predicted(batch).tpot_s)):
         device = sum(s for name, s in phase.ops.items() if name != HOST_OP)
         assert device == pytest.approx(expected, rel=1e-9)
         assert phase.total_s == pytest.approx(device + phase.ops[HOST_OP])

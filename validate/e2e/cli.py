@@ -108,11 +108,11 @@ def cmd_e2e(args: argparse.Namespace) -> int:
         contexts,
         layers,
         _free_bytes(args.device),
-        args.impl,
-        args.compile,
-        repeats,
-        overhead,
+        impl=args.impl,
+        compile=args.compile,
         graph=not args.no_graph,
+        repeats=repeats,
+        overhead_bytes=overhead,
     )
     progress = None if args.json else _console().print
     rows = run(cfg, progress)

@@ -37,6 +37,7 @@ class Ctx:
 
     def __init__(self, spec: ModelSpec, backend: TorchBackend, dtype: torch.dtype, device: str):
         self.spec, self.backend, self.scope = spec, backend, Scopes()
+        self.rows = slice(None)  # the cache rows (sequences) the current forward fills
         self.kw: dict[str, object] = {"dtype": dtype, "device": device}
 
     def norm(self) -> nn.Module:
@@ -93,10 +94,11 @@ class Attention(nn.Module):
                 q, k = self.rope(q, start), self.rope(k, start)
         with scope("attn.core"):
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B, h, T, Dh]
-            self.k_cache[:, :, start : start + T] = k
-            self.v_cache[:, :, start : start + T] = v
+            k_cache, v_cache = self.k_cache[self.ctx.rows], self.v_cache[self.ctx.rows]
+            k_cache[:, :, start : start + T] = k
+            v_cache[:, :, start : start + T] = v
             if start:  # attend over the cache: prompt and earlier steps included
-                k, v = self.k_cache[:, :, : start + T], self.v_cache[:, :, : start + T]
+                k, v = k_cache[:, :, : start + T], v_cache[:, :, : start + T]
             o = backend.attend(q, k, v, start, m.sliding_window)
             o = o.transpose(1, 2).reshape(B, T, m.n_heads * m.head_dim)
         with scope("attn.o_proj"):
@@ -259,10 +261,18 @@ class Decoder(nn.Module):
                 p.normal_(0.0, INIT_STD, generator=generator)
         return self
 
-    def forward(self, tokens: torch.Tensor, start: int, all_logits: bool = False) -> torch.Tensor:
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        start: int,
+        all_logits: bool = False,
+        rows: slice | None = None,
+    ) -> torch.Tensor:
         """Logits [B, T or 1, V] of tokens [B, T] at positions start..start+T−1, whose K and V
-        join the cache; prefill (start = 0) returns the last position's only by default."""
+        join the cache; prefill (start = 0) returns the last position's only by default.
+        `rows`: the cache rows these B sequences are (a chunk of the batch; default all)."""
         scope, backend = self.ctx.scope, self.ctx.backend
+        self.ctx.rows = slice(None) if rows is None else rows
         T = tokens.shape[1]
         with scope("embed"):
             h = self.embed(tokens)

@@ -1,15 +1,17 @@
 """What `validate e2e` checks against: the model's prediction for the run, and whether it fits.
 
 Prediction through the public API (model/api.py `make_scenario` / `make_pipeline`, priced per
-step as the pipeline prices it): prefill of `context` tokens for `batch` sequences (TTFT) and one
+step as the pipeline prices it): prefill of `context` tokens for `batch` sequences (TTFT; in
+steps of whole prompts of at most DEFAULT_PREFILL_CHUNK_TOKENS tokens together, as the run takes
+them, so batch 256 at 8k context needs no 2M-token activations) and one
 decode step with `context` tokens in the cache (TPOT; the step attends over context + 1
 positions), with per-operator times summed over layers. On top, model/host.py's host term as an
 op named `host`: eager launches × the per-launch cost, or one launch when the step is a CUDA
 graph; on a GPU only what exceeds the device's busy time shows, on the CPU all of it.
 
 Memory is checked with model/memory.py for the run as it will execute (its `--layers` depth, a
-cache of context + 1 positions, every prompt token prefilled at once) against what the device
-has free, before anything is allocated.
+cache of context + 1 positions, its largest prefill step) against what the device has free,
+before anything is allocated.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from hardware.errors import RooflensError
 from model.api import make_pipeline, make_scenario
 from model.host import HOST_OP, exposed_host_s, host_time_s, launches
 from model.pipeline import Step
-from model.scenario import DEFAULT_OVERHEAD_BYTES
+from model.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS
 from model.spec import ModelSpec
 
 # Operators repeated per layer (scaled by depth under --layers); the rest run once per step.
@@ -62,9 +64,12 @@ def predict_phase(
         profile=setup.profile,
     )
     pipeline = make_pipeline(sc)
-    B, P = float(batch), float(context)
-    step = Step("prefill", B, P, P) if phase == "prefill" else Step("decode", B, 1.0, P + 1.0)
-    priced = pipeline.price_step(step)
+    P = float(context)
+    if phase == "prefill":  # each chunk of sequences as the step the run takes
+        steps = [Step("prefill", float(b), P, P) for b in prefill_chunks(batch, context)]
+    else:
+        steps = [Step("decode", float(batch), 1.0, P + 1.0)]
+    priced = [p for step in steps for p in pipeline.price_step(step)]
     ops: dict[str, float] = {}
     for p in priced:
         ops[p.op.name] = ops.get(p.op.name, 0.0) + float(p.total_s)
@@ -73,6 +78,13 @@ def predict_phase(
     host_s = host_time_s(raw_ops, setup.per_launch_s, graphed)
     ops[HOST_OP] = exposed_host_s(host_s, device_s, setup.overlapped)
     return PhasePrediction(phase, device_s + ops[HOST_OP], ops, launches(raw_ops))
+
+
+def prefill_chunks(batch: int, context: int) -> list[int]:
+    """Sequences per prefill step: whole prompts, as many as fit in DEFAULT_PREFILL_CHUNK_TOKENS
+    (vLLM's max_num_batched_tokens, model/scenario.py), at least one. TTFT is their sum."""
+    group = max(1, DEFAULT_PREFILL_CHUNK_TOKENS // context)
+    return [min(group, batch - first) for first in range(0, batch, group)]
 
 
 def _runnable(spec: ModelSpec, context: int) -> ModelSpec:
@@ -98,7 +110,7 @@ def memory_needed_bytes(
         weight_dtype=setup.dtype,
         act_dtype=setup.dtype,
         overhead_bytes=overhead_bytes,
-        prefill_chunk_tokens=0,  # the run prefills all batch × context tokens at once
+        prefill_chunk_tokens=prefill_chunks(batch, context)[0] * context,  # the largest step
     )
     return make_pipeline(sc).memory().total_bytes
 

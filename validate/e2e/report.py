@@ -22,7 +22,15 @@ def error(predicted: float | None, measured: float | None) -> float | None:
 
 
 def _ms(value: float | None) -> str:
-    return "—" if value is None else f"{value * 1e3:.4g}"
+    """Milliseconds, four significant digits, never in exponent notation."""
+    if value is None:
+        return "—"
+    if value == 0:
+        return "0"
+    ms = value * 1e3
+    if abs(ms) >= 1000:
+        return f"{ms:,.0f}"
+    return f"{ms:.4g}" if abs(ms) >= 1e-3 else f"{ms:.6f}"
 
 
 def _pct(value: float | None) -> str:

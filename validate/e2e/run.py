@@ -21,7 +21,13 @@ import torch
 from model.host import HOST_OP
 from validate.e2e.decoder import Decoder
 from validate.e2e.measure import attribute, cuda_graph, measure_launch_s, time_step
-from validate.e2e.predict import WHOLE_OPS, RunSetup, check_memory, predict_phase
+from validate.e2e.predict import (
+    WHOLE_OPS,
+    RunSetup,
+    check_memory,
+    predict_phase,
+    prefill_chunks,
+)
 
 UNATTRIBUTED = "unattributed"
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -87,13 +93,19 @@ def _scenario(cfg: RunConfig, decoder: Decoder, batch: int, context: int) -> lis
         torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
         forward = torch.compile(decoder, dynamic=False)
 
-    def prefill() -> None:
-        forward(prompt, 0)
+    chunks, first = [], 0
+    for size in prefill_chunks(batch, context):
+        chunks.append(slice(first, first + size))
+        first += size
+
+    def prefill(model: Callable[..., torch.Tensor] = forward) -> None:
+        for rows in chunks:
+            model(prompt[rows], 0, rows=rows)
 
     def decode() -> None:
         forward(token, context)
 
-    eager_steps = {"prefill": lambda: decoder(prompt, 0), "decode": lambda: decoder(token, context)}
+    eager_steps = {"prefill": lambda: prefill(decoder), "decode": lambda: decoder(token, context)}
 
     rows = []
     with torch.inference_mode():

@@ -117,3 +117,25 @@ def test_mla_models_and_missing_cuda_are_refused(store, capsys):
     if not torch.cuda.is_available():
         assert main(["validate", "e2e", "--model", "llama-3-8b", "--device", "cuda"]) == 2
         assert "no CUDA GPU visible" in capsys.readouterr().err
+
+
+def test_a_hugging_face_config_is_a_model_and_its_memory_is_checked(store, capsys):
+    config = Path(__file__).resolve().parents[1] / "model/fixtures/Meta-Llama-3-8B/config.json"
+    args = [
+        "validate",
+        "e2e",
+        "--model",
+        str(config),
+        "--device",
+        "cpu",
+        "--stored-spec",
+        "--batch",
+        "512",
+        "--context",
+        "8000",
+        "--results",
+        str(store),
+    ]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "with 32 layers at batch 512, context 8000 needs" in err and "GB free" in err

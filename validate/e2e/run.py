@@ -13,7 +13,7 @@ so a 70B-class model is checked on one GPU by running a few of its layers at ful
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -46,7 +46,6 @@ class RunConfig:
     graph: bool = True  # capture the decode step in a CUDA graph (GPU; not MoE)
     repeats: tuple[int, int] = (5, 20)  # prefill, decode
     overhead_bytes: float = 0.0
-    notes: list[str] = field(default_factory=list)
 
 
 def run(cfg: RunConfig, progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:

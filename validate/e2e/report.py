@@ -41,7 +41,7 @@ def scenario_table(rows: list[dict[str, Any]], title: str) -> Table:
     """One scenario (a batch and context): its prefill and decode rows side by side."""
     by_phase = {r["phase"]: r for r in rows}
     spreads = ", ".join(
-        f"{STEP_NAMES[p][:4]} {r['measured_q20_s'] * 1e3:.4g}–{r['measured_q80_s'] * 1e3:.4g} ms"
+        f"{STEP_NAMES[p][:4]} {_ms(r['measured_q20_s'])}–{_ms(r['measured_q80_s'])} ms"
         for p, r in by_phase.items()
     )
     t = Table(title=title, title_justify="left", header_style="bold",

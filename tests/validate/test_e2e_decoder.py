@@ -99,6 +99,43 @@ def test_mla_is_refused_in_one_line(preset):
         Decoder(get_model(preset), device="meta")
 
 
+@pytest.mark.parametrize("preset", ["llama-3-8b", "opt-6.7b"])
+def test_triton_backend_routes_through_kernels_and_matches_torch(preset, monkeypatch):
+    """--impl triton's routing (GEMM, RMSNorm, flash prefill, split decode attention; torch for
+    LayerNorm) gives torch's logits. Without a GPU the kernels run in Triton's interpreter
+    (tests/conftest.py sets TRITON_INTERPRET), at fp32 and test-sized shapes."""
+    from collections import Counter
+
+    from kernels import decode_attention, flash_attention, gemm, rmsnorm
+    from validate.e2e.backend import TritonBackend
+
+    calls: Counter[str] = Counter()
+    for module, name in (
+        (gemm, "gemm"),
+        (rmsnorm, "rmsnorm"),
+        (flash_attention, "flash_attention"),
+        (decode_attention, "decode_attention"),
+    ):
+        kernel = getattr(module, name)
+        monkeypatch.setattr(
+            module, name, lambda *a, _k=kernel, _n=name, **kw: (calls.update([_n]), _k(*a, **kw))[1]
+        )
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    spec = shrink(preset, head_dim=16, d_model=64, n_layers=2)
+    tokens = torch.randint(0, spec.vocab_size, (2, 9), device=device)
+    out = {}
+    for name, backend in (("torch", None), ("triton", TritonBackend())):
+        model = Decoder(spec, batch=2, capacity=16, device=device, backend=backend)
+        model.init_weights()
+        with torch.inference_mode():
+            out[name] = (model(tokens[:, :8], 0), model(tokens[:, 8:], 8))
+    for triton_logits, torch_logits in zip(out["triton"], out["torch"], strict=True):
+        torch.testing.assert_close(triton_logits, torch_logits, rtol=1e-4, atol=1e-5)
+    assert calls["gemm"] and calls["flash_attention"] and calls["decode_attention"]
+    assert bool(calls["rmsnorm"]) == (spec.norm == "rmsnorm")  # LayerNorm stays in torch
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16])
 def test_triton_backend_and_cuda_graph_match_torch_on_a_gpu(dtype):

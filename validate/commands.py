@@ -17,6 +17,7 @@ from rich.table import Table
 from hardware.errors import RooflensError
 from model.cli_args import whole
 from validate.datasets import DEFAULT_ROOT, training_table
+from validate.e2e.cli import add_e2e_parser
 from validate.serve_cli import add_serve_parser
 
 console = Console(width=200)
@@ -340,6 +341,7 @@ def add_validate_parsers(sub: argparse._SubParsersAction) -> None:
         q.set_defaults(handler=handler)
     _add_cv_parser(vsub)
     add_serve_parser(vsub)
+    add_e2e_parser(vsub)
 
     p = sub.add_parser("calibrate", help="fit calibration profiles; measure this CPU")
     csub = p.add_subparsers(dest="calibrate_command", required=True)

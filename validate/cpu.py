@@ -51,36 +51,37 @@ def _memory_bytes() -> float:
     return 8e9
 
 
-def _best_s(fn, repeats: int) -> float:  # type: ignore[no-untyped-def]
+def _best_s(fn, repeats: int, clock=time.perf_counter) -> float:  # type: ignore[no-untyped-def]
     fn()
     best = float("inf")
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, clock() - t0)
     return best
 
 
-def measure_bandwidth(buffer_bytes: float, repeats: int = 10) -> float:
+def measure_bandwidth(buffer_bytes: float, repeats: int = 10, clock=time.perf_counter) -> float:  # type: ignore[no-untyped-def]
     """Bytes/s of the best copy of a buffer (read once, written once)."""
     import torch
 
     n = int(buffer_bytes // 4)
     src, dst = torch.rand(n), torch.empty(n)
-    return 2.0 * n * 4 / _best_s(lambda: dst.copy_(src), repeats)
+    return 2.0 * n * 4 / _best_s(lambda: dst.copy_(src), repeats, clock)
 
 
-def measure_matmul_flops(size: int = 1024, repeats: int = 8) -> float:
+def measure_matmul_flops(size: int = 1024, repeats: int = 8, clock=time.perf_counter) -> float:  # type: ignore[no-untyped-def]
     """FLOP/s of the best fp32 square matmul (2·size³ FLOPs)."""
     import torch
 
     a, b = torch.randn(size, size), torch.randn(size, size)
     out = torch.empty(size, size)
-    return 2.0 * size**3 / _best_s(lambda: torch.mm(a, b, out=out), repeats)
+    return 2.0 * size**3 / _best_s(lambda: torch.mm(a, b, out=out), repeats, clock)
 
 
-def measure_cpu(threads: int = 1, quick: bool = False) -> GPUSpec:
-    """Measure this machine and return its spec (a few seconds; `quick` for tests)."""
+def measure_cpu(threads: int = 1, quick: bool = False, clock=time.perf_counter) -> GPUSpec:  # type: ignore[no-untyped-def]
+    """Measure this machine and return its spec (a few seconds; `quick` for tests). `clock`
+    times each call (validate e2e passes `time.thread_time` to match how it times steps)."""
     import torch
 
     previous = torch.get_num_threads()
@@ -89,13 +90,18 @@ def measure_cpu(threads: int = 1, quick: bool = False) -> GPUSpec:
         llc = _cache_bytes("3") or _cache_bytes("2") or 32e6
         # Far past the cache, but a VM may report its host's whole L3: cap the buffer at 1 GB.
         buffer = 256e6 if quick else min(max(4 * llc, 256e6), 1e9)
-        bandwidth = measure_bandwidth(buffer, repeats=4 if quick else 8)
+        bandwidth = measure_bandwidth(buffer, repeats=4 if quick else 8, clock=clock)
         size = 512 if quick else 1024
-        flops = max(measure_matmul_flops(n, repeats=3 if quick else 8) for n in (size, size // 2))
+        flops = max(
+            measure_matmul_flops(n, repeats=3 if quick else 8, clock=clock)
+            for n in (size, size // 2)
+        )
     finally:
         torch.set_num_threads(previous)
     date = dt.date.today().isoformat()
     how = f"measured by `rooflens calibrate cpu` on {date}, {threads} thread(s)"
+    if clock is not time.perf_counter:
+        how += f", timed on {getattr(clock, '__name__', 'another clock')}"
     return GPUSpec(
         id="cpu",
         name=f"{_cpu_name()} ({threads} thread{'s' if threads > 1 else ''})",

@@ -58,6 +58,7 @@ def render(ctx: Context) -> None:
     with st.expander("Measured points on each GPU's roofline"):
         st.plotly_chart(roofline, key="validation_roofline")
     _cross_validation()
+    _e2e()
     _profile(ctx)
     _kernel_benchmark()
 
@@ -78,6 +79,31 @@ def _cross_validation() -> None:
         f"({first['rule']} rule), the left-out GPU predicted from its datasheet. Attention on "
         f"the fastest implementation per shape. From `rooflens validate cv` at commit "
         f"{str(first['git_commit'])[:10]}, {str(first['date'])[:10]}."
+    )
+
+
+def _e2e() -> None:
+    """Whole-model runs of `rooflens validate e2e` from the results store, one at a time."""
+    from dashboard.figures.e2e import e2e_figure
+    from validate.e2e.report import load_e2e
+
+    runs = load_e2e()
+    st.subheader("Whole model: predicted vs measured per operator")
+    if runs.empty:
+        st.caption(
+            "No whole-model runs stored yet: run `rooflens validate e2e --model M "
+            "--device cuda` (or `--device cpu`) to check TTFT and TPOT here."
+        )
+        return
+    left, right = st.columns(2)
+    names = sorted(runs["run"].unique(), reverse=True)
+    labels = {r: f"{runs.loc[runs['run'] == r, 'model'].iloc[0]} · {r}" for r in names}
+    run = left.selectbox("Run", names, format_func=labels.get, key="ve2e_run")
+    phase = right.radio("Step", ("prefill", "decode"), horizontal=True, key="ve2e_phase")
+    st.plotly_chart(e2e_figure(runs[runs["run"] == run], phase), key="validation_e2e")
+    st.caption(
+        "`unattributed`: the step time no operator accounts for (host, gaps), beside "
+        "the model's host term (model/host.py). Error = predicted / measured − 1."
     )
 
 

@@ -1,0 +1,36 @@
+"""model/host.py: launches are the operator table's rows × count, host time is launches × the
+per-launch cost (one launch for a CUDA graph), and only host time beyond the device's shows on
+a GPU while all of it shows on a CPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from model.api import make_scenario
+from model.host import EAGER_LAUNCH_S, exposed_host_s, host_time_s, launches
+from model.ops import decode_ops, prefill_ops
+
+
+def test_launches_of_a_llama_decode_step_are_nine_per_layer_plus_three():
+    # per layer: norm.attn, qkv, rope, attention, o_proj, norm.mlp, up_gate, act, down;
+    # once: embed, norm.final, lm_head (model/ops.py's default stack)
+    sc = make_scenario("llama-3-8b", "h100-sxm", batch=1, prompt_len=1024, output_len=2)
+    ops = decode_ops(sc, 1025.0)
+    assert launches(ops) == 9 * 32 + 3 == sum(op.count for op in ops)
+    assert host_time_s(ops, 1e-5) == pytest.approx(291 * 1e-5)
+    assert host_time_s(prefill_ops(sc), 1e-5) == host_time_s(ops, 1e-5)  # same kernels
+
+
+def test_a_cuda_graph_is_one_launch_and_the_default_cost_is_a_few_microseconds():
+    sc = make_scenario("llama-2-7b", "a100-sxm-80gb", batch=8, prompt_len=512, output_len=2)
+    ops = decode_ops(sc, 513.0)
+    assert host_time_s(ops, graphed=True) == EAGER_LAUNCH_S
+    assert 5e-6 <= EAGER_LAUNCH_S <= 10e-6
+    with pytest.raises(ValueError):
+        host_time_s(ops, -1.0)
+
+
+def test_host_time_shows_beyond_the_device_on_a_gpu_and_whole_on_a_cpu():
+    assert exposed_host_s(3e-3, 1e-3, overlapped=True) == pytest.approx(2e-3)  # host-bound
+    assert exposed_host_s(1e-3, 3e-3, overlapped=True) == 0.0  # the GPU hides it
+    assert exposed_host_s(1e-3, 3e-3, overlapped=False) == 1e-3  # CPU: same cores

@@ -1,0 +1,160 @@
+"""The e2e decoder (validate/e2e/decoder.py) against independent references: the logits of a
+prefill followed by cached decode steps equal one full forward over the same tokens (the KV
+cache, positions and masks are right); its parameters equal the closed forms of
+model/params.py and the HF-layout torch modules of tests/model/torch_reference.py."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from hardware.errors import RooflensError
+from model.params import count_params
+from model.presets import get_model
+from validate.e2e.decoder import Decoder
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from e2e_specs import RUNNABLE, TINY, shrink
+
+# Lets `import torch_reference` (tests/model's helper) work under any pytest import mode.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model"))
+
+
+@pytest.mark.parametrize("preset", RUNNABLE)
+def test_prefill_then_decode_equals_one_full_forward(preset):
+    spec = shrink(preset)
+    torch.manual_seed(1)
+    model = Decoder(spec, batch=2, capacity=24).init_weights(seed=3)
+    tokens = torch.randint(0, spec.vocab_size, (2, 14))
+    with torch.inference_mode():
+        full = model(tokens, 0, all_logits=True)  # [B, 14, V], causal over every position
+        steps = [model(tokens[:, :10], 0)[:, -1]]  # prefill logits: the last position only
+        for i in range(10, 14):
+            steps.append(model(tokens[:, i : i + 1], i)[:, -1])
+    assert torch.isfinite(full).all() and full.std() > 0
+    torch.testing.assert_close(torch.stack(steps[:-1], 1), full[:, 9:13], rtol=1e-4, atol=1e-5)
+
+
+def test_prefill_in_chunks_of_sequences_fills_the_same_cache():
+    """The runner prefills a large batch a few sequences at a time (cache rows): the decode step
+    after it sees the same cache as after one prefill of the whole batch."""
+    spec = shrink("llama-3-8b")
+    model = Decoder(spec, batch=3, capacity=12).init_weights()
+    prompt, token = torch.randint(0, 97, (3, 10)), torch.randint(0, 97, (3, 1))
+    with torch.inference_mode():
+        whole = model(prompt, 0)
+        after_whole = model(token, 10)
+        parts = [model(prompt[rows], 0, rows=rows) for rows in (slice(0, 2), slice(2, 3))]
+        after_parts = model(token, 10)
+    torch.testing.assert_close(torch.cat(parts), whole)
+    torch.testing.assert_close(after_parts, after_whole)
+
+
+def test_sliding_window_limits_what_a_token_sees():
+    """With a window of 5 the last token's logits ignore tokens 6+ positions back."""
+    spec = shrink("mistral-7b", n_layers=1)
+    model = Decoder(spec, batch=1, capacity=16).init_weights()
+    a = torch.randint(0, spec.vocab_size, (1, 12))
+    b = a.clone()
+    b[0, :3] = (a[0, :3] + 1) % spec.vocab_size  # change tokens outside the window only
+    with torch.inference_mode():
+        torch.testing.assert_close(model(a, 0), model(b, 0))
+        model(a[:, :11], 0)
+        first = model(a[:, 11:], 11)
+        model(b[:, :11], 0)
+        torch.testing.assert_close(first, model(b[:, 11:], 11))
+
+
+@pytest.mark.parametrize("preset", RUNNABLE)
+def test_parameter_count_equals_the_closed_form_and_the_reference_modules(preset):
+    from torch_reference import reference_param_count
+
+    spec = get_model(preset)
+    with torch.device("meta"):
+        model = Decoder(spec, device="meta", capacity=8)
+    count = sum(p.numel() for p in model.parameters())
+    assert count == count_params(spec).total == reference_param_count(spec)
+
+
+def test_weights_are_random_in_the_asked_dtype_and_tied_heads_share_them():
+    spec = shrink("gpt3-175b", tied_embeddings=True)
+    model = Decoder(spec, dtype=torch.bfloat16, capacity=8).init_weights()
+    assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
+    assert model.lm_head.weight is model.embed.weight
+    w = model.layers[0].attn.qkv.weight.float()
+    assert 0.015 < w.std() < 0.025 and w.abs().max() > 0
+
+
+def test_tiny_model_file_is_the_ci_model():
+    spec = get_model(str(TINY))
+    assert (spec.n_layers, spec.d_model) == (2, 256)
+
+
+@pytest.mark.parametrize("preset", ["deepseek-v3"])
+def test_mla_is_refused_in_one_line(preset):
+    with pytest.raises(RooflensError, match="MLA"):
+        Decoder(get_model(preset), device="meta")
+
+
+@pytest.mark.parametrize("preset", ["llama-3-8b", "opt-6.7b"])
+def test_triton_backend_routes_through_kernels_and_matches_torch(preset, monkeypatch):
+    """--impl triton's routing (GEMM, RMSNorm, flash prefill, split decode attention; torch for
+    LayerNorm) gives torch's logits. Without a GPU the kernels run in Triton's interpreter
+    (tests/conftest.py sets TRITON_INTERPRET), at fp32 and test-sized shapes."""
+    from collections import Counter
+
+    from kernels import decode_attention, flash_attention, gemm, rmsnorm
+    from validate.e2e.backend import TritonBackend
+
+    calls: Counter[str] = Counter()
+    for module, name in (
+        (gemm, "gemm"),
+        (rmsnorm, "rmsnorm"),
+        (flash_attention, "flash_attention"),
+        (decode_attention, "decode_attention"),
+    ):
+        kernel = getattr(module, name)
+        monkeypatch.setattr(
+            module, name, lambda *a, _k=kernel, _n=name, **kw: (calls.update([_n]), _k(*a, **kw))[1]
+        )
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    spec = shrink(preset, head_dim=16, d_model=64, n_layers=2)
+    tokens = torch.randint(0, spec.vocab_size, (2, 9), device=device)
+    out = {}
+    for name, backend in (("torch", None), ("triton", TritonBackend())):
+        model = Decoder(spec, batch=2, capacity=16, device=device, backend=backend)
+        model.init_weights()
+        with torch.inference_mode():
+            out[name] = (model(tokens[:, :8], 0), model(tokens[:, 8:], 8))
+    for triton_logits, torch_logits in zip(out["triton"], out["torch"], strict=True):
+        torch.testing.assert_close(triton_logits, torch_logits, rtol=1e-4, atol=1e-5)
+    assert calls["gemm"] and calls["flash_attention"] and calls["decode_attention"]
+    assert bool(calls["rmsnorm"]) == (spec.norm == "rmsnorm")  # LayerNorm stays in torch
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16])
+def test_triton_backend_and_cuda_graph_match_torch_on_a_gpu(dtype):
+    from validate.e2e.backend import TritonBackend
+    from validate.e2e.measure import cuda_graph
+
+    spec = shrink("llama-3-8b", head_dim=16, d_model=64)
+    tokens = torch.randint(0, spec.vocab_size, (2, 9), device="cuda")
+    out = {}
+    for name, backend in (("torch", None), ("triton", TritonBackend())):
+        model = Decoder(
+            spec, batch=2, capacity=16, dtype=dtype, device="cuda", backend=backend
+        ).init_weights()
+        with torch.inference_mode():
+            model(tokens[:, :8], 0)
+            eager = model(tokens[:, 8:], 8).clone()
+            result = {}
+            replay = cuda_graph(lambda m=model, r=result: r.update(y=m(tokens[:, 8:], 8)))
+            replay()
+            torch.testing.assert_close(result["y"], eager)
+        out[name] = eager
+    torch.testing.assert_close(out["triton"], out["torch"], rtol=1.6e-2, atol=1e-2)

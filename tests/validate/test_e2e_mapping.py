@@ -1,0 +1,111 @@
+"""Operator attribution of `validate e2e`: every operator the prediction names has a scope in the
+decoder's forward (so its measured time can be found), the profiler's times land under those
+scopes, and --layers scales per-layer operators by depth and keeps the rest whole."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from model.host import HOST_OP
+from validate.e2e.decoder import Decoder
+from validate.e2e.measure import Timing, attribute
+from validate.e2e.predict import PhasePrediction, RunSetup, predict_phase
+from validate.e2e.run import UNATTRIBUTED, RunConfig, _row
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from e2e_specs import RUNNABLE, shrink
+
+
+def _scopes_seen(model: Decoder, step) -> set[str]:  # type: ignore[no-untyped-def]
+    from torch.profiler import profile
+
+    model.scopes.on = True
+    with profile() as prof:
+        step()
+    model.scopes.on = False
+    return {e.name for e in prof.events()}
+
+
+@pytest.mark.parametrize("preset", RUNNABLE)
+def test_every_predicted_operator_has_a_scope(preset):
+    spec = shrink(preset)
+    setup = RunSetup(spec, "h100-sxm", "ideal", "fp32", 1e-5, overlapped=True)
+    model = Decoder(spec, batch=2, capacity=17).init_weights()
+    prompt, token = torch.randint(0, 97, (2, 16)), torch.randint(0, 97, (2, 1))
+    with torch.inference_mode():
+        for phase, step in (
+            ("prefill", lambda: model(prompt, 0)),
+            ("decode", lambda: model(token, 16)),
+        ):
+            predicted = set(predict_phase(setup, phase, 2, 16, graphed=False).ops) - {HOST_OP}
+            seen = _scopes_seen(model, step)
+            assert predicted <= seen, f"{phase}: no scope for {sorted(predicted - seen)}"
+
+
+def test_attribution_puts_time_under_each_scope_and_not_more_than_the_step():
+    spec = shrink("llama-3-8b", d_model=128, head_dim=32, d_ff=256)
+    model = Decoder(spec, batch=1, capacity=65).init_weights()
+    prompt = torch.randint(0, 97, (1, 64))
+    names = [
+        "embed",
+        "norm.attn",
+        "attn.qkv_proj",
+        "attn.rope",
+        "attn.core",
+        "attn.o_proj",
+        "norm.mlp",
+        "mlp.up_gate",
+        "mlp.act",
+        "mlp.down",
+        "norm.final",
+        "lm_head",
+    ]
+    with torch.inference_mode():
+        times = attribute(lambda: model(prompt, 0), model.scopes, "cpu", names, runs=3)
+    assert set(times) == set(names) and all(t > 0 for t in times.values())
+    # the GEMM of 64×128×512 outweighs the 64-row embedding gather
+    assert times["mlp.up_gate"] > times["embed"]
+
+
+def test_layers_scale_per_layer_ops_and_keep_embed_and_lm_head_whole():
+    spec = shrink("llama-3-8b", n_layers=8)
+    setup = RunSetup(spec, "h100-sxm", "ideal", "fp32", 1e-5, overlapped=True)
+    cfg = RunConfig(setup, "cpu", [1], [16], layers=2, free_bytes=1e12)
+    measured = {"embed": 1.0, "lm_head": 3.0, "norm.final": 0.0, "mlp.down": 2.0, "attn.core": 4.0}
+    predicted = PhasePrediction("decode", 9.0, {**dict.fromkeys(measured, 1.0), HOST_OP: 0.5})
+    timing = Timing(median_s=12.0, q20_s=11.0, q80_s=13.0, repeats=5)  # 2 s unattributed
+    row = _row(cfg, "decode", 1, 16, timing, predicted, measured)
+    ops = {o["name"]: o["measured_s"] for o in row["ops"]}
+    factor = 8 / 2
+    assert ops["embed"] == 1.0 and ops["lm_head"] == 3.0
+    assert ops["mlp.down"] == 2.0 * factor and ops["attn.core"] == 4.0 * factor
+    full = 4.0 + factor * 6.0  # whole + scaled per-layer time
+    assert ops[UNATTRIBUTED] == pytest.approx(2.0 * full / 10.0)
+    assert row["measured_s"] == pytest.approx(12.0 * full / 10.0)
+    assert row["measured_s"] == pytest.approx(sum(ops.values()))  # the parts add up
+    assert next(o for o in row["ops"] if o["name"] == UNATTRIBUTED)["predicted_s"] == 0.5
+
+
+def test_profiler_events_land_under_their_operator_scope():
+    """The GPU route (torch.profiler events walked up to their scope), checked on CPU events."""
+    from torch.profiler import profile
+
+    from validate.e2e.measure import _scope_times
+
+    spec = shrink("llama-3-8b", d_model=128, head_dim=32, d_ff=256)
+    model = Decoder(spec, batch=1, capacity=33).init_weights()
+    prompt = torch.randint(0, 97, (1, 32))
+    names = {"attn.qkv_proj", "mlp.up_gate", "mlp.down", "lm_head", "norm.attn"}
+    with torch.inference_mode():
+        model.scopes.on = True
+        with profile() as prof:
+            model(prompt, 0)
+        model.scopes.on = False
+    times = _scope_times(prof.events(), names, "cpu")
+    assert all(times[n] > 0 for n in names)
+    scope_total = sum(e.cpu_time_total for e in prof.events() if e.name in names) * 1e-6
+    assert sum(times.values()) <= scope_total  # what runs beneath a scope, never more

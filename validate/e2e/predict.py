@@ -1,0 +1,149 @@
+"""What `validate e2e` checks against: the model's prediction for the run, and whether it fits.
+
+Prediction through the public API (model/api.py `make_scenario` / `make_pipeline`, priced per
+step as the pipeline prices it): prefill of `context` tokens for `batch` sequences (TTFT; in
+steps of whole prompts of at most DEFAULT_PREFILL_CHUNK_TOKENS tokens together, as the run takes
+them, so batch 256 at 8k context needs no 2M-token activations) and one
+decode step with `context` tokens in the cache (TPOT; the step attends over context + 1
+positions), with per-operator times summed over layers. On top, model/host.py's host term as an
+op named `host`: eager launches × the per-launch cost, or one launch when the step is a CUDA
+graph; on a GPU only what exceeds the device's busy time shows, on the CPU all of it.
+
+Memory is checked with model/memory.py for the run as it will execute (its `--layers` depth, a
+cache of context + 1 positions, its largest prefill step) against what the device has free,
+before anything is allocated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hardware.errors import RooflensError
+from model.api import make_pipeline, make_scenario
+from model.host import HOST_OP, exposed_host_s, host_time_s, launches
+from model.pipeline import Step
+from model.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS
+from model.spec import ModelSpec
+
+# Operators repeated per layer (scaled by depth under --layers); the rest run once per step.
+WHOLE_OPS = ("embed", "norm.final", "lm_head", HOST_OP)
+
+
+@dataclass(frozen=True)
+class PhasePrediction:
+    phase: str  # "prefill" | "decode"
+    total_s: float  # the step's time, host term included
+    ops: dict[str, float] = field(default_factory=dict)  # name -> s per step (all layers)
+    launches: int = 0
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    """One run's facts the prediction needs."""
+
+    spec: ModelSpec
+    gpu_ref: str  # preset id or spec file (the CPU's measured spec)
+    profile: str  # "ideal" | "calibrated"
+    dtype: str
+    per_launch_s: float
+    overlapped: bool  # the host runs ahead of an accelerator (GPU), or computes itself (CPU)
+
+
+def predict_phase(
+    setup: RunSetup, phase: str, batch: int, context: int, graphed: bool
+) -> PhasePrediction:
+    """Predicted time of one prefill (phase 'prefill') or one decode step ('decode')."""
+    sc = make_scenario(
+        _runnable(setup.spec, context),
+        setup.gpu_ref,
+        batch=batch,
+        prompt_len=context,
+        output_len=1,
+        weight_dtype=setup.dtype,
+        act_dtype=setup.dtype,
+        profile=setup.profile,
+    )
+    pipeline = make_pipeline(sc)
+    P = float(context)
+    if phase == "prefill":  # each chunk of sequences as the step the run takes
+        steps = [Step("prefill", float(b), P, P) for b in prefill_chunks(batch, context)]
+    else:
+        steps = [Step("decode", float(batch), 1.0, P + 1.0)]
+    priced = [p for step in steps for p in pipeline.price_step(step)]
+    ops: dict[str, float] = {}
+    for p in priced:
+        ops[p.op.name] = ops.get(p.op.name, 0.0) + float(p.total_s)
+    device_s = sum(ops.values())
+    raw_ops = [p.op for p in priced]
+    host_s = host_time_s(raw_ops, setup.per_launch_s, graphed)
+    ops[HOST_OP] = exposed_host_s(host_s, device_s, setup.overlapped)
+    return PhasePrediction(phase, device_s + ops[HOST_OP], ops, launches(raw_ops))
+
+
+def prefill_chunks(batch: int, context: int) -> list[int]:
+    """Sequences per prefill step: whole prompts, as many as fit in DEFAULT_PREFILL_CHUNK_TOKENS
+    (vLLM's max_num_batched_tokens, model/scenario.py), at least one. TTFT is their sum."""
+    group = max(1, DEFAULT_PREFILL_CHUNK_TOKENS // context)
+    return [min(group, batch - first) for first in range(0, batch, group)]
+
+
+def _runnable(spec: ModelSpec, context: int) -> ModelSpec:
+    """The spec with room for the decode step's extra position (context + 1)."""
+    if spec.max_context > context:
+        return spec
+    return spec.model_copy(update={"max_context": context + 1})
+
+
+def memory_needed_bytes(
+    setup: RunSetup, batch: int, context: int, layers: int, overhead_bytes: float
+) -> float:
+    """Bytes the run takes with `layers` decoder layers (model/memory.py)."""
+    m = setup.spec
+    update = {"n_layers": layers, "first_dense_layers": min(m.first_dense_layers, layers - 1)}
+    spec = _runnable(m, context).model_copy(update=update)
+    sc = make_scenario(
+        spec,
+        setup.gpu_ref,
+        batch=batch,
+        prompt_len=context,
+        output_len=2,
+        weight_dtype=setup.dtype,
+        act_dtype=setup.dtype,
+        overhead_bytes=overhead_bytes,
+        prefill_chunk_tokens=prefill_chunks(batch, context)[0] * context,  # the largest step
+    )
+    return make_pipeline(sc).memory().total_bytes
+
+
+def check_memory(
+    setup: RunSetup,
+    batch: int,
+    context: int,
+    layers: int,
+    free_bytes: float,
+    where: str,
+    overhead_bytes: float = DEFAULT_OVERHEAD_BYTES,
+) -> float:
+    """The bytes the run needs; a one-line RooflensError when they exceed `free_bytes`."""
+    need = memory_needed_bytes(setup, batch, context, layers, overhead_bytes)
+    if need <= free_bytes:
+        return need
+    fits = [
+        n
+        for n in _halvings(layers)
+        if memory_needed_bytes(setup, batch, context, n, overhead_bytes) <= free_bytes
+    ]
+    hint = f"use --layers {fits[0]}" if fits else "use a smaller --batch or --context"
+    raise RooflensError(
+        f"{setup.spec.id} with {layers} layers at batch {batch}, context "
+        f"{context} needs {need / 1e9:.1f} GB but {where} has "
+        f"{free_bytes / 1e9:.1f} GB free: {hint}"
+    )
+
+
+def _halvings(layers: int) -> list[int]:
+    out, n = [], layers // 2
+    while n >= 1:
+        out.append(n)
+        n //= 2
+    return out

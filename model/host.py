@@ -6,7 +6,7 @@ tensors, so a small-batch decode step whose kernels each take a few µs is bound
 not by the roofline. Captured in a CUDA graph, the whole step is one launch (PyTorch docs,
 "CUDA Graphs": the graph replays its kernels without the per-kernel CPU work).
 
-    launches  = Σ over the step's operator rows of count (one launch per operator instance)
+    launches  = Σ over the step's operator rows of count × kernels per call (split-KV adds one)
     host_s    = launches · per_launch_s           eager
               = per_launch_s                      graph-captured (one graph launch)
     exposed_s = max(0, host_s − device_s)         GPU: the host runs ahead of the kernels,
@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from model.op import Op
+from model.op import Op, kernels_per_call
 
 # Host cost per eagerly launched kernel in PyTorch on a current x86 server: 5-10 µs (PyTorch
 # "Performance Tuning Guide" and the CUDA-graphs blog post, "Accelerating PyTorch with CUDA
@@ -36,12 +36,13 @@ HOST_OP = "host"
 
 
 def launches(ops: Iterable[Op]) -> int:
-    """Kernel launches of one step: one per operator instance that moves or computes anything."""
+    """Kernel launches of one step: per operator instance that moves or computes anything, its
+    kernels (model/op.py `kernels_per_call`: split-KV attention adds its combine)."""
     total = 0
     for op in ops:
         works = np.any(np.asarray(op.flops) > 0) or np.any(np.asarray(op.bytes) > 0)
         if works or np.any(np.asarray(op.comm_bytes) > 0):
-            total += int(op.count)
+            total += int(op.count) * int(np.max(kernels_per_call(op)))
     return total
 
 

@@ -208,3 +208,10 @@ def comm_op(name: str, phase: str, count: int, collective: str, payload: Num,
         shape={"collective": collective, **shape},
         call={"op": "comm", "collective": collective, "comm_bytes": payload, **shape},
     )
+
+
+def kernels_per_call(op: Op) -> Num:
+    """Kernel launches one call of `op` makes: one, or two for split-KV attention (its combine
+    kernel, model/attention.py). Pricing pays the per-launch floor this many times and
+    model/host.py issues this many launches."""
+    return op.shape.get("kernels", 1.0)

@@ -44,7 +44,7 @@ import pandas as pd
 from hardware.profiles import KindEfficiency, Profile
 from hardware.spec import SystemSpec
 from model.comm import collective_time_s
-from model.op import Num, Op
+from model.op import Num, Op, kernels_per_call
 
 GEMM_TILE_M = 128  # output tile of a tensor-core GEMM (CUTLASS/cuBLAS default 128x128 class)
 GEMM_TILE_N = 128
@@ -177,7 +177,7 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     works = _does_work(op)
     overhead: Num = 0.0
     if op.kind != "comm" and np.any(works):
-        floor = eff.overhead_s * op.shape.get("kernels", 1.0)
+        floor = eff.overhead_s * kernels_per_call(op)
         overhead = floor if np.all(works) else np.where(works, floor, 0.0)
     return PricedOp(op, compute_s, memory_s, comm_s, busy + overhead)
 

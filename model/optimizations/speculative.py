@@ -23,8 +23,9 @@ target-token equivalents in kv_cache_bytes, so `max_batch` accounts for it.
 TTFT: the draft also prefills the prompt.
 
 Limits: α is an input (it depends on the pair of models and the text); the draft runs with
-`draft_tp` (default: the target's TP) and no other optimization; pipeline parallelism is not
-re-timed under speculation; tree drafts are not modelled (see `medusa`).
+`draft_tp` (default: the target's TP) and the target's optimizations a draft inherits (a
+sliding window, quantization, attention kernels, KV layout: `_drafting.DRAFT_INHERITS`);
+pipeline parallelism is not re-timed under speculation; tree drafts are not modelled (see `medusa`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from model.memory import MemoryBreakdown, kv_bytes_per_token, weights_bytes_per_
 from model.ops import Num
 from model.optimizations._drafting import (
     claim_decoding,
+    draft_pipeline,
     expected_tokens,
     price_verify,
     retime_with_timing,
@@ -107,11 +109,10 @@ class Speculative(Optimization):
         iteration, τ tokens per iteration, the draft's prefill added to TTFT."""
         if not self.active:
             return t
-        from model.pipeline import Pipeline as DraftPipeline
         from model.pipeline import Step
 
         gamma, alpha = self["gamma"], self["alpha"]
-        draft = DraftPipeline(self.draft_scenario(sc))
+        draft = draft_pipeline(pipeline, self.draft_scenario(sc))
         draft_ops = draft.step_ops(Step("draft", t.batch, 1.0, t.kv_lens + (gamma - 1) / 2.0))
         draft_ops = [replace(op, count=op.count * gamma) for op in draft_ops]
         drafted = price_ops(draft_ops, draft.scenario.system, draft.profile)

@@ -20,6 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import sweeps
+from dashboard.labels import advice_text
 from dashboard.settings import DEFAULTS, UPLOAD_PREFIX, Settings
 from hardware.errors import RooflensError
 from model.pipeline import Prediction
@@ -88,7 +89,7 @@ def ops_frame(s: Settings) -> pd.DataFrame:
 @st.cache_data(max_entries=128, show_spinner=False)
 def _fit_advice_text(s: Settings) -> str:
     """What to change in the sidebar so it fits, each suggestion checked to fit."""
-    return sweeps.fit_suggestion(s, prediction(s).memory.max_batch)
+    return advice_text(sweeps.fit_advice(s))
 
 
 def fit_advice(s: Settings) -> str:
@@ -143,15 +144,34 @@ def _waterfall(s: Settings, stack: str) -> list[dict[str, Any]]:
     return waterfall(sweeps.scenario(s), split_stack([stack]), s.opts)
 
 
+def opt_name(text: str) -> str:
+    """`quant:scheme=awq` -> `quant` (a registered name may itself hold ':', e.g. sparsity-2:4)."""
+    from model.optimizations import registry
+
+    known = [n for n in registry() if text == n or text.startswith(n + ":")]
+    return max(known, key=len) if known else text.partition(":")[0].strip()
+
+
+def stack_overrides(s: Settings, stack: str) -> list[str]:
+    """The sidebar's optimizations the stack also lists: the stack's own setting wins in its
+    stages, so each is given once (issue 15: "--opt quant given twice")."""
+    named = {opt_name(item) for item in _items(stack)}
+    return [o for o in s.opts if opt_name(o) in named]
+
+
 def waterfall(s: Settings, stack: str, other: str = "") -> list[dict[str, Any]]:
-    """`rooflens compare --stack STACK` with the sidebar's optimizations in every stage.
+    """`rooflens compare --stack STACK` with the sidebar's optimizations in every stage, less
+    those the stack lists itself (`stack_overrides`: the stack's setting wins).
 
     When `other` is this stack followed by ordinary (not switch-off) optimizations, its
     waterfall starts with this one's stages (stage i depends only on the optimizations before
     it), so they are taken from its cached result instead of being computed twice.
     """
     s = s.with_(price_per_gpu_hour=0.0)
-    if other and _extends(other, stack):
+    overridden = stack_overrides(s, stack)
+    if overridden:
+        s = s.with_(opts=tuple(o for o in s.opts if o not in overridden))
+    if other and _extends(other, stack) and not stack_overrides(s, other):
         return _waterfall(s, other.strip())[: len(_items(stack)) + 1]
     return _waterfall(s, stack.strip())
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from model.pipeline import Prediction
-from model.units import fmt_bytes, fmt_time
+from model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 
 SECONDS_PER_HOUR = 3600.0
 TOKENS_PER_MILLION = 1e6
@@ -27,15 +27,17 @@ def usd_per_million_tokens(price_per_gpu_hour: float, n_gpus: int, tokens_per_s:
 
 
 def fmt_tokens_per_s(value: float) -> str:
-    return f"{value:,.0f} tokens/s" if value >= 100 else f"{value:,.3g} tokens/s"
+    return fmt_quantity(value, "tokens/s")
 
 
 def fmt_usd_per_m(value: float) -> str:
-    return "set a $/GPU-hour price" if not math.isfinite(value) else f"${value:,.3g} per M tokens"
+    if not math.isfinite(value):
+        return "set a $/GPU-hour price"
+    return f"${fmt_number(value)} per M tokens"
 
 
 def fmt_sequences(value: float) -> str:
-    return f"{value:,.0f} sequences"
+    return fmt_quantity(value, "sequences")
 
 
 @dataclass(frozen=True)

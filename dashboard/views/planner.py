@@ -16,7 +16,7 @@ from dashboard.numbers import fmt_sig
 from hardware.errors import RooflensError
 from hardware.presets import gpu_ids
 from model.planner.serving import MODES
-from model.units import fmt_bytes, fmt_time
+from model.units import fmt_bytes, fmt_quantity, fmt_time
 
 DTYPES = ["bf16", "fp8", "int8", "int4"]
 
@@ -143,13 +143,17 @@ def _table(rows: pd.DataFrame) -> pd.DataFrame:
             "batch cap (sequences)": rows["batch"],
             "TTFT p99": [fmt_time(v) for v in rows["ttft_p99_s"]],
             "TPOT p99": [fmt_time(v) for v in rows["tpot_p99_s"]],
-            "tokens/s per GPU": [fmt_sig(v, "tokens/s") for v in rows["tokens_per_s_per_gpu"]],
-            "tokens/s per user": [fmt_sig(v, "tokens/s") for v in rows["tokens_per_s_per_user"]],
+            "tokens/s per GPU": [_rate(v) for v in rows["tokens_per_s_per_gpu"]],
+            "tokens/s per user": [_rate(v) for v in rows["tokens_per_s_per_user"]],
             "$ per hour": [f"${v:,.2f}" for v in rows["cost_per_hour"]],
             "$ per M output tokens": [f"${v:,.3f}" for v in rows["cost_per_million_tokens"]],
             "memory per GPU": [fmt_bytes(v) for v in rows["memory_per_gpu_bytes"]],
         }
     )
+
+
+def _rate(value: float) -> str:
+    return fmt_quantity(value, "tokens/s")
 
 
 def _simulations(sims: list[dict[str, Any]]) -> pd.DataFrame:

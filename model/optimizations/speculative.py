@@ -48,12 +48,43 @@ from model.optimizations._drafting import (
 from model.optimizations._swap import side_scenario
 from model.optimizations._timing import StepTiming
 from model.optimizations.base import Optimization, Param
-from model.presets import get_model
+from model.params import count_params
+from model.presets import get_model, model_ids
 from model.pricing import price_ops, step_time_s
 
 if TYPE_CHECKING:
     from model.pipeline import Pipeline, Prediction
     from model.scenario import Scenario
+    from model.spec import ModelSpec
+
+# Families that share a tokenizer under different names (Mixtral reuses Mistral's).
+TOKENIZER_LINEAGE = {"mixtral": "mistral"}
+
+
+def draft_candidates(target: ModelSpec) -> list[str]:
+    """Presets that can draft for `target`: a draft must share the target's tokenizer (same
+    family lineage and vocabulary size) and be smaller. Cheapest first: fewest parameters, then
+    the longest context (a draft must hold the target's context), then id."""
+    lineage = TOKENIZER_LINEAGE.get(target.family, target.family)
+    size = count_params(target).total
+    found = []
+    for preset in model_ids():
+        spec = get_model(preset)
+        same = TOKENIZER_LINEAGE.get(spec.family, spec.family) == lineage
+        if same and spec.vocab_size == target.vocab_size and spec.id != target.id:
+            params = count_params(spec).total
+            if params < size:
+                found.append((params, -spec.max_context, preset))
+    return [preset for _, _, preset in sorted(found)]
+
+
+def default_draft(target: ModelSpec) -> str | None:
+    """The family's smallest preset that holds the target's context (else the smallest); None
+    when no preset shares the target's tokenizer."""
+    candidates = draft_candidates(target)
+    long_enough = [c for c in candidates if get_model(c).max_context >= target.max_context]
+    choices = long_enough or candidates
+    return choices[0] if choices else None
 
 
 class Speculative(Optimization):
@@ -64,7 +95,12 @@ class Speculative(Optimization):
     )
     order = 80  # changes the step structure: after every table transform
     params: ClassVar[dict[str, Param]] = {
-        "draft": Param(str, "", "draft model: preset id or spec file (required when gamma > 0)"),
+        "draft": Param(
+            str,
+            "",
+            "draft model: preset id or spec file (default: the smallest preset sharing "
+            "the target's tokenizer)",
+        ),
         "gamma": Param(int, 4, "tokens the draft proposes per iteration (γ); 0 = off"),
         "alpha": Param(float, 0.8, "probability each draft token is accepted (α), 0..1"),
         "draft_tp": Param(int, 0, "tensor parallelism of the draft (0 = the target's)"),
@@ -75,8 +111,6 @@ class Speculative(Optimization):
             raise RooflensError("--opt speculative: gamma must be ≥ 0")
         if not 0.0 <= self["alpha"] <= 1.0:
             raise RooflensError("--opt speculative: alpha must be in [0, 1]")
-        if self["gamma"] > 0 and not self["draft"]:
-            raise RooflensError("--opt speculative: give the draft model, e.g. draft=llama-2-7b")
         if self["draft_tp"] < 0:
             raise RooflensError("--opt speculative: draft_tp must be ≥ 0")
 
@@ -84,9 +118,26 @@ class Speculative(Optimization):
     def active(self) -> bool:
         return self["gamma"] > 0
 
+    def draft_spec(self, target: ModelSpec) -> ModelSpec:
+        """The draft model: the one given, else the target family's smallest (`default_draft`)."""
+        if self["draft"]:
+            return get_model(self["draft"])
+        found = default_draft(target)
+        if found is None:
+            raise RooflensError(
+                f"--opt speculative: no preset shares {target.id}'s tokenizer to draft for it; "
+                "give one with draft=MODEL (a preset id or a spec file)"
+            )
+        return get_model(found)
+
     def draft_scenario(self, sc: Scenario) -> Scenario:
         tp = self["draft_tp"] or sc.parallel.tp
-        return side_scenario(sc, get_model(self["draft"]), tp, "speculative draft")
+        spec = self.draft_spec(sc.model)
+        if sc.settings.get("kv_window_tokens") and sc.context_tokens > spec.max_context:
+            # a windowed (StreamingLLM) target runs past its context; its draft, under the
+            # same window, does too (sliding_window.streaming_spec states the assumption)
+            spec = spec.model_copy(update={"max_context": sc.context_tokens})
+        return side_scenario(sc, spec, tp, "speculative draft")
 
     def scenario(self, sc: Scenario) -> Scenario:
         return claim_decoding(sc, self.name) if self.active else sc
@@ -138,7 +189,7 @@ class Speculative(Optimization):
             drafted = [p for p in t.decode_priced if p.op.phase == "draft"]
             cost_ratio = float(np.mean(step_time_s(drafted))) / gamma / plain_s
             return (
-                f"speculative: draft {get_model(self['draft']).id}, γ={gamma}, α={alpha:g}: "
+                f"speculative: draft {self.draft_spec(sc.model).id}, γ={gamma}, α={alpha:g}: "
                 f"{t.tokens_per_step:.2f} tokens per target step, draft/target step cost "
                 f"c={cost_ratio:.3f}, decode speedup {speedup:.2f}x over plain decoding at "
                 f"batch {w.batch}"

@@ -50,8 +50,29 @@ def test_a_bad_link_warns_and_falls_back(app) -> None:  # type: ignore[no-untype
 def test_an_invalid_scenario_shows_one_line(app) -> None:  # type: ignore[no-untyped-def]
     at = app(tp="3")  # 3 does not divide Llama-3-70B's 64 heads
     assert not at.exception
-    assert len(at.error) == 1 and "--tp 3 must divide" in at.error[0].value
-    assert "\n" not in at.error[0].value
+    # one line, beside the widget, in the widget's words, not the CLI's
+    assert len(at.sidebar.error) == 1
+    message = at.sidebar.error[0].value
+    assert "“Tensor-parallel GPUs (TP)” = 3 must divide" in message and "--tp" not in message
+    assert "\n" not in message
+    assert [h.value for h in at.header] == ["Explore"]  # the page keeps its title
+
+
+def test_an_invalid_change_keeps_the_last_valid_page(app) -> None:  # type: ignore[no-untyped-def]
+    """Issue 15 item 6: a bad widget value no longer blanks the page; it keeps the last valid
+    scenario's numbers, says so, and the link keeps what the widgets say."""
+    at = app()
+    before = metrics(at)["TPOT"]
+    at.sidebar.number_input(key="tp").set_value(3).run()
+    assert not at.exception and len(at.sidebar.error) == 1
+    assert "Tensor-parallel GPUs (TP)" in at.sidebar.error[0].value
+    assert metrics(at)["TPOT"] == before and len(at.metric) == 6
+    assert any("last valid scenario" in w.value for w in at.warning)
+    assert at.query_params["tp"] == ["3"] or at.query_params["tp"] == "3"
+    at.sidebar.number_input(key="tp").set_value(8).run()
+    assert_clean(at)
+    assert not at.warning
+    assert metrics(at)["TPOT"] != before
 
 
 def test_pinned_baseline_gives_signed_deltas_and_travels_in_the_link(app) -> None:  # type: ignore[no-untyped-def]

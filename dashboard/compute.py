@@ -25,6 +25,7 @@ from dashboard.settings import DEFAULTS, UPLOAD_PREFIX, Settings
 from hardware.errors import RooflensError
 from model.pipeline import Prediction
 from model.presets import get_model
+from model.scenario import Scenario
 from model.spec import ModelSpec
 
 UPLOAD_DIR = Path(tempfile.gettempdir()) / "rooflens-uploads"
@@ -47,6 +48,16 @@ def save_upload(file_name: str, data: bytes) -> str:
         tmp.write_bytes(data)
         tmp.replace(path)
     return UPLOAD_PREFIX + str(path)
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _scenario(s: Settings) -> Scenario:
+    return sweeps.scenario(s)
+
+
+def scenario(s: Settings) -> Scenario:
+    """The sidebar's scenario before optimizations (cached; never mutated)."""
+    return _scenario(s.with_(price_per_gpu_hour=0.0))
 
 
 def model_spec(s: Settings) -> ModelSpec:
@@ -94,6 +105,17 @@ def _fit_advice_text(s: Settings) -> str:
 
 def fit_advice(s: Settings) -> str:
     return _fit_advice_text(s.with_(price_per_gpu_hour=0.0))
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def _time_breakdown(s: Settings) -> pd.DataFrame:
+    from dashboard.breakdown import time_breakdown as split
+
+    return split(prediction(s))
+
+
+def time_breakdown(s: Settings) -> pd.DataFrame:
+    return _time_breakdown(s.with_(price_per_gpu_hour=0.0))
 
 
 def _neutral(s: Settings, *swept: str) -> Settings:

@@ -15,7 +15,15 @@ from typing import Any
 import streamlit as st
 
 from dashboard.compute import save_upload
-from dashboard.labels import LABELS, describe, locate
+from dashboard.labels import (
+    LABELS,
+    describe,
+    gpu_choices,
+    gpu_label,
+    locate,
+    profile_text,
+    topology_text,
+)
 from dashboard.opt_widgets import OPT_KEY, optimizations
 from dashboard.settings import (
     BASELINE_PARAM,
@@ -29,7 +37,7 @@ from dashboard.settings import (
     to_query,
 )
 from hardware.errors import RooflensError
-from hardware.presets import get_gpu, gpu_ids
+from hardware.presets import get_gpu
 from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
 from model.optimizations import parse_opt
 from model.presets import get_model, model_ids
@@ -80,7 +88,7 @@ def _seed_from_url(pages: list[str]) -> list[str]:
             st.session_state[f.name] = getattr(s, f.name)
     st.session_state.kv_dtype = s.kv_dtype or SAME_AS_ACT
     for name, value in (("model", s.model), ("gpu", s.gpu)):
-        known = model_ids() if name == "model" else gpu_ids()
+        known = model_ids() if name == "model" else gpu_choices()
         if value not in known:
             problems.append(f"{name} '{value}' from the link is not a preset; using the default")
             st.session_state[name] = getattr(DEFAULTS, name)
@@ -111,7 +119,9 @@ def _upload(label: str, key: str, kinds: list[str], help_text: str) -> str | Non
 
 def _model_and_gpu(problems: list[str]) -> tuple[str, str]:
     model = st.selectbox(LABELS["model"], model_ids(), key="model")
-    gpu = st.selectbox(LABELS["gpu"], gpu_ids(), key="gpu")
+    gpu = st.selectbox(LABELS["gpu"], gpu_choices(), key="gpu", format_func=gpu_label,
+                       help="a GPU (in the usual box for it), or a system preset with its "
+                       "NVLink/PCIe and inter-node links")  # fmt: skip
     with st.expander("Upload a model or GPU spec"):
         model_ref = _upload(
             "Model: Hugging Face config.json or rooflens spec",
@@ -166,6 +176,7 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
         page = st.radio("Page", pages, key="page", format_func=lambda p: titles[p])
         model, gpu = _model_and_gpu(problems)
         slots["model"] = slots["gpu"] = st.empty()
+        topology = st.empty()
         st.session_state.model_ref = model.removeprefix(UPLOAD_PREFIX)
         st.number_input(LABELS["batch"], min_value=1, step=1, key="batch")
         slots["batch"] = st.empty()
@@ -183,7 +194,7 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
         st.number_input(LABELS["tp"], min_value=1, step=1, key="tp")
         slots["tp"] = st.empty()
         _profile_widget()
-        slots["profile"] = st.empty()
+        slots["profile"] = in_force = st.empty()
         opts = optimizations(st.session_state.model_ref)
         slots["opts"] = st.empty()
         with st.expander("More settings"):
@@ -203,6 +214,12 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
         )
         s = _settings(model, gpu, opts)
         ctx = _checked(s, problems, slots)
+        if not ctx.invalid:
+            from dashboard.compute import prediction
+
+            sc = prediction(s).scenario
+            topology.caption(topology_text(sc))
+            in_force.caption(profile_text(sc))
         left, right = st.columns(2)
         left.button("Pin baseline", on_click=_pin, args=(ctx.settings,),
                     help="the deltas compare to it", disabled=bool(ctx.invalid))  # fmt: skip
@@ -220,9 +237,9 @@ def _profile_widget() -> None:
         ("ideal", "calibrated"),
         key="profile",
         horizontal=True,
-        help="ideal: datasheet peaks and bandwidth, a lower bound on time (as `rooflens "
-        "predict`); calibrated: efficiencies and per-call overheads fitted on measured "
-        "kernels (hardware/calibration/, see the Validation page)",
+        help="calibrated (the default, as the capacity planner's): efficiencies and per-call "
+        "overheads fitted on measured kernels (hardware/calibration/, see the Validation page); "
+        "ideal: datasheet peaks and bandwidth, a lower bound on time",
     )
 
 

@@ -7,7 +7,12 @@ from __future__ import annotations
 import re
 
 from dashboard.settings import UPLOAD_PREFIX, Settings
+from hardware.presets import gpu_ids
+from hardware.profiles import get_profile
+from hardware.systems import get_system, system_ids
 from model.advice import FIT_TP, FitAdvice
+from model.scenario import Scenario
+from model.units import fmt_rate, fmt_time
 
 LABELS: dict[str, str] = {
     "model": "Model",
@@ -104,4 +109,49 @@ def workload_text(s: Settings) -> str:
         f"batch {s.batch:,}, prompt {s.prompt_len:,} + output {s.output_len:,} tokens, "
         f"weights {s.weight_dtype}, activations {s.act_dtype}, KV cache "
         f"{s.kv_dtype or s.act_dtype}{opts}"
+    )
+
+
+def gpu_choices() -> list[str]:
+    """The GPU widget's options: GPU presets, then system presets (links from their datasheets)."""
+    return [*gpu_ids(), *system_ids()]
+
+
+def gpu_label(ref: str) -> str:
+    if ref not in system_ids():
+        return ref
+    box = get_system(ref)
+    inter = box.inter_node.name if box.inter_node else "one node only"
+    return f"{ref} (system: {box.gpus_per_node} × {box.gpu.id}, {box.intra_node.name}, {inter})"
+
+
+def topology_text(sc: Scenario) -> str:
+    """Which link each kind of parallelism crosses: TP, PP and EP groups inside a node use the
+    node's link, groups larger than a node the inter-node one (`SystemSpec.link_for`)."""
+    box, p = sc.system, sc.parallel
+    parts = []
+    for name, size in (("TP", p.tp), ("PP", p.pp), ("EP", p.ep)):
+        if size <= 1:
+            continue
+        link = box.link_for(size if name != "PP" else p.tp * p.pp)
+        where = "inside one node" if link is box.intra_node else "across nodes"
+        speed = f"{fmt_rate(link.bytes_per_s, 'B/s')} one way, {fmt_time(link.latency_s)}"
+        parts.append(f"{name} {size} {where} over {link.name} ({speed})")
+    nodes = -(-p.n_gpus // box.gpus_per_node)
+    head = f"Interconnect: {p.n_gpus} GPU(s) on {nodes} node(s) of {box.gpus_per_node}"
+    return head + (": " + "; ".join(parts) if parts else ", no link crossed") + "."
+
+
+def profile_text(sc: Scenario) -> str:
+    """Which profile the numbers on every page use, and where it comes from."""
+    if sc.profile == "ideal":
+        return (
+            "In force: **ideal** profile, datasheet peaks and bandwidth, no overheads: a lower "
+            "bound on time (the planner's default is calibrated)."
+        )
+    profile = get_profile(sc.profile, sc.gpu)
+    fitted = f"fitted on {profile.gpu_id}" if profile.gpu_id else "generic (no fit for this GPU)"
+    return (
+        f"In force: **calibrated** profile, {fitted}: {profile.source}. Same default as the "
+        "capacity planner."
     )

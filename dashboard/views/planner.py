@@ -57,7 +57,7 @@ def _form(ctx: Context) -> dict[str, Any]:
         c.multiselect("Schedulers", list(MODES), key=url_state(ctx, "plan_modes", list(MODES)))
         a.number_input("Max GPUs", min_value=1, step=1, key=url_state(ctx, "plan_max_gpus", 64))
         b.radio("Profile", ["calibrated", "ideal"], key=url_state(ctx, "plan_profile",
-                "calibrated"), horizontal=True)  # fmt: skip
+                s.profile), horizontal=True, help="starts as the sidebar's")  # fmt: skip
         c.number_input(
             "Simulated requests (0 = skip the check)",
             min_value=0,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from apptest_helpers import assert_clean, figures, metrics, si, trace
 
+from dashboard.settings import DEFAULTS
 from dashboard.views import PAGES
 from model.api import make_scenario, run
 from model.presets import get_model
@@ -51,7 +52,7 @@ def test_explore_shows_the_prediction_with_units(app) -> None:  # type: ignore[n
     at = app(batch="32", price="2.5")
     assert_clean(at)
     shown = metrics(at)
-    direct = run(make_scenario("llama-3-70b", "h100-sxm", batch=32, tp=4))
+    direct = run(make_scenario("llama-3-70b", "h100-sxm", batch=32, tp=4, profile=DEFAULTS.profile))
     assert si(shown["TTFT"]) == pytest.approx(direct.ttft_s, rel=5e-3)  # 3 significant digits
     assert si(shown["TPOT"]) == pytest.approx(direct.tpot_s, rel=5e-3)
     assert si(shown["Throughput"]) == pytest.approx(direct.output_tokens_per_s, rel=5e-3)

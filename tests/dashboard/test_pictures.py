@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from apptest_helpers import assert_clean, figures
+from apptest_helpers import assert_clean, figures, si
 
 from dashboard import sweeps
 from dashboard.breakdown import CLASSES, time_breakdown
@@ -17,7 +17,7 @@ from hardware.profiles import get_profile
 
 
 def test_breakdown_adds_up_to_the_step_times() -> None:
-    pred = sweeps.predict(DEFAULTS)
+    pred = sweeps.predict(DEFAULTS.with_(profile="ideal"))
     frame = time_breakdown(pred)
     by_phase = frame.groupby("phase")["time_s"].sum()
     assert by_phase["prefill"] == pytest.approx(pred.ttft_s, rel=1e-12)
@@ -70,3 +70,45 @@ def test_report_is_one_offline_page_with_the_figures() -> None:
     page = scenario_report_html("rooflens: test", "ideal profile", [], [fig, fig], ["a note"])
     assert page.count("<script") >= 2 and page.count("plotly.js") >= 1
     assert "weights GEMM" in page and "a note" in page
+
+
+def test_gpus_side_by_side_match_each_gpus_own_prediction(app) -> None:  # type: ignore[no-untyped-def]
+    at = app(page="compare", cmp_gpus=["h100-sxm", "b200", "dgx-a100"])
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert list(table["GPU / system"]) == ["h100-sxm", "b200", "dgx-a100"]
+    for _, row in table.iterrows():
+        direct = sweeps.predict(DEFAULTS.with_(gpu=row["GPU / system"]))
+        assert si(row["TPOT"]) == pytest.approx(direct.tpot_s, rel=5e-3)
+        assert si(row["throughput"]) == pytest.approx(direct.output_tokens_per_s, rel=5e-3)
+        bounds = f"{direct.prefill.bound} / {direct.decode.bound}"
+        assert row["bound (prefill / decode)"] == bounds
+    assert "nvlink3" in table.loc[2, "interconnect"]  # the DGX A100's own link
+    fig = figures(at)[0]
+    assert fig["data"][0]["x"] == ["h100-sxm", "b200", "dgx-a100"]
+    assert len(fig["data"]) == 4  # TTFT, TPOT, tokens/s, $ per M tokens
+
+
+def test_sidebar_states_the_profile_and_the_links(app) -> None:  # type: ignore[no-untyped-def]
+    at = app(gpu="dgx-h100", tp="8", pp="2")
+    assert_clean(at)
+    said = " ".join(c.value for c in at.sidebar.caption)
+    assert "In force: **calibrated** profile" in said and "Same default as the capacity" in said
+    assert "TP 8 inside one node over nvlink4" in said
+    assert "PP 2 across nodes over infiniband-ndr" in said
+    ideal = app(profile="ideal")
+    assert "In force: **ideal** profile" in " ".join(c.value for c in ideal.sidebar.caption)
+
+
+def test_validation_join_is_kept_on_disk(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from dashboard import compute
+
+    monkeypatch.setattr(compute, "CACHE_DIR", tmp_path)
+    calls = []
+    first = compute._on_disk("x.pkl", lambda: calls.append(1) or {"a": 1})
+    again = compute._on_disk("x.pkl", lambda: calls.append(1) or {"a": 2})
+    assert first == again == {"a": 1} and calls == [1]  # made once, then read back
+    (tmp_path / "x.pkl").write_bytes(b"not a pickle")
+    assert compute._on_disk("x.pkl", lambda: {"a": 3}) == {"a": 3}  # damaged: recomputed
+    key = compute._join_key(compute.SHARED_SETS)
+    assert key == compute._join_key(compute.SHARED_SETS) != compute._join_key("cpu")

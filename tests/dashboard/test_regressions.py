@@ -26,7 +26,7 @@ def test_speculative_defaults_to_the_familys_smallest_draft(app) -> None:  # typ
     assert at.query_params["opt"] == ["speculative:draft=llama-3.1-8b"] or (
         at.query_params["opt"] == "speculative:draft=llama-3.1-8b"
     )
-    sc = make_scenario("llama-3.1-70b", "h100-sxm", batch=8, tp=4)
+    sc = make_scenario("llama-3.1-70b", "h100-sxm", batch=8, tp=4, profile=DEFAULTS.profile)
     direct = run(sc, ["speculative:draft=llama-3.1-8b"])
     assert si(metrics(at)["TPOT"]) == pytest.approx(direct.tpot_s, rel=5e-3)
     # a new target gets a draft that shares its tokenizer
@@ -41,7 +41,7 @@ def test_no_draft_for_the_family_is_said_in_the_widget(app) -> None:  # type: ig
     said = " ".join(w.value for w in at.sidebar.warning)
     assert "No preset shares phi-2's tokenizer" in said
     assert len(at.metric) == 6  # the page renders, without speculation
-    plain = run(make_scenario("phi-2", "h100-sxm", batch=8, tp=1))
+    plain = run(make_scenario("phi-2", "h100-sxm", batch=8, tp=1, profile=DEFAULTS.profile))
     assert si(metrics(at)["TPOT"]) == pytest.approx(plain.tpot_s, rel=5e-3)
 
 

@@ -231,16 +231,33 @@ def contributions(s: Settings) -> list[dict[str, Any]]:
     return _contributions(s.with_(price_per_gpu_hour=0.0))
 
 
-@st.cache_data(max_entries=16, show_spinner="Planning: sweeping configurations…")
-def capacity_plan(*, simulate_requests: int, **request: Any) -> tuple[dict[str, Any], pd.DataFrame]:
+@st.cache_resource(max_entries=1, show_spinner=False)
+def _plans() -> dict[str, tuple[dict[str, Any], pd.DataFrame]]:
+    """Plans already made, by request (a process-wide cache kept by hand, so the sweep can
+    report progress to the page while it runs, which a cached function's body cannot)."""
+    return {}
+
+
+MAX_PLANS = 16
+
+
+def capacity_plan(
+    *, simulate_requests: int, progress: Callable[[int, int], None] | None = None, **request: Any
+) -> tuple[dict[str, Any], pd.DataFrame]:
     """`rooflens plan` for the planner form: (the plan as JSON-ready data, the feasible
-    configurations kept by the sweep)."""
+    configurations kept by the sweep); `progress(done, total)` is told as the sweep goes."""
     from model.planner.plan import plan
     from model.planner.request import build_request
 
-    space, workload = build_request(**request)
-    result = plan(space, workload, simulate_requests=simulate_requests)
-    return result.to_dict(), result.sweep.feasible
+    key = repr(sorted({**request, "simulate_requests": simulate_requests}.items()))
+    plans = _plans()
+    if key not in plans:
+        space, workload = build_request(**request)
+        result = plan(space, workload, simulate_requests=simulate_requests, progress=progress)
+        if len(plans) >= MAX_PLANS:
+            plans.pop(next(iter(plans)))
+        plans[key] = (result.to_dict(), result.sweep.feasible)
+    return plans[key]
 
 
 SHARED_SETS = "shared measurement sets"

@@ -19,18 +19,20 @@ MIN_LABELLED_SHARE = 0.06  # narrower segments keep their numbers in the hover o
 
 
 def breakdown_figure(frame: pd.DataFrame, title: str = "Where the step time goes") -> go.Figure:
-    phases = [PHASE_LABELS[p] for p in ("decode", "prefill")]
+    order = ("decode", "prefill")  # plotly draws the first category at the bottom
+    rows = {(r["phase"], r["class"]): r for r in frame.to_dict("records")}
     traces: list[dict[str, Any]] = []
     for cls in CLASSES:
-        rows = frame[frame["class"] == cls].set_index("phase").loc[["decode", "prefill"]]
-        texts, hovers = [], []
-        for phase, r in rows.iterrows():
+        texts, hovers, shares = [], [], []
+        for phase in order:
+            r = rows[(phase, cls)]
             bound = f"{r['bound']}-bound" if r["bound"] else "none"
             detail = f"{r['share'] * 100:.0f} % · {fmt_time(r['time_s'])} · {bound}"
             texts.append(f"{cls}<br>{detail}" if r["share"] >= MIN_LABELLED_SHARE else "")
-            hovers.append(f"{PHASE_LABELS[str(phase)]}: {cls}, {detail}")
-        traces.append({"type": "bar", "orientation": "h", "name": cls, "y": phases,
-                       "x": (rows["share"] * 100).tolist(), "text": texts,
+            hovers.append(f"{PHASE_LABELS[phase]}: {cls}, {detail}")
+            shares.append(r["share"] * 100)
+        traces.append({"type": "bar", "orientation": "h", "name": cls,
+                       "y": [PHASE_LABELS[p] for p in order], "x": shares, "text": texts,
                        "textposition": "inside", "insidetextanchor": "middle",
                        "hovertext": hovers, "hoverinfo": "text",
                        "marker": {"color": CLASS_COLORS[cls]}})  # fmt: skip

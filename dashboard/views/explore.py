@@ -77,8 +77,8 @@ def render(ctx: Context) -> None:
         "that has it, or once). Share of step: its part of the phase's step time (TTFT for "
         "prefill, one TPOT for decode). The CSV keeps SI units (FLOP, bytes, seconds)."
     )
-    download_row(
-        "rooflens-prediction", frame=frame, data={"settings": s.to_dict(), **pred.to_dict()}
+    download_row(  # the JSON is built only when its button is clicked
+        "rooflens-prediction", frame=frame, data=lambda: {"settings": s.to_dict(), **pred.to_dict()}
     )
     _deploy(s, pred)
     title = f"rooflens: {describe(s)}"

@@ -96,7 +96,13 @@ def _form(ctx: Context) -> dict[str, Any]:
 def render(ctx: Context) -> None:
     st.header("Capacity planner")
     request = _form(ctx)
-    result, feasible = compute.capacity_plan(**request)
+    bar = st.empty()
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / total, text=f"Sweeping configurations: group {done:,} of {total:,}")
+
+    result, feasible = compute.capacity_plan(progress=progress, **request)
+    bar.empty()
     rec = result["recommended"]
     if rec is None:
         st.error("No configuration meets this load and its SLOs.")

@@ -363,10 +363,16 @@ def validation_figures(source: str, gpus: tuple[str, ...], ops: tuple[str, ...])
     return tuple(_on_disk(f"validation-figures-{_join_key(source)}-{picked}.pkl", make))  # type: ignore[return-value]
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)
 def validation_summary(source: str, gpus: tuple[str, ...], ops: tuple[str, ...]) -> pd.DataFrame:
+    """`validate.compare.summarize` of the picked rows (read-only; kept on disk as well)."""
     from validate.compare import summarize
 
-    joined = validation_join(source)
-    rows = joined[joined["gpu"].isin(gpus) & joined["op"].isin(ops)]
-    return summarize(rows, profiles=validation_profiles(source))
+    def make() -> pd.DataFrame:
+        joined = validation_join(source)
+        rows = joined[joined["gpu"].isin(gpus) & joined["op"].isin(ops)]
+        return summarize(rows, profiles=validation_profiles(source))
+
+    picked = hashlib.sha256(repr((gpus, ops)).encode()).hexdigest()[:12]
+    result: pd.DataFrame = _on_disk(f"validation-summary-{_join_key(source)}-{picked}.pkl", make)
+    return result

@@ -32,8 +32,8 @@ def fmt_tokens_per_s(value: float) -> str:
 
 def fmt_usd_per_m(value: float) -> str:
     if not math.isfinite(value):
-        return "set a $/GPU-hour price"
-    return f"${fmt_number(value)} per M tokens"
+        return "no price set"
+    return f"${fmt_number(value)}"
 
 
 def fmt_sequences(value: float) -> str:
@@ -86,7 +86,7 @@ def headline(pred: Prediction, price_per_gpu_hour: float, price_source: str = ""
                suffix=f" of {fmt_bytes(mem.capacity_bytes)}"),
         Metric("max_batch", "Max batch", float(mem.max_batch), fmt_sequences, False,
                f"largest batch that fits at a context of {sc.context_tokens:,} tokens"),
-        Metric("usd_per_million_tokens", "Cost", cost, fmt_usd_per_m, True,
+        Metric("usd_per_million_tokens", "Cost per M tokens", cost, fmt_usd_per_m, True,
                f"{sc.parallel.n_gpus} GPU(s) at ${price_per_gpu_hour:,.2f} per GPU-hour "
                f"({price_source or 'no price set'}), fully used"),
     ]  # fmt: skip

@@ -55,6 +55,13 @@ def render(ctx: Context) -> None:
     fig = compare_figure(frame)
     st.plotly_chart(fig, key="compare_chart")
     st.dataframe(_table(frame), hide_index=True, width="stretch")
+    st.caption(
+        "Interconnect: "
+        + "; ".join(
+            f"{g}: {link}" for g, link in zip(frame["label"], frame["interconnect"], strict=True)
+        )
+        + "."
+    )
     download_row("rooflens-gpus", frame=frame, fig=fig)
 
 
@@ -105,6 +112,5 @@ def _table(frame: pd.DataFrame) -> pd.DataFrame:
                 for v in frame["usd_per_million_tokens"]
             ],
             "bound (prefill / decode)": frame["prefill_bound"] + " / " + frame["decode_bound"],
-            "interconnect": frame["interconnect"],
         }
     )

@@ -16,7 +16,7 @@ from dashboard.numbers import fmt_sig
 from hardware.errors import RooflensError
 from hardware.presets import gpu_ids
 from model.planner.serving import MODES
-from model.units import fmt_bytes, fmt_quantity, fmt_time
+from model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 
 DTYPES = ["bf16", "fp8", "int8", "int4"]
 
@@ -68,7 +68,7 @@ def _form(ctx: Context) -> dict[str, Any]:
     st.caption(
         f"Model: {s.model_ref}, with the sidebar's optimizations in every configuration; GPU "
         "prices from model/planner/prices.yaml (with sources)."
-    )  # fmt: skip
+    )
     state = st.session_state
     for key in ("plan_prompt", "plan_output"):
         if str(state[key]).strip().startswith("file:"):
@@ -139,27 +139,32 @@ def render(ctx: Context) -> None:
 
 
 def _table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The Pareto frontier, pairs of numbers sharing a column so every column fits a 1400-px
+    window."""
     return pd.DataFrame(
         {
-            "GPU": rows["gpu"],
-            "GPUs": rows["n_gpus"],
+            "GPUs": [f"{n} × {g}" for n, g in zip(rows["n_gpus"], rows["gpu"], strict=True)],
             "TP": rows["tp"],
             "weights/KV": rows["weight_dtype"] + "/" + rows["kv_dtype"],
             "scheduler": rows["mode"],
-            "batch cap (sequences)": rows["batch"],
-            "TTFT p99": [fmt_time(v) for v in rows["ttft_p99_s"]],
-            "TPOT p99": [fmt_time(v) for v in rows["tpot_p99_s"]],
-            "tokens/s per GPU": [_rate(v) for v in rows["tokens_per_s_per_gpu"]],
-            "tokens/s per user": [_rate(v) for v in rows["tokens_per_s_per_user"]],
-            "$ per hour": [f"${v:,.2f}" for v in rows["cost_per_hour"]],
-            "$ per M output tokens": [f"${v:,.3f}" for v in rows["cost_per_million_tokens"]],
-            "memory per GPU": [fmt_bytes(v) for v in rows["memory_per_gpu_bytes"]],
+            "batch cap": [fmt_quantity(v, "sequences") for v in rows["batch"]],
+            "TTFT / TPOT p99": [
+                f"{fmt_time(a)} / {fmt_time(b)}"
+                for a, b in zip(rows["ttft_p99_s"], rows["tpot_p99_s"], strict=True)
+            ],
+            "tokens/s: GPU / user": [
+                f"{fmt_number(a)} / {fmt_number(b)}"
+                for a, b in zip(
+                    rows["tokens_per_s_per_gpu"], rows["tokens_per_s_per_user"], strict=True
+                )
+            ],
+            "$/h / $ per M tokens": [
+                f"${a:,.2f} / ${b:,.3f}"
+                for a, b in zip(rows["cost_per_hour"], rows["cost_per_million_tokens"], strict=True)
+            ],
+            "memory/GPU": [fmt_bytes(v) for v in rows["memory_per_gpu_bytes"]],
         }
     )
-
-
-def _rate(value: float) -> str:
-    return fmt_quantity(value, "tokens/s")
 
 
 def _simulations(sims: list[dict[str, Any]]) -> pd.DataFrame:

@@ -83,7 +83,8 @@ def test_gpus_side_by_side_match_each_gpus_own_prediction(app) -> None:  # type:
         assert si(row["throughput"]) == pytest.approx(direct.output_tokens_per_s, rel=5e-3)
         bounds = f"{direct.prefill.bound} / {direct.decode.bound}"
         assert row["bound (prefill / decode)"] == bounds
-    assert "nvlink3" in table.loc[2, "interconnect"]  # the DGX A100's own link
+    links = " ".join(c.value for c in at.caption if c.value.startswith("Interconnect"))
+    assert "dgx-a100: nvlink3 in a node" in links  # the DGX A100's own link
     fig = figures(at)[0]
     assert fig["data"][0]["x"] == ["h100-sxm", "b200", "dgx-a100"]
     assert len(fig["data"]) == 4  # TTFT, TPOT, tokens/s, $ per M tokens

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.controls import sidebar, write_url
+from dashboard.controls import sidebar
+from dashboard.links import write_url
 from dashboard.views import PAGES
 from hardware.errors import RooflensError
 

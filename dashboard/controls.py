@@ -2,8 +2,8 @@
 
 Widget state lives in `st.session_state` under fixed keys. On a session's first run the keys are
 seeded from the URL's query parameters (`settings.from_query`); after every run the URL is
-rewritten from the current settings (`settings.to_query`), so the address bar is always a link
-to what is on screen. Widgets are created with keys only (no `value=`), as Streamlit requires
+rewritten from the current settings (`dashboard.links.write_url`), so the address bar is always
+a link to what is on screen. Widgets are created with keys only (no `value=`), as Streamlit requires
 when state is seeded through `st.session_state`.
 """
 
@@ -32,9 +32,7 @@ from dashboard.settings import (
     UPLOAD_PREFIX,
     Settings,
     baseline_from_param,
-    baseline_to_param,
     from_query,
-    to_query,
 )
 from hardware.errors import RooflensError
 from hardware.presets import get_gpu
@@ -280,28 +278,3 @@ def _checked(s: Settings, problems: list[str], slots: dict[str, Any]) -> Context
         return Context(last or s, None, problems, typed=s, invalid=text)
     st.session_state[LAST_VALID] = s
     return Context(s, None, problems)
-
-
-def write_url(page: str, ctx: Context) -> None:
-    """Rewrite the address bar to this page, these settings, the baseline and page widgets."""
-    wanted: dict[str, str | list[str]] = {}
-    if page != "explore":
-        wanted[PAGE_PARAM] = page
-    wanted.update(to_query(ctx.typed or ctx.settings))
-    if ctx.baseline is not None and not _uploaded(ctx.baseline):
-        wanted[BASELINE_PARAM] = baseline_to_param(ctx.baseline)
-    for key, default in ctx.page_params.items():
-        value = st.session_state.get(key, default)
-        if value != default:
-            if isinstance(value, list):  # an empty list must travel too ("every GPU")
-                wanted[key] = [str(v) for v in value] or [EMPTY_LIST]
-            else:
-                wanted[key] = str(value)
-    current = {k: st.query_params.get_all(k) for k in st.query_params.keys()}
-    normal = {k: v if isinstance(v, list) else [v] for k, v in wanted.items()}
-    if current != normal:
-        st.query_params.from_dict(wanted)
-
-
-def _uploaded(s: Settings) -> bool:
-    return s.model.startswith(UPLOAD_PREFIX) or s.gpu.startswith(UPLOAD_PREFIX)

@@ -90,7 +90,8 @@ def render(ctx: Context) -> None:
 
 def _deploy(s: Settings, pred: Prediction) -> None:
     """The scenario as launch settings for vLLM, SGLang and TensorRT-LLM, to copy."""
-    with st.expander("Deploy: launch settings for vLLM, SGLang and TensorRT-LLM"):
+    # Built only when asked for: three highlighted code blocks cost a redraw on every rerun.
+    if st.toggle("Deploy: launch settings for vLLM, SGLang and TensorRT-LLM", key="deploy"):
         seqs = pred.memory.max_batch
         if seqs < 1:
             st.warning("Nothing to deploy: not one sequence fits at this context.")

@@ -60,6 +60,8 @@ def test_explore_draws_the_breakdown_and_the_curve(app) -> None:  # type: ignore
     tpot = next(t for t in curve["data"] if t["name"] == "TPOT")
     assert tpot["y"] == pytest.approx((frame["tpot_s"] * 1e3).tolist())
     assert tpot["x"] == pytest.approx(frame["output_tokens_per_s"].tolist())
+    assert not at.code  # launch settings only when asked for
+    at.toggle(key="deploy").set_value(True).run()
     codes = [c.value for c in at.code]
     assert any(c.startswith("vllm serve") and "--tensor-parallel-size 4" in c for c in codes)
 
@@ -102,7 +104,7 @@ def test_sidebar_states_the_profile_and_the_links(app) -> None:  # type: ignore[
 
 
 def test_validation_join_is_kept_on_disk(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from dashboard import compute
+    from dashboard import validation_data as compute
 
     monkeypatch.setattr(compute, "CACHE_DIR", tmp_path)
     calls = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,19 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import sweeps
+from dashboard.labels import advice_text
 from dashboard.settings import DEFAULTS, UPLOAD_PREFIX, Settings
+from dashboard.validation_data import (  # noqa: F401 (the Validation page asks compute for them)
+    SHARED_SETS,
+    validation_figures,
+    validation_join,
+    validation_profiles,
+    validation_sources,
+    validation_summary,
+)
 from hardware.errors import RooflensError
 from model.presets import get_model
+from model.scenario import Scenario
 from model.spec import ModelSpec
 from model.steps import Prediction
 
@@ -46,6 +57,16 @@ def save_upload(file_name: str, data: bytes) -> str:
         tmp.write_bytes(data)
         tmp.replace(path)
     return UPLOAD_PREFIX + str(path)
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _scenario(s: Settings) -> Scenario:
+    return sweeps.scenario(s)
+
+
+def scenario(s: Settings) -> Scenario:
+    """The sidebar's scenario before optimizations (cached; never mutated)."""
+    return _scenario(s.with_(price_per_gpu_hour=0.0))
 
 
 def model_spec(s: Settings) -> ModelSpec:
@@ -88,11 +109,22 @@ def ops_frame(s: Settings) -> pd.DataFrame:
 @st.cache_data(max_entries=128, show_spinner=False)
 def _fit_advice_text(s: Settings) -> str:
     """What to change in the sidebar so it fits, each suggestion checked to fit."""
-    return sweeps.fit_suggestion(s, prediction(s).memory.max_batch)
+    return advice_text(sweeps.fit_advice(s))
 
 
 def fit_advice(s: Settings) -> str:
     return _fit_advice_text(s.with_(price_per_gpu_hour=0.0))
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def _time_breakdown(s: Settings) -> pd.DataFrame:
+    from dashboard.breakdown import time_breakdown as split
+
+    return split(prediction(s))
+
+
+def time_breakdown(s: Settings) -> pd.DataFrame:
+    return _time_breakdown(s.with_(price_per_gpu_hour=0.0))
 
 
 def _neutral(s: Settings, *swept: str) -> Settings:
@@ -143,15 +175,34 @@ def _waterfall(s: Settings, stack: str) -> list[dict[str, Any]]:
     return waterfall(sweeps.scenario(s), split_stack([stack]), s.opts)
 
 
+def opt_name(text: str) -> str:
+    """`quant:scheme=awq` -> `quant` (a registered name may itself hold ':', e.g. sparsity-2:4)."""
+    from model.optimizations import registry
+
+    known = [n for n in registry() if text == n or text.startswith(n + ":")]
+    return max(known, key=len) if known else text.partition(":")[0].strip()
+
+
+def stack_overrides(s: Settings, stack: str) -> list[str]:
+    """The sidebar's optimizations the stack also lists: the stack's own setting wins in its
+    stages, so each is given once (issue 15: "--opt quant given twice")."""
+    named = {opt_name(item) for item in _items(stack)}
+    return [o for o in s.opts if opt_name(o) in named]
+
+
 def waterfall(s: Settings, stack: str, other: str = "") -> list[dict[str, Any]]:
-    """`rooflens compare --stack STACK` with the sidebar's optimizations in every stage.
+    """`rooflens compare --stack STACK` with the sidebar's optimizations in every stage, less
+    those the stack lists itself (`stack_overrides`: the stack's setting wins).
 
     When `other` is this stack followed by ordinary (not switch-off) optimizations, its
     waterfall starts with this one's stages (stage i depends only on the optimizations before
     it), so they are taken from its cached result instead of being computed twice.
     """
     s = s.with_(price_per_gpu_hour=0.0)
-    if other and _extends(other, stack):
+    overridden = stack_overrides(s, stack)
+    if overridden:
+        s = s.with_(opts=tuple(o for o in s.opts if o not in overridden))
+    if other and _extends(other, stack) and not stack_overrides(s, other):
         return _waterfall(s, other.strip())[: len(_items(stack)) + 1]
     return _waterfall(s, stack.strip())
 
@@ -187,71 +238,30 @@ def contributions(s: Settings) -> list[dict[str, Any]]:
     return _contributions(s.with_(price_per_gpu_hour=0.0))
 
 
-@st.cache_data(max_entries=16, show_spinner="Planning: sweeping configurations…")
-def capacity_plan(*, simulate_requests: int, **request: Any) -> tuple[dict[str, Any], pd.DataFrame]:
+@st.cache_resource(max_entries=1, show_spinner=False)
+def _plans() -> dict[str, tuple[dict[str, Any], pd.DataFrame]]:
+    """Plans already made, by request (a process-wide cache kept by hand, so the sweep can
+    report progress to the page while it runs, which a cached function's body cannot)."""
+    return {}
+
+
+MAX_PLANS = 16
+
+
+def capacity_plan(
+    *, simulate_requests: int, progress: Callable[[int, int], None] | None = None, **request: Any
+) -> tuple[dict[str, Any], pd.DataFrame]:
     """`rooflens plan` for the planner form: (the plan as JSON-ready data, the feasible
-    configurations kept by the sweep)."""
+    configurations kept by the sweep); `progress(done, total)` is told as the sweep goes."""
     from model.planner.plan import plan
     from model.planner.request import build_request
 
-    space, workload = build_request(**request)
-    result = plan(space, workload, simulate_requests=simulate_requests)
-    return result.to_dict(), result.sweep.feasible
-
-
-SHARED_SETS = "shared measurement sets"
-
-
-def validation_sources() -> list[str]:
-    """The shared public measurements, then every device in the validator's results store."""
-    from validate.store import RESULTS_DIR
-
-    devices = sorted(p.name for p in RESULTS_DIR.glob("*") if any(p.glob("*.csv")))
-    return [SHARED_SETS, *devices]
-
-
-def validation_profiles(source: str) -> tuple[str, ...]:
-    """Profiles a source is compared under: a CPU has no calibrated profile (as the CLI)."""
-    return ("ideal",) if source == "cpu" else ("ideal", "calibrated")
-
-
-def _measured(source: str) -> pd.DataFrame:
-    """`rooflens validate compare [--device D]`'s table: the shared sets or a stored device."""
-    if source == SHARED_SETS:
-        from validate.datasets import load_kernels
-
-        return load_kernels()
-    from validate.store import load_results
-
-    frame = load_results(source)
-    if frame.empty or "gpu" not in frame:
-        raise RooflensError(f"no priced results stored for device '{source}'")
-    return frame
-
-
-@st.cache_resource(max_entries=8, show_spinner="Predicting every measured kernel…")
-def validation_join(source: str) -> pd.DataFrame:
-    """`validate.compare.join` of one source's measurements (read-only: shared, not copied)."""
-    from validate.compare import join
-
-    return join(_measured(source), validation_profiles(source))
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def validation_figures(source: str, gpus: tuple[str, ...], ops: tuple[str, ...]) -> tuple[Any, Any]:
-    """The validator's own figures (`rooflens validate report`): parity with the ±20 % band per
-    profile, and the measured points on each GPU's roofline."""
-    from validate.report import parity_figure, roofline_figure
-
-    joined = validation_join(source)
-    rows = joined[joined["gpu"].isin(gpus) & joined["op"].isin(ops)]
-    return parity_figure(rows, validation_profiles(source)), roofline_figure(rows)
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def validation_summary(source: str, gpus: tuple[str, ...], ops: tuple[str, ...]) -> pd.DataFrame:
-    from validate.compare import summarize
-
-    joined = validation_join(source)
-    rows = joined[joined["gpu"].isin(gpus) & joined["op"].isin(ops)]
-    return summarize(rows, profiles=validation_profiles(source))
+    key = repr(sorted({**request, "simulate_requests": simulate_requests}.items()))
+    plans = _plans()
+    if key not in plans:
+        space, workload = build_request(**request)
+        result = plan(space, workload, simulate_requests=simulate_requests, progress=progress)
+        if len(plans) >= MAX_PLANS:
+            plans.pop(next(iter(plans)))
+        plans[key] = (result.to_dict(), result.sweep.feasible)
+    return plans[key]

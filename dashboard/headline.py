@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from model.energy import energy
 from model.planner import prices
 from model.steps import Prediction
-from model.units import fmt_bytes, fmt_time
+from model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 
 
 def usd_per_million_tokens(price_per_gpu_hour: float, n_gpus: int, tokens_per_s: float) -> float:
@@ -26,11 +26,13 @@ def usd_per_million_tokens(price_per_gpu_hour: float, n_gpus: int, tokens_per_s:
 
 
 def fmt_tokens_per_s(value: float) -> str:
-    return f"{value:,.0f} tokens/s" if value >= 100 else f"{value:,.3g} tokens/s"
+    return fmt_quantity(value, "tokens/s")
 
 
 def fmt_usd_per_m(value: float) -> str:
-    return "set a $/GPU-hour price" if not math.isfinite(value) else f"${value:,.3g} per M tokens"
+    if not math.isfinite(value):
+        return "no price set"
+    return f"${fmt_number(value)}"
 
 
 def fmt_joules_per_token(value: float) -> str:
@@ -56,7 +58,7 @@ def energy_metric(pred: Prediction, usd_per_kwh: float = 0.0) -> Metric:
 
 
 def fmt_sequences(value: float) -> str:
-    return f"{value:,.0f} sequences"
+    return fmt_quantity(value, "sequences")
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ def headline(
                suffix=f" of {fmt_bytes(mem.capacity_bytes)}"),
         Metric("max_batch", "Max batch", float(mem.max_batch), fmt_sequences, False,
                f"largest batch that fits at a context of {sc.context_tokens:,} tokens"),
-        Metric("usd_per_million_tokens", "Cost", cost, fmt_usd_per_m, True,
+        Metric("usd_per_million_tokens", "Cost per M tokens", cost, fmt_usd_per_m, True,
                f"{sc.parallel.n_gpus} GPU(s) at ${price_per_gpu_hour:,.2f} per GPU-hour "
                f"({price_source or 'no price set'}), fully used"),
         energy_metric(pred, usd_per_kwh),

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from model.units import fmt_number
+
 SIGNIFICANT_DIGITS = 3
 MANTISSAS = (1.0, 2.0, 5.0)
 FINE_MANTISSAS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
@@ -39,9 +41,7 @@ def fmt_sig(value: float, unit: str = "") -> str:
     """'1,320', '0.625', '47,600 FLOP/byte': three significant digits, thousands separated."""
     if not math.isfinite(value):
         return "—"
-    v = sig(value)
-    text = f"{v:,.0f}" if abs(v) >= 1000 else f"{v:g}"
-    return f"{text} {unit}".rstrip()
+    return f"{fmt_number(value)} {unit}".rstrip()
 
 
 def _ticks(lo: float, hi: float, mantissas: Sequence[float]) -> list[float]:

@@ -89,7 +89,7 @@ class Settings:
     pp: int = 1
     ep: int = 1
     group_size: int = 128
-    profile: str = "ideal"
+    profile: str = "calibrated"  # as `rooflens plan` and the planner page
     overhead_gb: float = DEFAULT_OVERHEAD_BYTES / 1e9
     prefill_chunk: int = DEFAULT_PREFILL_CHUNK_TOKENS
     opts: tuple[str, ...] = field(default_factory=tuple)  # `name[:k=v,...]`, sorted

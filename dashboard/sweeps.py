@@ -13,7 +13,9 @@ import pandas as pd
 
 from dashboard.settings import Settings
 from hardware.errors import RooflensError
+from model.advice import FitAdvice, fit_fixes
 from model.api import make_pipeline, make_scenario, run
+from model.optimizations.sliding_window import streaming_spec
 from model.presets import get_model
 from model.scenario import Scenario
 from model.steps import Prediction
@@ -26,7 +28,14 @@ MIN_GRID_CONTEXT = 512
 
 
 def scenario(s: Settings) -> Scenario:
-    return make_scenario(get_model(s.model_ref), s.gpu_ref, **s.scenario_kwargs())
+    spec, _ = streaming_spec(get_model(s.model_ref), s.opts, s.prompt_len + s.output_len - 1)
+    return make_scenario(spec, s.gpu_ref, **s.scenario_kwargs())
+
+
+def streaming_note(s: Settings) -> str:
+    """The quality assumption of running past the model's context under a sliding window ('' when
+    the sequence fits the context or no window is on)."""
+    return streaming_spec(get_model(s.model_ref), s.opts, s.prompt_len + s.output_len - 1)[1]
 
 
 def predict(s: Settings) -> Prediction:
@@ -133,43 +142,15 @@ def max_batch_grid(s: Settings) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-FIT_TP = (2, 4, 8, 16)
-FIT_WEIGHTS = ("fp8", "int8", "int4")  # storage dtypes, largest first
-SIXTEEN_BIT = ("fp32", "tf32", "bf16", "fp16")
+def fit_advice(s: Settings) -> FitAdvice:
+    """`model.advice.fit_fixes` for the sidebar's scenario, each fix checked with the sidebar's
+    optimizations in force."""
+    sc = scenario(s)
 
+    def fits(candidate: Scenario) -> bool:
+        try:
+            return bool(make_pipeline(candidate, s.opts).memory().fits)
+        except RooflensError:
+            return False
 
-def _fits(s: Settings) -> float | None:
-    """Memory per GPU (bytes) when `s` fits, else None (also when the setting is invalid)."""
-    try:
-        mem = make_pipeline(scenario(s), s.opts).memory()
-    except RooflensError:
-        return None
-    return mem.total_bytes if mem.fits else None
-
-
-def fit_suggestion(s: Settings, max_batch: int) -> str:
-    """What to change in the sidebar so the scenario fits, every suggestion checked: the batch
-    (when one sequence fits), an 8-bit KV cache, more TP or smaller weights on their own, else
-    the fewest GPUs with the smallest weights that fit together; else what is left to try."""
-    tries: list[str] = []
-    if 1 <= max_batch < s.batch:
-        tries.append(f"Batch {max_batch:,} or less")
-    if (s.kv_dtype or s.act_dtype) in SIXTEEN_BIT and _fits(s.with_(kv_dtype="fp8")):
-        tries.append("KV cache fp8")
-    tp = next((t for t in FIT_TP if t > s.tp and _fits(s.with_(tp=t))), None)
-    if tp is not None:
-        tries.append(f"TP {tp}")
-    smaller = [w for w in FIT_WEIGHTS if w != s.weight_dtype and s.weight_dtype not in ("int4", w)]
-    weights = next((w for w in smaller if _fits(s.with_(weight_dtype=w))), None)
-    if weights is not None:
-        tries.append(f"Weights {weights}")
-    if tries:
-        return "Try " + ", or ".join(tries) + "."
-    for t in (x for x in FIT_TP if x > s.tp):
-        for w in smaller:
-            if _fits(s.with_(tp=t, weight_dtype=w)):
-                return f"Try TP {t} with Weights {w} (no single change fits)."
-    return (
-        f"Nothing up to TP {FIT_TP[-1]} with int4 weights fits this GPU: pick a GPU with more "
-        "memory, or add pipeline stages (More settings → PP)."
-    )
+    return fit_fixes(sc, make_pipeline(sc, s.opts).memory(), fits)

@@ -9,6 +9,7 @@ incremental `add_*`/`make_subplots` calls cost tens of milliseconds each on a re
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ import plotly.graph_objects as go
 
 from dashboard.figures import LAYOUT
 from dashboard.numbers import fmt_count, fmt_ms, log_axis
+from model.units import fmt_quantity, fmt_time
 
 MS = 1e3
 LATENCY = (("ttft_s", "TTFT", "#4c78a8"), ("tpot_s", "TPOT", "#f58518"))
@@ -28,15 +30,18 @@ def _suffix(panel: int) -> str:
     return "" if panel == 1 else str(panel)
 
 
-def _fit_hover(sub: pd.DataFrame, x_title: str, what: str) -> list[str]:
+def _fit_hover(sub: pd.DataFrame, x_title: str, what: Callable[[float], str]) -> list[str]:
     return [
-        f"{x_title} {x:,}: {what.format(y)}, {'fits' if fits else 'does NOT fit in memory'}"
+        f"{x_title} {x:,}: {what(y)}, {'fits' if fits else 'does NOT fit in memory'}"
         for x, y, fits in zip(sub["x"], sub["y"], sub["fits"], strict=True)
     ]
 
 
+Fmt = Callable[[float], str]
+
+
 def _series(frame: pd.DataFrame, x: str, column: str, scale: float, name: str, panel: int,
-            x_title: str, what: str, color: str | None = None) -> dict[str, Any]:  # fmt: skip
+            x_title: str, what: Fmt, color: str | None = None) -> dict[str, Any]:  # fmt: skip
     sub = pd.DataFrame({"x": frame[x], "y": frame[column] * scale, "fits": frame["fits"]})
     return {
         "type": "scatter",
@@ -51,6 +56,14 @@ def _series(frame: pd.DataFrame, x: str, column: str, scale: float, name: str, p
         "hovertext": _fit_hover(sub, x_title, what),
         "hoverinfo": "text",
     }
+
+
+def _time_label(name: str) -> Fmt:
+    return lambda ms: f"{name} {fmt_time(ms / MS)}"
+
+
+def _rate_label(name: str) -> Fmt:
+    return lambda rate: f"{name} {fmt_quantity(rate, 'tokens/s')}"
 
 
 def vline(x: float, panel: int, dash: str, color: str = "black") -> dict[str, Any]:
@@ -93,7 +106,7 @@ def two_panel(
     title: str,
 ) -> go.Figure:
     traces = [
-        _series(frame, x, column, MS, f"{name} (ms)", 1, x_title, name + " {:,.3g} ms", color)
+        _series(frame, x, column, MS, f"{name} (ms)", 1, x_title, _time_label(name), color)
         for column, name, color in LATENCY
     ] + [
         _series(
@@ -104,7 +117,7 @@ def two_panel(
             f"{name} (tokens/s)",
             2,
             x_title,
-            name + " {:,.4g} tokens/s",
+            _rate_label(name),
             color,
         )
         for (column, name), color in zip(throughput, THROUGHPUT_COLORS, strict=False)

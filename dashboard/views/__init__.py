@@ -7,7 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dashboard.controls import Context
-from dashboard.views import explore, memory, optimizations, planner, roofline, scaling, validation
+from dashboard.views import (
+    compare,
+    explore,
+    memory,
+    optimizations,
+    planner,
+    roofline,
+    scaling,
+    validation,
+)
 
 PAGES: dict[str, tuple[str, Callable[[Context], None]]] = {
     "explore": ("Explore", explore.render),
@@ -15,6 +24,7 @@ PAGES: dict[str, tuple[str, Callable[[Context], None]]] = {
     "memory": ("Memory", memory.render),
     "optimizations": ("Optimizations", optimizations.render),
     "scaling": ("Scaling", scaling.render),
+    "compare": ("GPUs side by side", compare.render),
     "planner": ("Capacity planner", planner.render),
     "validation": ("Validation", validation.render),
 }

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import compute
-from dashboard.controls import Context, workload_text
+from dashboard import compute, sweeps
+from dashboard.controls import Context
+from dashboard.labels import workload_text
 from hardware.errors import RooflensError
 from model.steps import Prediction
 from model.units import fmt_bytes
@@ -18,6 +19,9 @@ def scenario_line(ctx: Context, pred: Prediction) -> None:
         f"**{sc.model.name}** on **{sc.parallel.n_gpus} × {sc.gpu.name}** "
         f"({sc.profile} profile): {workload_text(ctx.settings)}"
     )
+    streaming = sweeps.streaming_note(ctx.settings)
+    if streaming:
+        st.info(f"Quality assumption: {streaming}.")
 
 
 def baseline_prediction(ctx: Context) -> Prediction | None:

@@ -3,15 +3,26 @@ two phases, the model and GPU facts, and every operator's cost."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import compute, tables
 from dashboard.controls import Context
+from dashboard.deploy_text import command_text, yaml_text
 from dashboard.export import download_row
+from dashboard.figures.breakdown import breakdown_figure
+from dashboard.figures.curve import curve_figure
 from dashboard.headline import e2e_text, headline
+from dashboard.labels import describe
 from dashboard.numbers import fmt_sig
+from dashboard.report import scenario_report_html
+from dashboard.settings import Settings
+from dashboard.sweeps import decode_crossover
 from dashboard.views.common import baseline_prediction, fit_warning, scenario_line
+from model.deploy import ENGINES, check, launch_settings
 from model.params import count_params
 from model.steps import Prediction
 from model.units import fmt_bytes, fmt_flops, fmt_time
@@ -45,6 +56,15 @@ def render(ctx: Context) -> None:
     st.caption(e2e_text(pred) + (" · deltas against the pinned baseline" if base else ""))
     for note in pred.notes:
         st.info(note)
+    breakdown = breakdown_figure(compute.time_breakdown(s))
+    st.plotly_chart(breakdown, key="explore_breakdown")
+    st.caption(
+        "Each bar is one step (prefill = TTFT; one decode step = TPOT before speculation), split "
+        "by operator class; a segment's bound is what limits most of its time. Host overhead is "
+        f"the {pred.scenario.profile} profile's fixed time per kernel call"
+        + (" (none under ideal)." if pred.scenario.profile == "ideal" else ".")
+    )
+    curve = _curve(s, pred)
     st.subheader("Phases")
     st.table(_phases(pred))
     with st.expander("Model and GPU"):
@@ -57,9 +77,61 @@ def render(ctx: Context) -> None:
         "that has it, or once). Share of step: its part of the phase's step time (TTFT for "
         "prefill, one TPOT for decode). The CSV keeps SI units (FLOP, bytes, seconds)."
     )
-    download_row(
-        "rooflens-prediction", frame=frame, data={"settings": s.to_dict(), **pred.to_dict()}
+    download_row(  # the JSON is built only when its button is clicked
+        "rooflens-prediction", frame=frame, data=lambda: {"settings": s.to_dict(), **pred.to_dict()}
     )
+    _deploy(s, pred)
+    title = f"rooflens: {describe(s)}"
+    report = partial(scenario_report_html, title, f"{pred.scenario.profile} profile", metrics,
+                     [breakdown, *([curve] if curve else [])], pred.notes)  # fmt: skip
+    st.download_button("⬇ Scenario report (HTML)", report, file_name="rooflens-report.html",
+                       mime="text/html", on_click="ignore", key="dl-report")  # fmt: skip
+
+
+def _deploy(s: Settings, pred: Prediction) -> None:
+    """The scenario as launch settings for vLLM, SGLang and TensorRT-LLM, to copy."""
+    # Built only when asked for: three highlighted code blocks cost a redraw on every rerun.
+    if st.toggle("Deploy: launch settings for vLLM, SGLang and TensorRT-LLM", key="deploy"):
+        seqs = pred.memory.max_batch
+        if seqs < 1:
+            st.warning("Nothing to deploy: not one sequence fits at this context.")
+            return
+        st.caption(
+            f"Max concurrent sequences = {seqs:,}, the largest batch that fits at this context "
+            "(the engines' own memory headroom differs a little). Each flag is checked against "
+            "the engine's documented flags (model/deploy.py, which cites the docs pages)."
+        )
+        sc = compute.scenario(s)
+        for tab, engine in zip(st.tabs([e.name for e in ENGINES.values()]), ENGINES, strict=True):
+            with tab:
+                settings = launch_settings(engine, sc, s.opts, seqs)
+                st.code(command_text(settings), language="bash")
+                if settings.config:
+                    st.caption("extra-llm-api-options.yaml")
+                    st.code(yaml_text(settings.config), language="yaml")
+                for note in [*settings.notes, *check(settings)]:
+                    st.caption(f"Note: {note}.")
+                st.caption(f"Flags: {ENGINES[engine].docs}")
+
+
+def _curve(s: Settings, pred: Prediction) -> go.Figure | None:
+    """The latency–throughput curve over the batch sweep (cached: moving the batch is free)."""
+    frame = compute.batch_sweep(s)
+    if frame.empty:
+        return None
+    crossover = decode_crossover(frame)
+    fig = curve_figure(frame, crossover, pred.memory.max_batch, s.batch)
+    st.plotly_chart(fig, key="explore_curve")
+    critical = (
+        f"decode turns compute-bound at batch ≈ {crossover[1]:,} (the critical batch)"
+        if crossover
+        else "decode stays on one side of the roofline over the sweep"
+    )
+    st.caption(
+        f"Batch 1 to {int(frame['batch'].max()):,}: {critical}; memory holds "
+        f"{pred.memory.max_batch:,} sequences at this context (hollow points do not fit)."
+    )
+    return fig
 
 
 def _phases(pred: Prediction) -> pd.DataFrame:

@@ -24,7 +24,8 @@ def render(ctx: Context) -> None:
     scenario_line(ctx, pred)
     fit_warning(ctx, pred)
     kv = s.kv_dtype or s.act_dtype
-    a, b, c, d = st.columns(4)
+    a, b = st.columns(2)  # two tiles a row: a value never gets cut at a 1400-px window
+    c, d = st.columns(2)
     a.metric(
         "KV cache per token",
         f"{fmt_bytes(mem.kv_bytes_per_token)}/token",

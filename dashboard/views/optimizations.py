@@ -21,7 +21,7 @@ from dashboard.figures.waterfall import (
 from dashboard.views.common import fit_warning, scenario_line
 from hardware.errors import RooflensError
 from model.optimizations import registry
-from model.units import fmt_bytes, fmt_time
+from model.units import fmt_bytes, fmt_quantity, fmt_time
 from model.waterfall import DEFAULT_STACK
 
 # The naive baseline: every default of the operator table switched off, turned back on in this
@@ -83,6 +83,13 @@ def render(ctx: Context) -> None:
             if isinstance(result, str):
                 st.error(f"{title}: {result}")
                 continue
+            overridden = compute.stack_overrides(s, texts[key])
+            if overridden:
+                st.caption(
+                    f"{title} lists {', '.join(compute.opt_name(o) for o in overridden)} "
+                    f"itself: its setting wins over the sidebar's "
+                    f"({', '.join(overridden)}), which is left out of this stack's stages."
+                )
             fig = waterfall_figure(result, metric, f"{title}: {metric.label}", y_range)
             st.plotly_chart(fig, key=f"waterfall_{key}")
             download_row(f"rooflens-waterfall-{key}", frame=pd.DataFrame(result), fig=fig)
@@ -111,11 +118,13 @@ def _stages_table(stages: list[dict[str, Any]]) -> pd.DataFrame:
                 "TTFT": fmt_time(stage["ttft_s"]),
                 "TPOT": fmt_time(stage["tpot_s"]),
                 "TPOT vs previous": "—" if speedup is None or not rows else f"{speedup:,.2f}×",
-                "throughput": f"{stage['output_tokens_per_s']:,.0f} tokens/s",
+                "throughput": fmt_quantity(stage["output_tokens_per_s"], "tokens/s"),
                 "memory per GPU": fmt_bytes(stage["memory_bytes"])
                 + ("" if stage["fits"] else " (over)"),
-                "max batch": f"{stage['max_batch']:,} sequences",
-                "throughput at max batch": "—" if at_max is None else f"{at_max:,.0f} tokens/s",
+                "max batch": fmt_quantity(stage["max_batch"], "sequences"),
+                "throughput at max batch": "—"
+                if at_max is None
+                else fmt_quantity(at_max, "tokens/s"),
             }
         )
     return pd.DataFrame(rows)

@@ -16,7 +16,7 @@ from dashboard.numbers import fmt_sig
 from hardware.errors import RooflensError
 from hardware.presets import gpu_ids
 from model.planner.serving import MODES
-from model.units import fmt_bytes, fmt_time
+from model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 
 DTYPES = ["bf16", "fp8", "int8", "int4"]
 
@@ -57,7 +57,7 @@ def _form(ctx: Context) -> dict[str, Any]:
         c.multiselect("Schedulers", list(MODES), key=url_state(ctx, "plan_modes", list(MODES)))
         a.number_input("Max GPUs", min_value=1, step=1, key=url_state(ctx, "plan_max_gpus", 64))
         b.radio("Profile", ["calibrated", "ideal"], key=url_state(ctx, "plan_profile",
-                "calibrated"), horizontal=True)  # fmt: skip
+                s.profile), horizontal=True, help="starts as the sidebar's")  # fmt: skip
         a.radio("Objective", ["cost", "goodput-per-dollar"], horizontal=True,
                 key=url_state(ctx, "plan_objective", "cost"),
                 help="the cheapest configuration, or the most goodput (requests/s within every "
@@ -72,7 +72,7 @@ def _form(ctx: Context) -> dict[str, Any]:
     st.caption(
         f"Model: {s.model_ref}, with the sidebar's optimizations in every configuration; GPU "
         "prices from model/planner/prices.yaml (with sources)."
-    )  # fmt: skip
+    )
     state = st.session_state
     for key in ("plan_prompt", "plan_output"):
         if str(state[key]).strip().startswith("file:"):
@@ -101,7 +101,13 @@ def _form(ctx: Context) -> dict[str, Any]:
 def render(ctx: Context) -> None:
     st.header("Capacity planner")
     request = _form(ctx)
-    result, feasible = compute.capacity_plan(**request)
+    bar = st.empty()
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / total, text=f"Sweeping configurations: group {done:,} of {total:,}")
+
+    result, feasible = compute.capacity_plan(progress=progress, **request)
+    bar.empty()
     rec = result["recommended"]
     if rec is None:
         st.error("No configuration meets this load and its SLOs.")
@@ -139,22 +145,31 @@ def render(ctx: Context) -> None:
 
 
 def _table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The Pareto frontier, pairs of numbers sharing a column so every column fits a 1400-px
+    window."""
     return pd.DataFrame(
         {
-            "GPU": rows["gpu"],
-            "GPUs": rows["n_gpus"],
+            "GPUs": [f"{n} × {g}" for n, g in zip(rows["n_gpus"], rows["gpu"], strict=True)],
             "TP": rows["tp"],
             "weights/KV": rows["weight_dtype"] + "/" + rows["kv_dtype"],
             "scheduler": rows["mode"],
-            "batch cap (sequences)": rows["batch"],
-            "TTFT p99": [fmt_time(v) for v in rows["ttft_p99_s"]],
-            "TPOT p99": [fmt_time(v) for v in rows["tpot_p99_s"]],
-            "tokens/s per GPU": [fmt_sig(v, "tokens/s") for v in rows["tokens_per_s_per_gpu"]],
-            "tokens/s per user": [fmt_sig(v, "tokens/s") for v in rows["tokens_per_s_per_user"]],
-            "$ per hour": [f"${v:,.2f}" for v in rows["cost_per_hour"]],
-            "$ per M output tokens": [f"${v:,.3f}" for v in rows["cost_per_million_tokens"]],
-            "goodput (requests/s)": [fmt_sig(v) for v in rows["goodput_requests_per_s"]],
-            "memory per GPU": [fmt_bytes(v) for v in rows["memory_per_gpu_bytes"]],
+            "batch cap": [fmt_quantity(v, "sequences") for v in rows["batch"]],
+            "TTFT / TPOT p99": [
+                f"{fmt_time(a)} / {fmt_time(b)}"
+                for a, b in zip(rows["ttft_p99_s"], rows["tpot_p99_s"], strict=True)
+            ],
+            "tokens/s: GPU / user": [
+                f"{fmt_number(a)} / {fmt_number(b)}"
+                for a, b in zip(
+                    rows["tokens_per_s_per_gpu"], rows["tokens_per_s_per_user"], strict=True
+                )
+            ],
+            "$/h / $ per M tokens": [
+                f"${a:,.2f} / ${b:,.3f}"
+                for a, b in zip(rows["cost_per_hour"], rows["cost_per_million_tokens"], strict=True)
+            ],
+            "memory/GPU": [fmt_bytes(v) for v in rows["memory_per_gpu_bytes"]],
+            "goodput": [fmt_quantity(v, "requests/s") for v in rows["goodput_requests_per_s"]],
         }
     )
 

@@ -13,6 +13,7 @@ from dashboard.figures.scaling import batch_figure, context_figure, tp_figure
 from dashboard.settings import Settings
 from dashboard.sweeps import decode_crossover
 from dashboard.views.common import fit_warning, scenario_line
+from model.units import fmt_quantity, fmt_time
 
 SECTIONS = ("batch", "context length", "TP degree")
 
@@ -71,11 +72,21 @@ def _batch(s: Settings, max_batch: int) -> None:
 
 
 def _tp_caption(frame: pd.DataFrame) -> str:
-    best = frame.loc[frame["output_tokens_per_s_per_gpu"].idxmax()]
-    fastest = frame.loc[frame["tpot_s"].idxmin()]
+    """The TP degrees the heads allow, and the best of those that fit in memory: a degree that
+    does not fit is never recommended (issue 15 item 4)."""
+    allowed = f"TP degrees the heads allow: {', '.join(str(t) for t in frame['tp'])}."
+    fits = frame[frame["fits"]]
+    if fits.empty:
+        return (
+            f"{allowed} None of them fits in memory at this batch and context (hollow points): "
+            "see the advice above."
+        )
+    best = fits.loc[fits["output_tokens_per_s_per_gpu"].idxmax()]
+    fastest = fits.loc[fits["tpot_s"].idxmin()]
+    unfit = [str(t) for t in frame.loc[~frame["fits"], "tp"]]
+    skipped = f" TP {', '.join(unfit)} does not fit in memory (hollow points)." if unfit else ""
     return (
-        f"TP degrees the heads allow: {', '.join(str(t) for t in frame['tp'])}. "
-        f"Lowest TPOT at TP {int(fastest['tp'])} ({fastest['tpot_s'] * 1e3:,.3g} ms); "
-        f"most tokens/s per GPU at TP {int(best['tp'])} "
-        f"({best['output_tokens_per_s_per_gpu']:,.4g} tokens/s per GPU)."
+        f"{allowed}{skipped} Of those that fit: lowest TPOT at TP {int(fastest['tp'])} "
+        f"({fmt_time(fastest['tpot_s'])}); most tokens/s per GPU at TP {int(best['tp'])} "
+        f"({fmt_quantity(best['output_tokens_per_s_per_gpu'], 'tokens/s')} per GPU)."
     )

@@ -13,6 +13,7 @@ from dashboard.export import download_row
 from dashboard.figures.validation import BAND, cv_figure, error_figure
 from hardware.presets import get_gpu
 from hardware.profiles import get_profile
+from model.units import fmt_quantity
 
 
 def render(ctx: Context) -> None:
@@ -34,14 +35,14 @@ def render(ctx: Context) -> None:
         return
     kept = rows[~rows["below_ideal"]]
     columns = st.columns(len(profiles) + 2)
-    columns[0].metric("Measured kernels", f"{len(rows):,} rows", border=True)
+    columns[0].metric("Measured kernels", fmt_quantity(len(rows), "rows"), border=True)
     for column, p in zip(columns[1:], profiles, strict=False):
         within = float((kept[f"error_{p}"].abs() <= BAND).mean()) if len(kept) else 0.0
         column.metric(f"Within ±20 % ({p})", f"{within * 100:.1f} %", border=True,
                       help=f"share of the measured rows the {p} profile predicts within ±20 % "
                       "(rows faster than the roofline left out)")  # fmt: skip
     cache = int(rows["cache_effect"].sum())
-    columns[-1].metric("Faster than the roofline (cache)", f"{cache:,} rows", border=True,
+    columns[-1].metric("Cache effects (left out)", fmt_quantity(cache, "rows"), border=True,
                        help="left out of the statistics; see validate/compare.py")  # fmt: skip
     parity, roofline = compute.validation_figures(source, tuple(gpus), tuple(ops))
     st.plotly_chart(parity, key="validation_parity")
@@ -53,7 +54,9 @@ def render(ctx: Context) -> None:
     summary = compute.validation_summary(source, tuple(gpus), tuple(ops))
     errors = error_figure(summary, profiles)
     st.plotly_chart(errors, key="validation_errors")
-    st.dataframe(_summary_table(summary, profiles), hide_index=True, width="stretch")
+    table = _summary_table(summary, profiles)
+    narrow = {c: st.column_config.NumberColumn(width="small") for c in table.columns[2:]}
+    st.dataframe(table, hide_index=True, width="stretch", column_config=narrow)
     download_row("rooflens-validation", frame=summary, fig=parity)
     with st.expander("Measured points on each GPU's roofline"):
         st.plotly_chart(roofline, key="validation_roofline")
@@ -113,13 +116,13 @@ def _summary_table(summary: pd.DataFrame, profiles: tuple[str, ...]) -> pd.DataF
             "GPU": summary["gpu"],
             "operator class": summary["op"],
             "rows": summary["rows"],
-            "left out (cache effects)": summary["excluded_cache"],
+            "left out (cache)": summary["excluded_cache"],
             "ideal under-predicts (% of rows)": summary["ideal_under_share"] * 100,
         }
     )
     for p in profiles:
-        table[f"{p}: median |error| (%)"] = summary[f"{p}_median"] * 100
-        table[f"{p}: p90 |error| (%)"] = summary[f"{p}_p90"] * 100
+        table[f"{p} median |err| (%)"] = summary[f"{p}_median"] * 100
+        table[f"{p} p90 |err| (%)"] = summary[f"{p}_p90"] * 100
     return table.round(1)
 
 
@@ -132,11 +135,12 @@ def _profile(ctx: Context) -> None:
         f"{calibrated.source}"
         + (f" (fitted on {calibrated.gpu_id})" if calibrated.gpu_id else " (generic, any GPU)")
     )
-    rows = [
-        {"operator kind": kind, **_terms(eff.model_dump())}
-        for kind, eff in calibrated.kinds.items()
-    ]
-    st.dataframe(pd.DataFrame(rows).round(2), hide_index=True, width="stretch", placeholder="—")
+    terms = pd.DataFrame({kind: _terms(eff.model_dump()) for kind, eff in calibrated.kinds.items()})
+    # one column per operator kind, one row per term: every column fits a 1400-px window
+    narrow = {c: st.column_config.NumberColumn(width="small") for c in terms.columns}
+    terms = terms.round(2).rename_axis("term").reset_index()
+    narrow["term"] = st.column_config.TextColumn(width="medium")
+    st.dataframe(terms, hide_index=True, width="stretch", placeholder="—", column_config=narrow)
     st.caption(
         f"Communication: {calibrated.comm_bandwidth_fraction * 100:.1f} % of the link bandwidth, "
         f"latency {calibrated.comm_latency_scale:g} × the link latency per step."

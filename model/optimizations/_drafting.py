@@ -19,6 +19,7 @@ import numpy as np
 from hardware.errors import RooflensError
 from model.ops import Num
 from model.optimizations._timing import scalar_timing
+from model.pipeline import Pipeline as DraftPipeline
 from model.pricing import PricedOp
 from model.steps import Prediction, Step, StepPricer, StepTiming, phase_result, with_updates
 
@@ -27,6 +28,28 @@ if TYPE_CHECKING:
     from model.scenario import Scenario
 
 DECODING_SETTING = "decoding_algorithm"
+
+# Which of the target's optimizations a draft model runs with too. A draft served next to the
+# target runs on the same engine and kernels: the same attention pattern (a sliding window or
+# attention sinks cap its cache and attention exactly as the target's), the same quantization,
+# the same attention kernels, fusion and KV layout. What reshapes or replaces the *target*
+# network (pruning it, converting it to GQA, distilling it, exiting early from its layers,
+# offloading its weights, its MoE routing, its pipeline stages) or the decode loop itself does
+# not carry over. Every registered optimization is in exactly one of the two sets
+# (tests/optimizations/test_drafting_pairs.py checks it), so a new one needs a decision here.
+DRAFT_INHERITS = frozenset(
+    {
+        "quant", "sliding-window", "eager-attention", "flash-decoding", "unsplit-decode",
+        "fusion", "paged-kv", "contiguous-kv", "no-kv-cache", "sparsity-2:4",
+    }
+)  # fmt: skip
+TARGET_ONLY = frozenset(
+    {
+        "pp-microbatches", "prompt-compression", "distill", "prune", "gqa", "mqa",
+        "early-exit", "moe", "activation-sparsity", "offload",
+        "speculative", "medusa", "lookahead", "continuous-batching",
+    }
+)  # fmt: skip
 
 
 def claim_decoding(sc: Scenario, name: str) -> Scenario:
@@ -37,6 +60,14 @@ def claim_decoding(sc: Scenario, name: str) -> Scenario:
             f"--opt {name} and --opt {other} both replace the decode step; use one of them"
         )
     return sc.model_copy(update={"settings": {**sc.settings, DECODING_SETTING: name}})
+
+
+def draft_pipeline(pipeline: StepPricer, draft_sc: Scenario) -> StepPricer:
+    """The draft model's pipeline: its scenario (from `side_scenario`) under the target's
+    optimizations that a draft inherits (DRAFT_INHERITS), so a window on the target windows the
+    draft's attention and cache too."""
+    inherited = [opt for opt in pipeline.opts if opt.name in DRAFT_INHERITS]
+    return DraftPipeline(draft_sc, inherited)
 
 
 def expected_tokens(alpha: Num, gamma: Num) -> Num:

@@ -19,6 +19,7 @@ computes the full projections; only attention is capped.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from hardware.errors import RooflensError
@@ -26,6 +27,34 @@ from model.optimizations.base import Optimization, Param
 
 if TYPE_CHECKING:
     from model.scenario import Scenario
+    from model.spec import ModelSpec
+
+STREAMING_ASSUMPTION = (
+    "{model} is run past its {max:,}-token context ({context:,} positions) with a sliding "
+    "window of {span:,}: assumed, as StreamingLLM (Xiao et al. 2024) does, that the cache is "
+    "re-indexed so positions never exceed the window and that quality holds with attention "
+    "sinks (sinks={sinks}; 4 recommended); tokens older than the window are forgotten, so "
+    "long-range recall is lost"
+)
+
+
+def streaming_spec(
+    spec: ModelSpec, opts: Sequence[str], context_tokens: int
+) -> tuple[ModelSpec, str]:
+    """(the spec, '') or, when a sliding window is on and the sequence outgrows the model's max
+    context, a spec whose max context admits it, with the quality assumption that carries (the
+    point of StreamingLLM: a fixed-size cache over an unbounded stream)."""
+    from model.optimizations import parse_opt
+
+    window = next((o for o in map(parse_opt, opts) if isinstance(o, SlidingWindow)), None)
+    if window is None or not window["window"] or context_tokens <= spec.max_context:
+        return spec, ""
+    span = window["window"] + window["sinks"]
+    note = STREAMING_ASSUMPTION.format(
+        model=spec.id, max=spec.max_context, context=context_tokens, span=span,
+        sinks=window["sinks"],
+    )  # fmt: skip
+    return spec.model_copy(update={"max_context": context_tokens}), note
 
 
 class SlidingWindow(Optimization):

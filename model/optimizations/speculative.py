@@ -23,8 +23,9 @@ target-token equivalents in kv_cache_bytes, so `max_batch` accounts for it.
 TTFT: the draft also prefills the prompt.
 
 Limits: α is an input (it depends on the pair of models and the text); the draft runs with
-`draft_tp` (default: the target's TP) and no other optimization; pipeline parallelism is not
-re-timed under speculation; tree drafts are not modelled (see `medusa`).
+`draft_tp` (default: the target's TP) and the target's optimizations a draft inherits (a
+sliding window, quantization, attention kernels, KV layout: `_drafting.DRAFT_INHERITS`);
+pipeline parallelism is not re-timed under speculation; tree drafts are not modelled (see `medusa`).
 """
 
 from __future__ import annotations
@@ -39,19 +40,50 @@ from model.memory import kv_bytes_per_token, weights_bytes_per_gpu
 from model.ops import Num
 from model.optimizations._drafting import (
     claim_decoding,
+    draft_pipeline,
     expected_tokens,
     price_verify,
     retime_with_timing,
 )
 from model.optimizations._swap import side_scenario
 from model.optimizations.base import Optimization, Param
-from model.pipeline import Pipeline as DraftPipeline
-from model.presets import get_model
+from model.params import count_params
+from model.presets import get_model, model_ids
 from model.pricing import price_ops, step_time_s
 from model.steps import MemoryBreakdown, Prediction, Step, StepPricer, StepTiming
 
 if TYPE_CHECKING:
     from model.scenario import Scenario
+    from model.spec import ModelSpec
+
+# Families that share a tokenizer under different names (Mixtral reuses Mistral's).
+TOKENIZER_LINEAGE = {"mixtral": "mistral"}
+
+
+def draft_candidates(target: ModelSpec) -> list[str]:
+    """Presets that can draft for `target`: a draft must share the target's tokenizer (same
+    family lineage and vocabulary size) and be smaller. Cheapest first: fewest parameters, then
+    the longest context (a draft must hold the target's context), then id."""
+    lineage = TOKENIZER_LINEAGE.get(target.family, target.family)
+    size = count_params(target).total
+    found = []
+    for preset in model_ids():
+        spec = get_model(preset)
+        same = TOKENIZER_LINEAGE.get(spec.family, spec.family) == lineage
+        if same and spec.vocab_size == target.vocab_size and spec.id != target.id:
+            params = count_params(spec).total
+            if params < size:
+                found.append((params, -spec.max_context, preset))
+    return [preset for _, _, preset in sorted(found)]
+
+
+def default_draft(target: ModelSpec) -> str | None:
+    """The family's smallest preset that holds the target's context (else the smallest); None
+    when no preset shares the target's tokenizer."""
+    candidates = draft_candidates(target)
+    long_enough = [c for c in candidates if get_model(c).max_context >= target.max_context]
+    choices = long_enough or candidates
+    return choices[0] if choices else None
 
 
 class Speculative(Optimization):
@@ -62,7 +94,13 @@ class Speculative(Optimization):
     )
     order = 80  # changes the step structure: after every table transform
     params: ClassVar[dict[str, Param]] = {
-        "draft": Param(str, "", "draft model: preset id or spec file (required)", preset="model"),
+        "draft": Param(
+            str,
+            "",
+            "draft model: preset id or spec file (default: the smallest preset sharing "
+            "the target's tokenizer)",
+            preset="model",
+        ),
         "gamma": Param(int, 4, "tokens the draft proposes per iteration (γ)", lo=1),
         "alpha": Param(
             float, 0.8, "probability each draft token is accepted (α), 0..1", lo=0, hi=1
@@ -70,17 +108,30 @@ class Speculative(Optimization):
         "draft_tp": Param(int, 0, "tensor parallelism of the draft (0 = the target's)", lo=0),
     }
 
-    def check(self) -> None:
-        if not self["draft"]:
-            raise RooflensError("--opt speculative: give the draft model, e.g. draft=llama-2-7b")
-
     @property
     def active(self) -> bool:
         return self["gamma"] > 0
 
+    def draft_spec(self, target: ModelSpec) -> ModelSpec:
+        """The draft model: the one given, else the target family's smallest (`default_draft`)."""
+        if self["draft"]:
+            return get_model(self["draft"])
+        found = default_draft(target)
+        if found is None:
+            raise RooflensError(
+                f"--opt speculative: no preset shares {target.id}'s tokenizer to draft for it; "
+                "give one with draft=MODEL (a preset id or a spec file)"
+            )
+        return get_model(found)
+
     def draft_scenario(self, sc: Scenario) -> Scenario:
         tp = self["draft_tp"] or sc.parallel.tp
-        return side_scenario(sc, get_model(self["draft"]), tp, "speculative draft")
+        spec = self.draft_spec(sc.model)
+        if sc.settings.get("kv_window_tokens") and sc.context_tokens > spec.max_context:
+            # a windowed (StreamingLLM) target runs past its context; its draft, under the
+            # same window, does too (sliding_window.streaming_spec states the assumption)
+            spec = spec.model_copy(update={"max_context": sc.context_tokens})
+        return side_scenario(sc, spec, tp, "speculative draft")
 
     def scenario(self, sc: Scenario) -> Scenario:
         return claim_decoding(sc, self.name) if self.active else sc
@@ -105,7 +156,7 @@ class Speculative(Optimization):
             return t
 
         gamma, alpha = self["gamma"], self["alpha"]
-        draft = DraftPipeline(self.draft_scenario(sc))
+        draft = draft_pipeline(pipeline, self.draft_scenario(sc))
         draft_ops = draft.step_ops(Step("draft", t.batch, 1.0, t.kv_lens + (gamma - 1) / 2.0))
         draft_ops = [replace(op, count=op.count * gamma) for op in draft_ops]
         drafted = price_ops(draft_ops, draft.scenario.system, draft.profile)
@@ -131,7 +182,7 @@ class Speculative(Optimization):
             drafted = [p for p in t.decode_priced if p.op.phase == "draft"]
             cost_ratio = float(np.mean(step_time_s(drafted))) / gamma / plain_s
             return (
-                f"speculative: draft {get_model(self['draft']).id}, γ={gamma}, α={alpha:g}: "
+                f"speculative: draft {self.draft_spec(sc.model).id}, γ={gamma}, α={alpha:g}: "
                 f"{t.tokens_per_step:.2f} tokens per target step, draft/target step cost "
                 f"c={cost_ratio:.3f}, decode speedup {speedup:.2f}x over plain decoding at "
                 f"batch {w.batch}"

@@ -20,6 +20,9 @@ UNITS = {
     "µs": 1e-6,
     "ms": 1e-3,
     "s": 1.0,
+    "min": 60.0,
+    "h": 3600.0,
+    "days": 86400.0,
     "B": 1.0,
     "kB": 1e3,
     "MB": 1e6,
@@ -38,16 +41,18 @@ UNITS = {
     "TFLOP": 1e12,
     "PFLOP": 1e15,
 }
-_QUANTITY = re.compile(r"^\$?(-?[\d,]*\.?\d+(?:e[+-]?\d+)?)\s*(\S+(?:/\S+)?)?")
+_QUANTITY = re.compile(r"^\$?(-?[\d,]*\.?\d+)\s*(?:([kMGT]) )?(\S+(?:/\S+)?)?")
+PREFIXES = {None: 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
 def si(text: str) -> float:
-    """'12.2 ms' -> 0.0122; '37.7 GB of 85.5 GB' -> 3.77e10; a unit the table lacks fails."""
+    """'12.2 ms' -> 0.0122; '37.7 GB of 85.5 GB' -> 3.77e10; '1.2 M tokens/s' -> 1.2e6; a unit
+    the table lacks, or an exponent ('1.22e+04 s', which the dashboard never shows), fails."""
     match = _QUANTITY.match(text.strip())
     assert match, f"no number in {text!r}"
-    number, unit = float(match.group(1).replace(",", "")), match.group(2) or ""
+    number, unit = float(match.group(1).replace(",", "")), match.group(3) or ""
     assert unit in UNITS, f"unknown unit {unit!r} in {text!r}"
-    return number * UNITS[unit]
+    return number * PREFIXES[match.group(2)] * UNITS[unit]
 
 
 def metrics(at: AppTest) -> dict[str, str]:

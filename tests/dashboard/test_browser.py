@@ -185,3 +185,78 @@ def test_roofline_page_plots_every_operator(server: str, tmp_path: Path) -> None
                 _save(page, ROOFLINE_SHOT)
         finally:
             browser.close()
+
+
+def _browser(pw: Any, tmp_path: Path, width: int = 1400) -> Any:
+    return pw.chromium.launch_persistent_context(
+        str(tmp_path / "profile"), executable_path=_chromium(), headless=True,
+        args=CHROMIUM_FLAGS, viewport={"width": width, "height": 1000},
+    )  # fmt: skip
+
+
+def test_tiles_and_columns_fit_at_1400_px_and_pictures_draw(server: str, tmp_path: Path) -> None:
+    """Issue 15: at a normal 1400-px window no metric tile is cut short and no table hides
+    columns; the time breakdown draws its five operator classes and the curve its two lines;
+    a huge scenario reads in human units (no exponent)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
+    _chromium()
+    with sync_api.sync_playwright() as pw:
+        browser = _browser(pw, tmp_path)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(f"{server}/?model=llama-3.1-405b&tp=16&batch=256&prompt=100000&wdtype=fp8")
+            sync_api.expect(_metric(page, "TTFT")).to_contain_text("min", timeout=TIMEOUT_MS)
+            _settle(page, sync_api)
+            cut = page.eval_on_selector_all(  # the value or any box inside it overflowing
+                '[data-testid="stMetricValue"]',
+                "els => els.filter(e => [e, ...e.querySelectorAll('*')].some("
+                "d => d.scrollWidth > d.clientWidth + 1)).map(e => e.innerText)",
+            )
+            assert cut == []
+            values = page.eval_on_selector_all(
+                '[data-testid="stMetricValue"]', "els => els.map(e => e.innerText)"
+            )
+            assert len(values) == 6 and not [v for v in values if "e+" in v]
+            hidden = page.eval_on_selector_all(  # a table scrolling sideways hides columns
+                '[data-testid="stTable"] table, [data-testid="stDataFrame"] .dvn-scroller',
+                "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).length",
+            )
+            assert hidden == 0
+            charts = page.locator('[data-testid="stPlotlyChart"]')
+            sync_api.expect(charts.first.locator(".barlayer .trace")).to_have_count(5)
+            sync_api.expect(charts.nth(1).locator(".scatterlayer .trace")).to_have_count(2)
+            _save(page, tmp_path / "explore-405b.png")
+        finally:
+            browser.close()
+
+
+def test_invalid_input_keeps_the_page_and_names_the_widget(server: str, tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
+    _chromium()
+    with sync_api.sync_playwright() as pw:
+        browser = _browser(pw, tmp_path)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(server)
+            throughput = _metric(page, "Throughput")
+            sync_api.expect(throughput).to_contain_text("tokens/s", timeout=TIMEOUT_MS)
+            before = throughput.inner_text()
+            tp = page.get_by_role("spinbutton", name="Tensor-parallel GPUs (TP)", exact=True)
+            tp.fill("3")
+            tp.press("Enter")
+            sidebar = page.locator('[data-testid="stSidebarContent"]')
+            sync_api.expect(sidebar.get_by_text("“Tensor-parallel GPUs (TP)” = 3 must divide")
+                            ).to_be_visible()  # fmt: skip
+            page.wait_for_url("**tp=3**")
+            _settle(page, sync_api)
+            assert page.get_by_role("heading", name="Explore").is_visible()
+            assert throughput.inner_text() == before  # the last valid scenario stays
+            assert "--tp" not in page.locator("body").inner_text()
+            # speculative from the sidebar: a draft is picked, nothing blanks
+            page.goto(f"{server}/?model=llama-3.1-70b&opt=speculative")
+            sync_api.expect(_metric(page, "TPOT")).to_contain_text("ms", timeout=TIMEOUT_MS)
+            sync_api.expect(page.get_by_text("draft llama-3.1-8b")).to_be_visible()
+        finally:
+            browser.close()

@@ -24,7 +24,7 @@ def batch_frame() -> pd.DataFrame:
 
 def test_a_sweep_point_is_the_direct_prediction(batch_frame: pd.DataFrame) -> None:
     row = batch_frame[batch_frame["batch"] == 32].iloc[0]
-    direct = run(make_scenario("llama-3-70b", "h100-sxm", batch=32, tp=4))
+    direct = run(make_scenario("llama-3-70b", "h100-sxm", batch=32, tp=4, profile=DEFAULTS.profile))
     assert row["tpot_s"] == pytest.approx(direct.tpot_s, rel=1e-12)
     assert row["ttft_s"] == pytest.approx(direct.ttft_s, rel=1e-12)
     assert row["max_batch"] == direct.memory.max_batch

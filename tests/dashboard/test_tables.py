@@ -14,6 +14,7 @@ from apptest_helpers import si
 
 from dashboard import sweeps
 from dashboard.figures.roofline import roofline_points
+from dashboard.labels import advice_text
 from dashboard.numbers import MAX_TICKS, fmt_count, fmt_ms, fmt_sig, log_ticks, sig
 from dashboard.settings import DEFAULTS, Settings
 from dashboard.tables import ops_table, roofline_table
@@ -92,16 +93,19 @@ def _fits(s: Settings) -> bool:
 
 
 def test_fit_advice_names_changes_that_fit() -> None:
-    # Llama 3 70B in bf16 (141 GB) on one H100: TP 2 or fp8 weights each fit on their own
+    # Llama 3 70B in bf16 (141 GB) on one H100: fp8 weights (H100 has fp8 tensor cores, the
+    # cheapest fix) or TP 2 each fit on their own; the dashboard words them as its widgets
     one = DEFAULTS.with_(tp=1)
     assert not _fits(one)
-    advice = sweeps.fit_suggestion(one, sweeps.predict(one).memory.max_batch)
-    assert advice == "Try TP 2, or Weights fp8."
+    advice = advice_text(sweeps.fit_advice(one))
+    assert advice == "Try “Weights” fp8, or “Tensor-parallel GPUs (TP)” 2."
     assert _fits(one.with_(tp=2)) and _fits(one.with_(weight_dtype="fp8"))
     # Llama 3.1 405B on one L4 (24 GB): nothing single fits, TP 16 with int4 weights does
     l4 = Settings(model="llama-3.1-405b", gpu="l4", tp=1, batch=1)
-    advice = sweeps.fit_suggestion(l4, sweeps.predict(l4).memory.max_batch)
-    assert advice == "Try TP 16 with Weights int4 (no single change fits)."
+    advice = advice_text(sweeps.fit_advice(l4))
+    assert advice == (
+        "Try “Tensor-parallel GPUs (TP)” 16 and “Weights” int4 (no single change fits)."
+    )
     assert _fits(l4.with_(tp=16, weight_dtype="int4"))
     assert not _fits(l4.with_(tp=16)) and not _fits(l4.with_(weight_dtype="int4"))
 

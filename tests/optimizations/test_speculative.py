@@ -91,9 +91,18 @@ def test_draft_prefill_adds_to_ttft() -> None:
     assert run(sc, [spec()]).ttft_s == pytest.approx(run(sc).ttft_s + draft_ttft)
 
 
+def test_default_draft_is_the_familys_smallest_preset() -> None:
+    # no draft given: the smallest preset sharing the target's tokenizer (issue 15 item 1)
+    target = make_scenario("llama-3.1-70b", "h100-sxm", tp=4)
+    alone = run(target, [Speculative(gamma=4)])
+    named = run(target, [Speculative(gamma=4, draft="llama-3.1-8b")])
+    assert alone.tpot_s == named.tpot_s and "draft llama-3.1-8b" in alone.notes[-1]
+    phi = make_scenario("phi-2", "h100-sxm")
+    with pytest.raises(RooflensError, match="no preset shares phi-2's tokenizer"):
+        run(phi, [Speculative(gamma=4)])
+
+
 def test_bad_settings_are_one_line_errors() -> None:
-    with pytest.raises(RooflensError, match="draft"):
-        Speculative(gamma=4)
     with pytest.raises(RooflensError, match="alpha"):
         Speculative(draft=DRAFT, alpha=1.5)
     with pytest.raises(RooflensError, match="unknown model"):

@@ -1,0 +1,173 @@
+"""How long a dashboard page takes as a user feels it: in real Chromium, from a widget change to
+the settled page (the script rerun, the websocket round trip, and plotly drawing included).
+
+Starts `streamlit run app.py` on a free local port and drives Debian's headless Chromium with
+Playwright (as tests/dashboard/test_browser.py does). For each page on a 70B model
+(Llama-3-70B, 4 × H100 by default) it loads the page, waits until it has settled, then changes
+the sidebar's batch to a value not seen before (so no cache hit) and times until the page is
+settled again: Streamlit's status widget gone, no stale element left, and the DOM quiet for
+QUIET_MS (the quiet wait itself is not counted: the time is that of the last DOM change).
+Validation is timed on its first load (loading and joining the measurements) and on a rerun;
+the planner on "every GPU" from pressing Plan to its answer.
+
+Targets (issue 15): ≤ 300 ms for Explore, Roofline, Memory, Scaling, Optimizations; ≤ 1 s for
+Validation; ≤ 3 s for the planner over every GPU.
+
+    python benchmarks/dashboard_browser.py [--app app.py] [-n 5] [--pages explore,roofline]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+QUIET_MS = 400
+TARGETS_S = {"explore": 0.3, "roofline": 0.3, "memory": 0.3, "scaling": 0.3,
+             "optimizations": 0.3, "validation": 1.0, "planner": 3.0}  # fmt: skip
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                  "--disable-background-networking", "--disable-sync"]  # fmt: skip
+# Resolves with the time (ms after `start`) of the last DOM change once the page is settled.
+SETTLE_JS = """([start, quiet, timeout, must]) => new Promise(resolve => {
+  let last = performance.now();
+  const obs = new MutationObserver(() => { last = performance.now(); });
+  obs.observe(document.body, {subtree: true, childList: true, attributes: true,
+                              characterData: true});
+  const busy = () => document.querySelector('[data-testid="stStatusWidget"]') ||
+                     document.querySelector('[data-stale="true"]');
+  const poll = () => {
+    const now = performance.now();
+    const done = !must || new Function('return ' + must)();
+    if (done && !busy() && now - last >= quiet && last > start) {
+      obs.disconnect(); resolve(last - start); }
+    else if (now - start > timeout) { obs.disconnect(); resolve(-1); }
+    else setTimeout(poll, 20);
+  };
+  setTimeout(poll, 20);
+})"""
+
+
+def _chromium() -> str:
+    for candidate in (os.environ.get("ROOFLENS_CHROMIUM"), "/usr/bin/chromium",
+                      shutil.which("chromium")):  # fmt: skip
+        if candidate and Path(candidate).is_file():
+            return candidate
+    sys.exit("Chromium not found: run scripts/install-browser.sh")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve(app: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+         "--server.runOnSave", "false"],
+        cwd=app.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read()
+            return proc, url
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                sys.exit("streamlit did not start")
+            time.sleep(0.3)
+
+
+def _settle(page: Any, must: str = "", start: float | None = None) -> float:
+    """Seconds from `start` (default: now) to the last DOM change before the page settled,
+    once the JavaScript condition `must` holds (the run's end, e.g. the link updated)."""
+    start = page.evaluate("performance.now()") if start is None else start
+    ms = page.evaluate(SETTLE_JS, [start, QUIET_MS, 300_000, must])
+    return float(ms) / 1e3
+
+
+def _timed_change(page: Any, label: str, value: int) -> float:
+    """A new batch typed and entered; settled once the link carries it (the script's last act,
+    `write_url`) and the drawing after it is done."""
+    box = page.get_by_role("spinbutton", name=label, exact=True)
+    box.fill(str(value))
+    start = page.evaluate("performance.now()")
+    box.press("Enter")
+    return _settle(page, f"location.search.includes('batch={value}')", start)
+
+
+def time_pages(url: str, pages: list[str], n: int) -> dict[str, dict[str, float]]:
+    from playwright.sync_api import sync_playwright
+
+    out: dict[str, dict[str, float]] = {}
+    with sync_playwright() as pw, tempfile.TemporaryDirectory() as profile:
+        browser = pw.chromium.launch_persistent_context(
+            profile, executable_path=_chromium(), headless=True, args=CHROMIUM_FLAGS,
+            viewport={"width": 1400, "height": 1000},
+        )  # fmt: skip
+        page = browser.new_page()
+        page.set_default_timeout(120_000)
+        batch = 20
+        for name in pages:
+            if name == "planner":  # the form plans on load: time the page to its answer
+                start = time.perf_counter()
+                page.goto(f"{url}/?page=planner&plan_gpus=none&plan_sim=0")
+                _settle(page, "document.body.innerText.includes('configurations in')")
+                out[name] = {"answer_s": round(time.perf_counter() - start, 3)}
+                continue
+            start = time.perf_counter()
+            page.goto(f"{url}/?page={name}")
+            _settle(page, "!!document.querySelector('h2')")
+            load_s = time.perf_counter() - start
+            times = []
+            for _ in range(n):
+                batch += 1
+                times.append(_timed_change(page, "Batch (sequences)", batch))
+            median = statistics.median(times)
+            out[name] = {"first_load_s": round(load_s, 3), "median_s": round(median, 3),
+                         "max_s": round(max(times), 3)}  # fmt: skip
+        browser.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--app", type=Path, default=REPO / "app.py")
+    parser.add_argument("-n", type=int, default=5, help="widget changes timed per page")
+    parser.add_argument("--pages", default=",".join(TARGETS_S))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    proc, url = _serve(args.app.resolve())
+    try:
+        results = time_pages(url, args.pages.split(","), args.n)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print(f"cpus visible: {os.cpu_count()} (shared); app: {args.app}")
+    for name, r in results.items():
+        key = "answer_s" if name == "planner" else "median_s"
+        verdict = "ok" if 0 <= r[key] <= TARGETS_S[name] else "OVER"
+        print(f"{name:14s} {json.dumps(r)}  target {TARGETS_S[name]:g} s: {verdict}")
+
+
+if __name__ == "__main__":
+    main()

@@ -121,17 +121,16 @@ class _Group:
         self.g, self.op, self.dtype, self.extra = g, op_name, dtype, extra
 
     def col(self, name: str) -> Any:  # float64 array (head counts etc. broadcast as ints)
-        """A required size column: whole numbers in 1..MAX_SIZE (bytes may be fractional)."""
+        """A required size column: positive and at most MAX_SIZE (a mean decode step's call may
+        hold a fractional length, so whole numbers are not required)."""
         if name not in self.g.columns:
             raise RooflensError(f"op {self.op} needs a '{name}' column")
         values = pd.to_numeric(self.g[name], errors="coerce").to_numpy(dtype=np.float64)
         bad = ~np.isfinite(values) | (values <= 0) | (values > MAX_SIZE)
-        if name != "comm_bytes":
-            bad |= np.isfinite(values) & (values != np.round(values))
         if bad.any():
             first = int(np.argmax(bad))
-            raise RooflensError(f"row {self.g.index[first]}: {name} must be a positive whole "
-                                f"number ≤ {MAX_SIZE:,} for op {self.op}, "
+            raise RooflensError(f"row {self.g.index[first]}: {name} must be a positive number "
+                                f"≤ {MAX_SIZE:,} for op {self.op}, "
                                 f"got {self.g[name].iloc[first]!r}")  # fmt: skip
         return values
 

@@ -1,10 +1,13 @@
 """Where a step's time goes, by operator class: prefill and one decode step split into weights
-GEMM, attention, norms/elementwise, communication and host overhead, each with what bounds it.
+GEMM, attention, norms/elementwise, communication and kernel launch floors, each with what
+bounds it.
 
 Pure (no Streamlit): the Explore page and its HTML report draw it. The split is a regrouping of
 the priced operator table (`PricedOp`), so the classes add up to the step time exactly:
-host overhead is the profile's fixed per-call time (`hardware.profiles`, zero under `ideal`),
-taken out of each kernel's row; the rest of each row goes to the class of its kind.
+the launch floors are each call's fixed time (model/pricing.py `launch_floor_s`: the profile's
+per-launch floor × the kernels a call launches, zero under `ideal`), taken out of each kernel's
+row; the rest of each row goes to the class of its kind. Host overhead of eager execution (the
+CPU issuing kernels, model/host.py) is not in a graph-captured serving step and not shown here.
 """
 
 from __future__ import annotations
@@ -14,14 +17,14 @@ import pandas as pd
 
 from hardware.profiles import get_profile
 from model.pipeline import Prediction
-from model.pricing import PricedOp
+from model.pricing import PricedOp, launch_floor_s
 
-CLASSES = ("weights GEMM", "attention", "norms/elementwise", "communication", "host overhead")
+CLASSES = ("weights GEMM", "attention", "norms/elementwise", "communication", "launch floors")
 CLASS_OF_KIND = {"gemm": "weights GEMM", "attention": "attention", "norm": "norms/elementwise",
                  "elementwise": "norms/elementwise", "embedding": "norms/elementwise",
                  "comm": "communication"}  # fmt: skip
-HOST = "host overhead"
-HOST_BOUND = "host"  # launch latency: neither the SMs nor HBM nor the links are the limit
+HOST = "launch floors"
+HOST_BOUND = "launch"  # launch latency: neither the SMs nor HBM nor the links are the limit
 
 
 def _split(priced: list[PricedOp], pred: Prediction) -> dict[str, dict[str, float]]:
@@ -33,7 +36,8 @@ def _split(priced: list[PricedOp], pred: Prediction) -> dict[str, dict[str, floa
         total = float(np.mean(p.total_s))
         host = 0.0
         if p.op.kind != "comm" and total > 0:
-            host = min(total, profile.kind_for(p.op.kind, p.op.shape).overhead_s * p.op.count)
+            floor = float(np.mean(launch_floor_s(p.op, profile)))
+            host = min(total, floor * p.op.count)
         cls = CLASS_OF_KIND.get(p.op.kind, "norms/elementwise")
         bins = out[cls]
         bins[p.bound] = bins.get(p.bound, 0.0) + total - host

@@ -36,7 +36,7 @@ def fmt_usd_per_m(value: float) -> str:
 
 
 def fmt_joules_per_token(value: float) -> str:
-    return f"{value:,.3g} J/token"
+    return fmt_quantity(value, "J/token")
 
 
 def energy_metric(pred: Prediction, usd_per_kwh: float = 0.0) -> Metric:
@@ -44,12 +44,12 @@ def energy_metric(pred: Prediction, usd_per_kwh: float = 0.0) -> Metric:
     given a $/kWh tariff, the electricity part of $/Mtok."""
     e = energy(pred, usd_per_kwh)
     power = (
-        f"{e.prefill_power_w:,.0f} W prefill, {e.decode_power_w:,.0f} W decode per GPU "
-        f"(idle {e.idle_w:,.0f} W, TDP {e.tdp_w:,.0f} W)"
+        f"{fmt_number(e.prefill_power_w)} W prefill, {fmt_number(e.decode_power_w)} W decode per "
+        f"GPU (idle {fmt_number(e.idle_w)} W, TDP {fmt_number(e.tdp_w)} W)"
     )
-    suffix = f" · {e.output_tokens_per_joule:,.3g} tokens/J"
+    suffix = f" · {fmt_quantity(e.output_tokens_per_joule, 'tokens/J')}"
     if e.electricity_usd_per_million_tokens is not None:
-        suffix += f" · electricity ${e.electricity_usd_per_million_tokens:,.3g} per M tokens"
+        suffix += f" · electricity ${fmt_number(e.electricity_usd_per_million_tokens)} per M tokens"
     return Metric("joules_per_output_token", "Energy", e.joules_per_output_token,
                   fmt_joules_per_token, True,
                   f"GPU board energy of the batch over its output tokens: {power}; idle plus "

@@ -22,6 +22,7 @@ from typing import Any
 from hardware.errors import RooflensError
 from hardware.presets import gpu_ids
 from hardware.profiles import PROFILES
+from hardware.systems import system_ids
 from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
 from model.optimizations import parse_opt
 from model.presets import model_ids
@@ -68,7 +69,10 @@ MINIMUMS: dict[str, float] = {
     "price_per_gpu_hour": 0.0,
 }
 # Fields that name a preset: a link may name only these (uploads stay on their server).
-PRESET_IDS: dict[str, Callable[[], list[str]]] = {"model": model_ids, "gpu": gpu_ids}
+PRESET_IDS: dict[str, Callable[[], list[str]]] = {
+    "model": model_ids,
+    "gpu": lambda: [*gpu_ids(), *system_ids()],  # a GPU or a system preset (dgx-h100)
+}
 BASELINE_PARAM = "baseline"
 PAGE_PARAM = "page"
 

@@ -174,12 +174,17 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     # under `calibrated`): a kernel's per-call overhead on top would count it twice.
     # Per grid point: an op emitted for a whole grid (Flash-Decoding's combine where some
     # points split) costs nothing where it does no work, as a scalar call would not emit it.
+    return PricedOp(op, compute_s, memory_s, comm_s, busy + launch_floor_s(op, profile))
+
+
+def launch_floor_s(op: Op, profile: Profile) -> Num:
+    """The fixed time of one call: the profile's per-launch floor × the kernels the call
+    launches (zero under `ideal`, and for a collective, whose base latency is its own)."""
     works = _does_work(op)
-    overhead: Num = 0.0
-    if op.kind != "comm" and np.any(works):
-        floor = eff.overhead_s * kernels_per_call(op)
-        overhead = floor if np.all(works) else np.where(works, floor, 0.0)
-    return PricedOp(op, compute_s, memory_s, comm_s, busy + overhead)
+    if op.kind == "comm" or not np.any(works):
+        return 0.0
+    floor = kind_terms(profile, op).overhead_s * kernels_per_call(op)
+    return floor if np.all(works) else np.where(works, floor, 0.0)
 
 
 def _does_work(op: Op) -> np.ndarray:

@@ -40,21 +40,22 @@ def fmt_joules_per_token(value: float) -> str:
 
 
 def energy_metric(pred: Prediction, usd_per_kwh: float = 0.0) -> Metric:
-    """Board energy per output token (model/energy.py), with tokens per joule beside it and,
-    given a $/kWh tariff, the electricity part of $/Mtok."""
+    """Board energy per output token (model/energy.py); tokens per joule and, given a $/kWh
+    tariff, the electricity part of $/Mtok in its help."""
     e = energy(pred, usd_per_kwh)
     power = (
         f"{fmt_number(e.prefill_power_w)} W prefill, {fmt_number(e.decode_power_w)} W decode per "
         f"GPU (idle {fmt_number(e.idle_w)} W, TDP {fmt_number(e.tdp_w)} W)"
     )
-    suffix = f" · {fmt_quantity(e.output_tokens_per_joule, 'tokens/J')}"
+    # the tile shows J/token only (it must fit at 1400 px); the rest goes in its help
+    extra = f"{fmt_quantity(e.output_tokens_per_joule, 'tokens/J')}"
     if e.electricity_usd_per_million_tokens is not None:
-        suffix += f" · electricity ${fmt_number(e.electricity_usd_per_million_tokens)} per M tokens"
+        extra += f"; electricity ${fmt_number(e.electricity_usd_per_million_tokens)} per M tokens"
     return Metric("joules_per_output_token", "Energy", e.joules_per_output_token,
                   fmt_joules_per_token, True,
-                  f"GPU board energy of the batch over its output tokens: {power}; idle plus "
-                  "utilisation-weighted dynamic power up to TDP (model/energy.py)",
-                  suffix=suffix)  # fmt: skip
+                  f"GPU board energy of the batch over its output tokens ({extra}): {power}; "
+                  "idle plus utilisation-weighted dynamic power up to TDP "
+                  "(model/energy.py)")  # fmt: skip
 
 
 def fmt_sequences(value: float) -> str:

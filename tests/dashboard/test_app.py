@@ -70,7 +70,7 @@ def test_an_invalid_change_keeps_the_last_valid_page(app) -> None:  # type: igno
     at.sidebar.number_input(key="tp").set_value(3).run()
     assert not at.exception and len(at.sidebar.error) == 1
     assert "Tensor-parallel GPUs (TP)" in at.sidebar.error[0].value
-    assert metrics(at)["TPOT"] == before and len(at.metric) == 6
+    assert metrics(at)["TPOT"] == before and len(at.metric) == 7  # six tiles and energy
     assert any("last valid scenario" in w.value for w in at.warning)
     assert at.query_params["tp"] == ["3"] or at.query_params["tp"] == "3"
     at.sidebar.number_input(key="tp").set_value(8).run()

@@ -217,7 +217,7 @@ def test_tiles_and_columns_fit_at_1400_px_and_pictures_draw(server: str, tmp_pat
             values = page.eval_on_selector_all(
                 '[data-testid="stMetricValue"]', "els => els.map(e => e.innerText)"
             )
-            assert len(values) == 6 and not [v for v in values if "e+" in v]
+            assert len(values) == 7 and not [v for v in values if "e+" in v]  # 6 tiles + energy
             hidden = page.eval_on_selector_all(  # a table scrolling sideways hides columns
                 '[data-testid="stTable"] table, [data-testid="stDataFrame"] .dvn-scroller',
                 "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).length",

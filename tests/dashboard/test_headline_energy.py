@@ -15,7 +15,7 @@ def test_headline_has_energy_with_units() -> None:
     metrics = {m.key: m for m in headline(pred, 2.0, "test", usd_per_kwh=0.1)}
     e = metrics["joules_per_output_token"]
     assert e.value == pytest.approx(energy(pred).joules_per_output_token)
-    assert "J/token" in e.text and "tokens/J" in e.text and "electricity $" in e.text
+    assert "J/token" in e.text and "tokens/J" in e.help and "electricity $" in e.help
     assert e.lower_is_better and "TDP" in e.help
     plain = {m.key: m for m in headline(pred, 2.0, "test")}["joules_per_output_token"]
-    assert "electricity" not in plain.text
+    assert "electricity" not in plain.help

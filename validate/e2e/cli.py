@@ -68,7 +68,7 @@ def cmd_e2e(args: argparse.Namespace) -> int:
     from model.presets import get_model
     from model.scenario import DEFAULT_OVERHEAD_BYTES
     from validate.e2e.backend import make_backend
-    from validate.e2e.decoder import check_supported
+    from validate.e2e.layout import check_supported
     from validate.e2e.predict import RunSetup
     from validate.e2e.run import TORCH_DTYPES, RunConfig, run
 

@@ -9,6 +9,11 @@ positions), with per-operator times summed over layers. On top, model/host.py's 
 op named `host`: eager launches × the per-launch cost, or one launch when the step is a CUDA
 graph; on a GPU only what exceeds the device's busy time shows, on the CPU all of it.
 
+The run and the prediction use one dtype, `--dtype`: the decoder's random weights (experts
+included), activations and KV cache are in it, and so is the scenario (`run_scenario`), even
+where the preset's native checkpoint differs (gpt-oss's MXFP4 experts, DeepSeek-V3's FP8): e2e
+checks the model it can build in torch, priced as that model.
+
 Memory is checked with model/memory.py for the run as it will execute (its `--layers` depth, a
 cache of context + 1 positions, its largest prefill step) against what the device has free,
 before anything is allocated.
@@ -17,13 +22,15 @@ before anything is allocated.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from hardware.errors import RooflensError
 from model.api import make_pipeline, make_scenario
 from model.host import HOST_OP, exposed_host_s, host_time_s, launches
 from model.pipeline import Step
-from model.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS
+from model.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS, Scenario
 from model.spec import ModelSpec
+from validate.e2e.layout import with_layers
 
 # Operators repeated per layer (scaled by depth under --layers); the rest run once per step.
 WHOLE_OPS = ("embed", "norm.final", "lm_head", HOST_OP)
@@ -49,21 +56,33 @@ class RunSetup:
     overlapped: bool  # the host runs ahead of an accelerator (GPU), or computes itself (CPU)
 
 
+def run_scenario(
+    setup: RunSetup, batch: int, context: int, layers: int = 0, **extra: Any
+) -> Scenario:
+    """The scenario a run is predicted and memory-checked as (model/api.py): its spec with room
+    for context + 1 positions (at `layers` depth, layout.with_layers; 0 = all) and ONE dtype,
+    the run's `--dtype`, for weights, routed experts, activations and the KV cache alike. An
+    explicit weight dtype drops a preset's native recipe (gpt-oss's MXFP4 experts, DeepSeek's
+    FP8), so the prediction prices the bf16 (or fp16, fp32) model the run builds."""
+    spec = _runnable(setup.spec, context)
+    return make_scenario(
+        with_layers(spec, layers) if layers else spec,
+        setup.gpu_ref,
+        batch=batch,
+        prompt_len=context,
+        weight_dtype=setup.dtype,
+        act_dtype=setup.dtype,
+        kv_dtype=setup.dtype,
+        profile=setup.profile,
+        **extra,
+    )
+
+
 def predict_phase(
     setup: RunSetup, phase: str, batch: int, context: int, graphed: bool
 ) -> PhasePrediction:
     """Predicted time of one prefill (phase 'prefill') or one decode step ('decode')."""
-    sc = make_scenario(
-        _runnable(setup.spec, context),
-        setup.gpu_ref,
-        batch=batch,
-        prompt_len=context,
-        output_len=1,
-        weight_dtype=setup.dtype,
-        act_dtype=setup.dtype,
-        profile=setup.profile,
-    )
-    pipeline = make_pipeline(sc)
+    pipeline = make_pipeline(run_scenario(setup, batch, context, output_len=1))
     P = float(context)
     if phase == "prefill":  # each chunk of sequences as the step the run takes
         steps = [Step("prefill", float(b), P, P) for b in prefill_chunks(batch, context)]
@@ -98,17 +117,12 @@ def memory_needed_bytes(
     setup: RunSetup, batch: int, context: int, layers: int, overhead_bytes: float
 ) -> float:
     """Bytes the run takes with `layers` decoder layers (model/memory.py)."""
-    m = setup.spec
-    update = {"n_layers": layers, "first_dense_layers": min(m.first_dense_layers, layers - 1)}
-    spec = _runnable(m, context).model_copy(update=update)
-    sc = make_scenario(
-        spec,
-        setup.gpu_ref,
-        batch=batch,
-        prompt_len=context,
+    sc = run_scenario(
+        setup,
+        batch,
+        context,
+        layers=layers,
         output_len=2,
-        weight_dtype=setup.dtype,
-        act_dtype=setup.dtype,
         overhead_bytes=overhead_bytes,
         prefill_chunk_tokens=prefill_chunks(batch, context)[0] * context,  # the largest step
     )

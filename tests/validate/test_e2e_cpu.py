@@ -111,9 +111,11 @@ def test_bad_input_is_one_line_and_exit_2(store, capsys, args, message):
     assert message in err and len(err.splitlines()) == 1
 
 
-def test_mla_models_and_missing_cuda_are_refused(store, capsys):
-    assert main(["validate", "e2e", "--model", "deepseek-v3", "--device", "cpu"]) == 2
-    assert "MLA" in capsys.readouterr().err
+def test_mla_and_mamba_models_and_missing_cuda_are_refused(store, capsys):
+    for model, reason in (("deepseek-v3", "MLA"), ("jamba-v0.1", "28 Mamba layers")):
+        assert main(["validate", "e2e", "--model", model, "--device", "cpu"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert reason in err and len(err.splitlines()) == 1
     if not torch.cuda.is_available():
         assert main(["validate", "e2e", "--model", "llama-3-8b", "--device", "cuda"]) == 2
         assert "no CUDA GPU visible" in capsys.readouterr().err

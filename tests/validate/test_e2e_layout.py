@@ -84,3 +84,11 @@ def test_the_prediction_uses_the_runs_dtype_for_every_weight(dtype):
     sc = run_scenario(RunSetup(spec, "h100-sxm", "ideal", dtype, 1e-5, True), 1, 1024)
     p = sc.precision
     assert (p.weight_dtype, p.expert_dtype, p.act_dtype, p.kv_dtype) == (dtype,) * 4
+
+
+def test_the_output_says_which_dtype_ran_and_what_the_checkpoint_ships():
+    from validate.e2e.cli import _dtype_note
+
+    note = _dtype_note(get_model("gpt-oss-20b"), "bf16")
+    assert "in bf16, in the run and the prediction" in note and "bf16 and mxfp4" in note
+    assert "(" not in _dtype_note(get_model("llama-3-8b"), "bf16")

@@ -171,7 +171,18 @@ def _output(args: argparse.Namespace, rows: list, cfg, device_id: str, root: Pat
         f"host cost per launch {s.per_launch_s * 1e6:.1f} µs (a tiny eager copy, timed here)\n"
         f"median |predicted / measured − 1| of TTFT and TPOT: {median_step_error(rows) * 100:.1f} %"
     )
+    console.print(_dtype_note(s.spec, s.dtype))
     console.print(f"wrote {_shown(path)}")
+
+
+def _dtype_note(spec, dtype: str) -> str:  # type: ignore[no-untyped-def]
+    """One line: the run and its prediction share --dtype, whatever the checkpoint ships in."""
+    note = f"weights, experts, activations and KV cache in {dtype}, in the run and the prediction"
+    native = {spec.native_weight_dtype, spec.native_expert_dtype or spec.native_weight_dtype}
+    if native != {dtype}:
+        shipped = " and ".join(sorted(native))
+        note += f" (the released {spec.id} stores {shipped} weights: e2e runs {dtype} instead)"
+    return note
 
 
 def _shown(path: Path) -> str:

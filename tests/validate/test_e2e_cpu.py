@@ -103,6 +103,7 @@ def test_tiny_model_on_this_cpu_stays_in_the_band(store, tmp_path, capsys):
         (("--dtype", "int4"), "--dtype must be one of"),
         (("--impl", "triton"), "--impl triton runs the kernels of kernels/ on a CUDA GPU"),
         (("--batch", "100000", "--context", "4000"), "needs"),
+        (("--images", "1"), "has no vision encoder"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(store, capsys, args, message):
@@ -141,3 +142,27 @@ def test_a_hugging_face_config_is_a_model_and_its_memory_is_checked(store, capsy
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "with 32 layers at batch 512, context 8000 needs" in err and "GB free" in err
+
+
+@pytest.mark.parametrize("preset", ["gemma-3-4b", "gpt-oss-20b"])
+def test_new_architectures_run_through_the_command(store, tmp_path, capsys, preset):
+    """A test-sized Gemma 3 (with one image per prompt) and gpt-oss (MoE, sinks, alternating
+    windows) through the whole command at --layers 2 of 4: every predicted operator is measured,
+    the encoder's rows included, and the parts add up to the step."""
+    import yaml
+
+    from e2e_specs import shrink
+
+    spec_file = tmp_path / f"{preset}.yaml"
+    spec = shrink(preset, n_layers=4, max_context=128)
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json")))
+    images = ("--images", "1") if spec.vision else ()
+    args = ["validate", "e2e", "--model", str(spec_file), "--device", "cpu", "--stored-spec"]
+    args += ["--context", "24", "--layers", "2", "--repeats", "2", "--json", "--results"]
+    assert main([*args, str(store), *images]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    prefill = {o["name"]: o for o in rows[0]["ops"]}
+    assert ("vision.attn" in prefill) == bool(spec.vision)
+    assert all(o["measured_s"] > 0 for o in prefill.values() if o["name"] != "unattributed")
+    for r in rows:
+        assert r["measured_s"] == pytest.approx(sum(o["measured_s"] for o in r["ops"]))

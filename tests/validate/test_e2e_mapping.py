@@ -47,33 +47,30 @@ def test_every_predicted_operator_has_a_scope(preset):
 
 
 def test_every_predicted_vision_operator_has_a_scope_when_images_are_given():
-    """Gemma 3 4B with one image per prompt: the prediction's `vision.*` rows (model/vision.py)
-    all have their scope in the encoder's forward; without images there are none."""
-    from model.api import make_scenario
-    from model.ops import build_ops
+    """Gemma 3 4B with one image per prompt (`--images 1`): the prediction's `vision.*` rows
+    (model/vision.py) all have their scope in the encoder's forward, and run once whatever
+    --layers says; without images there are none."""
+    from validate.e2e.predict import is_whole
 
     spec = shrink("gemma-3-4b")
-    image_tokens = spec.vision.tokens_per_image
-    text = 12
-    kw = {"batch": 2, "prompt_len": text, "output_len": 1, "weight_dtype": "fp32"}
-    sc = make_scenario(spec, "h100-sxm", images=1, **kw)
-    P = float(sc.workload.prompt_len)
-    assert P == text + image_tokens
-    predicted = {o.name for o in build_ops(sc, "prefill", 2.0, P, P)}
+    context = 16  # 4 image tokens, then 12 of text
+    setup = RunSetup(spec, "h100-sxm", "ideal", "fp32", 1e-5, overlapped=True, images=1)
+    predicted = set(predict_phase(setup, "prefill", 2, context, graphed=False).ops)
     vision = {n for n in predicted if n.startswith("vision.")}
-    assert len(vision) == 12
-    model = Decoder(spec, batch=2, capacity=int(P) + 1).init_weights()
+    assert len(vision) == 12 and all(is_whole(n) for n in vision)
+    model = Decoder(spec, batch=2, capacity=context + 1).init_weights()
     v = spec.vision
     pixels = torch.randn(2, 1, v.channels, v.image_size, v.image_size)
-    tokens = torch.randint(0, spec.vocab_size, (2, int(P)))
+    tokens = torch.randint(0, spec.vocab_size, (2, context))
     with torch.inference_mode():
         seen = _scopes_seen(model, lambda: model(tokens, 0, pixels=pixels))
         logits = model(tokens, 0, pixels=pixels)
         without = model(tokens, 0)
     assert vision <= seen, f"no scope for {sorted(vision - seen)}"
     assert not torch.allclose(logits, without)  # the image tokens reach the language model
-    no_images = make_scenario(spec, "h100-sxm", **kw)
-    assert not any(o.name.startswith("vision.") for o in build_ops(no_images, "prefill", 2, P, P))
+    text_only = RunSetup(spec, "h100-sxm", "ideal", "fp32", 1e-5, overlapped=True)
+    ops = predict_phase(text_only, "prefill", 2, context, graphed=False).ops
+    assert not any(n.startswith("vision.") for n in ops)
 
 
 def test_attribution_puts_time_under_each_scope_and_not_more_than_the_step():

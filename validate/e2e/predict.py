@@ -32,8 +32,15 @@ from model.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS,
 from model.spec import ModelSpec
 from validate.e2e.layout import with_layers
 
-# Operators repeated per layer (scaled by depth under --layers); the rest run once per step.
+# Operators repeated per layer (scaled by depth under --layers); the rest run once per step,
+# and so does a vision-language model's encoder (built whole whatever --layers says).
 WHOLE_OPS = ("embed", "norm.final", "lm_head", HOST_OP)
+VISION_PREFIX = "vision."
+
+
+def is_whole(name: str) -> bool:
+    """Whether operator `name` runs at full size whatever --layers says (not scaled by depth)."""
+    return name in WHOLE_OPS or name.startswith(VISION_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,7 @@ class RunSetup:
     dtype: str
     per_launch_s: float
     overlapped: bool  # the host runs ahead of an accelerator (GPU), or computes itself (CPU)
+    images: int = 0  # images per prompt (a vision-language model), inside `context`
 
 
 def run_scenario(
@@ -63,19 +71,38 @@ def run_scenario(
     for context + 1 positions (at `layers` depth, layout.with_layers; 0 = all) and ONE dtype,
     the run's `--dtype`, for weights, routed experts, activations and the KV cache alike. An
     explicit weight dtype drops a preset's native recipe (gpt-oss's MXFP4 experts, DeepSeek's
-    FP8), so the prediction prices the bf16 (or fp16, fp32) model the run builds."""
+    FP8), so the prediction prices the bf16 (or fp16, fp32) model the run builds. With images,
+    `context` counts their tokens: the text is the rest."""
     spec = _runnable(setup.spec, context)
     return make_scenario(
         with_layers(spec, layers) if layers else spec,
         setup.gpu_ref,
         batch=batch,
-        prompt_len=context,
+        prompt_len=context - image_tokens(setup.spec, setup.images, context),
+        images=setup.images,
         weight_dtype=setup.dtype,
         act_dtype=setup.dtype,
         kv_dtype=setup.dtype,
         profile=setup.profile,
         **extra,
     )
+
+
+def image_tokens(spec: ModelSpec, images: int, context: int) -> int:
+    """Prompt positions `images` images take; a one-line error when none are left for text."""
+    if images < 0:
+        raise RooflensError(f"--images must be ≥ 0, got {images}")
+    if not images:
+        return 0
+    if spec.vision is None:
+        raise RooflensError(f"--images {images}: {spec.id} has no vision encoder")
+    tokens = images * spec.vision.tokens_per_image
+    if tokens >= context:
+        raise RooflensError(
+            f"--context {context} must exceed the {tokens} tokens of {images} image(s) "
+            f"({spec.vision.tokens_per_image} each), which it includes"
+        )
+    return tokens
 
 
 def predict_phase(

@@ -20,7 +20,7 @@ from validate.cpu import measure_cpu, save_cpu_spec
 from validate.store import PROVENANCE_COLUMNS, load_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from e2e_specs import TINY
+from e2e_specs import TINY, shrink
 
 BATCHES, CONTEXTS = (1, 4), (64, 256)
 OPS = {
@@ -150,8 +150,6 @@ def test_new_architectures_run_through_the_command(store, tmp_path, capsys, pres
     windows) through the whole command at --layers 2 of 4: every predicted operator is measured,
     the encoder's rows included, and the parts add up to the step."""
     import yaml
-
-    from e2e_specs import shrink
 
     spec_file = tmp_path / f"{preset}.yaml"
     spec = shrink(preset, n_layers=4, max_context=128)

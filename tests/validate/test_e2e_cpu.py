@@ -148,7 +148,7 @@ def test_a_hugging_face_config_is_a_model_and_its_memory_is_checked(store, capsy
 def test_new_architectures_run_through_the_command(store, tmp_path, capsys, preset):
     """A test-sized Gemma 3 (with one image per prompt) and gpt-oss (MoE, sinks, alternating
     windows) through the whole command at --layers 2 of 4: every predicted operator is measured,
-    the encoder's rows included, and the parts add up to the step."""
+    the encoder's rows included."""
     import yaml
 
     spec_file = tmp_path / f"{preset}.yaml"
@@ -164,5 +164,5 @@ def test_new_architectures_run_through_the_command(store, tmp_path, capsys, pres
     assert all(o["measured_s"] >= 0 for o in prefill.values())
     for name in ("attn.core", "moe.experts" if spec.is_moe else "vision.attn"):
         assert prefill[name]["measured_s"] > 0 and prefill[name]["predicted_s"] > 0
-    for r in rows:
-        assert r["measured_s"] == pytest.approx(sum(o["measured_s"] for o in r["ops"]))
+    assert [(r["phase"], r["context"]) for r in rows] == [("prefill", 24), ("decode", 24)]
+    assert all(r["measured_s"] > 0 and r["predicted_s"] > 0 for r in rows)

@@ -33,6 +33,9 @@ SINK_DIMS = 8  # spare key dimensions that carry the sink (one used; 8 keeps ker
 
 
 class Attention(nn.Module):
+    """One layer's attention at `window` (0 = full) with its static cache: K [B, K, slots +
+    capacity, Dh (+ SINK_DIMS with sinks)], V [B, K, slots + capacity, Dh]."""
+
     def __init__(self, ctx: Ctx, batch: int, capacity: int, rope: Rope | None, window: int):
         super().__init__()
         m, self.ctx, self.rope, self.window = ctx.spec, ctx, rope, window

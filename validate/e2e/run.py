@@ -7,7 +7,9 @@ gaps, launches) is scaled with the attributed time it sits between:
 
     full = whole + (L/N)·layer + rest · (whole + (L/N)·layer) / (whole + layer)
 
-so a 70B-class model is checked on one GPU by running a few of its layers at full width.
+so a 70B-class model is checked on one GPU by running a few of its layers at full width. A model
+whose layers differ in kind (sliding and full attention) runs them in proportion
+(validate/e2e/layout.py), and a vision-language model's encoder (`--images`) runs whole.
 """
 
 from __future__ import annotations

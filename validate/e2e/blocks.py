@@ -26,7 +26,7 @@ from validate.e2e.backend import causal_mask
 from validate.e2e.layout import ACTIVATION_NAMES
 
 if TYPE_CHECKING:
-    from validate.e2e.decoder import Ctx, Rope
+    from validate.e2e.ctx import Ctx, Rope
 
 ACTIVATIONS = dict(zip(ACTIVATION_NAMES, (F.silu, F.gelu, F.relu), strict=True))
 SINK_DIMS = 8  # spare key dimensions that carry the sink (one used; 8 keeps kernels aligned)

@@ -8,7 +8,8 @@ write and attention), `attn.o_proj`, `norm.post_attn`, `norm.mlp`, `mlp.up_gate`
 one GEMM), `mlp.act`, `mlp.down`, `moe.router`, `moe.experts`, `moe.shared.*`, `norm.post_mlp`,
 `norm.final`, `lm_head` (last position only in prefill, DESIGN.md); `vision.*` for a
 vision-language model's encoder (validate/e2e/vision.py). Scopes cost a little host time, so
-they are on only while profiling. The blocks are validate/e2e/blocks.py's.
+they are on only while profiling. The blocks are validate/e2e/blocks.py's, the shared
+context and RoPE validate/e2e/ctx.py's.
 
 Covers RMSNorm/LayerNorm, RoPE or learned positions, MHA/GQA/MQA, q/k norms (Qwen3, Gemma 3),
 per-layer sliding windows (gpt-oss, Gemma 3, Mistral), attention sinks (gpt-oss), gated or plain
@@ -29,54 +30,12 @@ from model.params import norms_per_block
 from model.spec import ModelSpec
 from validate.e2e.backend import TorchBackend
 from validate.e2e.blocks import MLP, Attention, MoE
+from validate.e2e.ctx import Ctx, Rope
 from validate.e2e.layout import check_supported, with_layers
 from validate.e2e.scopes import Scopes
 from validate.e2e.vision import VisionEncoder
 
-NORM_EPS = 1e-5
-ROPE_THETA = 10000.0  # RoFormer (Su et al. 2021); the base does not change the cost
 INIT_STD = 0.02  # GPT-2's initializer_range: keeps random activations finite in bf16
-
-
-class Ctx:
-    """What every module of one decoder shares: spec, backend, scopes, tensor options."""
-
-    def __init__(self, spec: ModelSpec, backend: TorchBackend, dtype: torch.dtype, device: str):
-        self.spec, self.backend, self.scope = spec, backend, Scopes()
-        self.rows = slice(None)  # the cache rows (sequences) the current forward fills
-        self.kw: dict[str, object] = {"dtype": dtype, "device": device}
-
-    def norm(self) -> nn.Module:
-        D = self.spec.d_model
-        if self.spec.norm == "layernorm":
-            return nn.LayerNorm(D, eps=NORM_EPS, **self.kw)  # type: ignore[arg-type]
-        return nn.RMSNorm(D, eps=NORM_EPS, **self.kw)  # type: ignore[arg-type]
-
-    def head_norm(self) -> nn.Module:
-        """RMSNorm over one head's Dh (Qwen3/Gemma 3 q_norm and k_norm)."""
-        return nn.RMSNorm(self.spec.head_dim, eps=NORM_EPS, **self.kw)  # type: ignore[arg-type]
-
-    def linear(self, n_in: int, n_out: int, bias: bool) -> nn.Linear:
-        return nn.Linear(n_in, n_out, bias=bias, **self.kw)  # type: ignore[arg-type]
-
-
-class Rope(nn.Module):
-    """Rotary embedding, rotate-half layout (GPT-NeoX / HF Llama): x·cos + rot(x)·sin."""
-
-    def __init__(self, head_dim: int, capacity: int, ctx: Ctx):
-        super().__init__()
-        device = ctx.kw["device"]
-        inv = 1.0 / ROPE_THETA ** (torch.arange(0, head_dim, 2, device=device) / head_dim)
-        angles = torch.outer(torch.arange(capacity, device=device, dtype=inv.dtype), inv)
-        angles = torch.cat((angles, angles), dim=-1)  # [S, Dh]
-        self.register_buffer("cos", angles.cos().to(ctx.kw["dtype"]), persistent=False)  # type: ignore[arg-type]
-        self.register_buffer("sin", angles.sin().to(ctx.kw["dtype"]), persistent=False)  # type: ignore[arg-type]
-
-    def forward(self, x: torch.Tensor, start: int) -> torch.Tensor:  # x [B, T, h, Dh]
-        T = x.shape[1]
-        cos, sin = self.cos[start : start + T, None], self.sin[start : start + T, None]
-        x1, x2 = x.chunk(2, dim=-1)
-        return x * cos + torch.cat((-x2, x1), dim=-1) * sin
 
 
 class Layer(nn.Module):

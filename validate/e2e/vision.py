@@ -21,7 +21,7 @@ from torch import nn
 from model.spec_vision import VisionSpec
 
 if TYPE_CHECKING:
-    from validate.e2e.decoder import Ctx
+    from validate.e2e.ctx import Ctx
 
 NORM_EPS = 1e-6  # SiglipVisionConfig layer_norm_eps
 

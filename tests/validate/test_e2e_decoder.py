@@ -160,7 +160,7 @@ def test_mla_and_mamba_presets_are_among_the_refused():
     assert {"deepseek-v3", "jamba-v0.1"} <= set(REFUSED)
 
 
-@pytest.mark.parametrize("preset", ["llama-3-8b", "opt-6.7b"])
+@pytest.mark.parametrize("preset", ["llama-3-8b", "opt-6.7b", "gemma-3-1b"])
 def test_triton_backend_routes_through_kernels_and_matches_torch(preset, monkeypatch):
     """--impl triton's routing (GEMM, RMSNorm, flash prefill, split decode attention; torch for
     LayerNorm) gives torch's logits. Without a GPU the kernels run in Triton's interpreter
@@ -199,11 +199,13 @@ def test_triton_backend_routes_through_kernels_and_matches_torch(preset, monkeyp
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16])
-def test_triton_backend_and_cuda_graph_match_torch_on_a_gpu(dtype):
+@pytest.mark.parametrize("preset", ["llama-3-8b", "gemma-3-1b"])
+def test_triton_backend_and_cuda_graph_match_torch_on_a_gpu(dtype, preset):
+    """Gemma 3 adds q/k norms and a sliding layer whose window (8) the 9 tokens exceed."""
     from validate.e2e.backend import TritonBackend
     from validate.e2e.measure import cuda_graph
 
-    spec = shrink("llama-3-8b", head_dim=16, d_model=64)
+    spec = shrink(preset, head_dim=16, d_model=64)
     tokens = torch.randint(0, spec.vocab_size, (2, 9), device="cuda")
     out = {}
     for name, backend in (("torch", None), ("triton", TritonBackend())):
@@ -219,3 +221,21 @@ def test_triton_backend_and_cuda_graph_match_torch_on_a_gpu(dtype):
             torch.testing.assert_close(result["y"], eager)
         out[name] = eager
     torch.testing.assert_close(out["triton"], out["torch"], rtol=1.6e-2, atol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("preset", ["gpt-oss-20b", "gemma-3-1b"])
+def test_sinks_and_windows_give_the_cpus_logits_on_a_gpu(preset):
+    """The sink's virtual key (K wider than V, an explicit mask) and sliding masks through
+    CUDA's SDPA kernels: the same weights give the CPU's logits, prefill and decode."""
+    spec = shrink(preset)
+    model = Decoder(spec, batch=2, capacity=24).init_weights(seed=3)
+    tokens = torch.randint(0, spec.vocab_size, (2, 20))
+    out = {}
+    for device in ("cpu", "cuda"):
+        model = model.to(device)
+        with torch.inference_mode():
+            prefill = model(tokens[:, :19].to(device), 0)
+            out[device] = (prefill, model(tokens[:, 19:].to(device), 19))
+    for gpu, cpu in zip(out["cuda"], out["cpu"], strict=True):
+        torch.testing.assert_close(gpu.cpu(), cpu, rtol=1e-3, atol=1e-4)

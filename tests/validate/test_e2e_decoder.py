@@ -135,6 +135,35 @@ def test_qk_norm_makes_attention_blind_to_the_scale_of_q_and_k(preset, normed):
     assert torch.allclose(before, after, rtol=1e-3, atol=1e-3) == normed  # eps: not exact
 
 
+@pytest.mark.parametrize("preset", ["qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b"])
+def test_moe_block_matches_hf_routing_token_by_token(preset):
+    """HF's routing written per token (GptOssTopKRouter: logits + bias, top-k of the logits, a
+    softmax over those k; Mixtral/Qwen3-MoE the same with no bias): the block's sorted,
+    batched expert loop gives each token the same k experts and weights."""
+    spec = shrink(preset, n_layers=1)
+    model = Decoder(spec, batch=1, capacity=8).init_weights(seed=2)
+    moe = model.layers[0].mlp
+    torch.nn.init.normal_(moe.router.weight, std=0.5)  # routing far from ties
+    if moe.router.bias is not None:
+        torch.nn.init.normal_(moe.router.bias)
+    x = torch.randn(1, 7, spec.d_model)
+    act = torch.nn.functional.silu
+    with torch.inference_mode():
+        got = moe(x)
+        want = torch.zeros_like(x)
+        for t in range(7):
+            logits = torch.nn.functional.linear(x[0, t], moe.router.weight, moe.router.bias)
+            top, experts = torch.topk(logits, spec.experts_per_token)
+            for w, e in zip(torch.softmax(top, -1), experts.tolist(), strict=True):
+                gate, up = (moe.w_up[e] @ x[0, t] + moe.b_up[e] if moe.b_up is not None
+                            else moe.w_up[e] @ x[0, t]).chunk(2)  # fmt: skip
+                y = moe.w_down[e] @ (act(gate) * up)
+                want[0, t] += w * (y + (moe.b_down[e] if moe.b_down is not None else 0))
+    assert moe.router.out_features == spec.n_experts and spec.experts_per_token > 1
+    assert (moe.router.bias is not None) == (spec.family == "gpt-oss")
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
+
+
 def test_weights_are_random_in_the_asked_dtype_and_tied_heads_share_them():
     spec = shrink("gpt3-175b", tied_embeddings=True)
     model = Decoder(spec, dtype=torch.bfloat16, capacity=8).init_weights()

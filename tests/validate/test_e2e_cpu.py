@@ -20,7 +20,7 @@ from validate.cpu import measure_cpu, save_cpu_spec
 from validate.store import PROVENANCE_COLUMNS, load_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from e2e_specs import TINY
+from e2e_specs import TINY, shrink
 
 BATCHES, CONTEXTS = (1, 4), (64, 256)
 OPS = {
@@ -103,6 +103,7 @@ def test_tiny_model_on_this_cpu_stays_in_the_band(store, tmp_path, capsys):
         (("--dtype", "int4"), "--dtype must be one of"),
         (("--impl", "triton"), "--impl triton runs the kernels of kernels/ on a CUDA GPU"),
         (("--batch", "100000", "--context", "4000"), "needs"),
+        (("--images", "1"), "has no vision encoder"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(store, capsys, args, message):
@@ -111,9 +112,11 @@ def test_bad_input_is_one_line_and_exit_2(store, capsys, args, message):
     assert message in err and len(err.splitlines()) == 1
 
 
-def test_mla_models_and_missing_cuda_are_refused(store, capsys):
-    assert main(["validate", "e2e", "--model", "deepseek-v3", "--device", "cpu"]) == 2
-    assert "MLA" in capsys.readouterr().err
+def test_mla_and_mamba_models_and_missing_cuda_are_refused(store, capsys):
+    for model, reason in (("deepseek-v3", "MLA"), ("jamba-v0.1", "28 Mamba layers")):
+        assert main(["validate", "e2e", "--model", model, "--device", "cpu"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert reason in err and len(err.splitlines()) == 1
     if not torch.cuda.is_available():
         assert main(["validate", "e2e", "--model", "llama-3-8b", "--device", "cuda"]) == 2
         assert "no CUDA GPU visible" in capsys.readouterr().err
@@ -139,3 +142,27 @@ def test_a_hugging_face_config_is_a_model_and_its_memory_is_checked(store, capsy
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "with 32 layers at batch 512, context 8000 needs" in err and "GB free" in err
+
+
+@pytest.mark.parametrize("preset", ["gemma-3-4b", "gpt-oss-20b"])
+def test_new_architectures_run_through_the_command(store, tmp_path, capsys, preset):
+    """A test-sized Gemma 3 (with one image per prompt) and gpt-oss (MoE, sinks, alternating
+    windows) through the whole command at --layers 2 of 4: every predicted operator is measured,
+    the encoder's rows included."""
+    import yaml
+
+    spec_file = tmp_path / f"{preset}.yaml"
+    spec = shrink(preset, n_layers=4, max_context=128)
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json")))
+    images = ("--images", "1") if spec.vision else ()
+    args = ["validate", "e2e", "--model", str(spec_file), "--device", "cpu", "--stored-spec"]
+    args += ["--context", "24", "--layers", "2", "--repeats", "2", "--json", "--results"]
+    assert main([*args, str(store), *images]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    prefill = {o["name"]: o for o in rows[0]["ops"]}
+    assert ("vision.attn" in prefill) == bool(spec.vision)
+    assert all(o["measured_s"] >= 0 for o in prefill.values())
+    for name in ("attn.core", "moe.experts" if spec.is_moe else "vision.attn"):
+        assert prefill[name]["measured_s"] > 0 and prefill[name]["predicted_s"] > 0
+    assert [(r["phase"], r["context"]) for r in rows] == [("prefill", 24), ("decode", 24)]
+    assert all(r["measured_s"] > 0 and r["predicted_s"] > 0 for r in rows)

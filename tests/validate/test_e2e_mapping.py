@@ -17,7 +17,7 @@ from validate.e2e.predict import PhasePrediction, RunSetup, predict_phase
 from validate.e2e.run import UNATTRIBUTED, RunConfig, _row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from e2e_specs import RUNNABLE, shrink
+from e2e_specs import PRESETS, shrink
 
 
 def _scopes_seen(model: Decoder, step) -> set[str]:  # type: ignore[no-untyped-def]
@@ -30,7 +30,7 @@ def _scopes_seen(model: Decoder, step) -> set[str]:  # type: ignore[no-untyped-d
     return {e.name for e in prof.events()}
 
 
-@pytest.mark.parametrize("preset", RUNNABLE)
+@pytest.mark.parametrize("preset", PRESETS)
 def test_every_predicted_operator_has_a_scope(preset):
     spec = shrink(preset)
     setup = RunSetup(spec, "h100-sxm", "ideal", "fp32", 1e-5, overlapped=True)
@@ -44,6 +44,33 @@ def test_every_predicted_operator_has_a_scope(preset):
             predicted = set(predict_phase(setup, phase, 2, 16, graphed=False).ops) - {HOST_OP}
             seen = _scopes_seen(model, step)
             assert predicted <= seen, f"{phase}: no scope for {sorted(predicted - seen)}"
+
+
+def test_every_predicted_vision_operator_has_a_scope_when_images_are_given():
+    """Gemma 3 4B with one image per prompt (`--images 1`): the prediction's `vision.*` rows
+    (model/vision.py) all have their scope in the encoder's forward, and run once whatever
+    --layers says; without images there are none."""
+    from validate.e2e.predict import is_whole
+
+    spec = shrink("gemma-3-4b")
+    context = 16  # 4 image tokens, then 12 of text
+    setup = RunSetup(spec, "h100-sxm", "ideal", "fp32", 1e-5, overlapped=True, images=1)
+    predicted = set(predict_phase(setup, "prefill", 2, context, graphed=False).ops)
+    vision = {n for n in predicted if n.startswith("vision.")}
+    assert len(vision) == 12 and all(is_whole(n) for n in vision)
+    model = Decoder(spec, batch=2, capacity=context + 1).init_weights()
+    v = spec.vision
+    pixels = torch.randn(2, 1, v.channels, v.image_size, v.image_size)
+    tokens = torch.randint(0, spec.vocab_size, (2, context))
+    with torch.inference_mode():
+        seen = _scopes_seen(model, lambda: model(tokens, 0, pixels=pixels))
+        logits = model(tokens, 0, pixels=pixels)
+        without = model(tokens, 0)
+    assert vision <= seen, f"no scope for {sorted(vision - seen)}"
+    assert not torch.allclose(logits, without)  # the image tokens reach the language model
+    text_only = RunSetup(spec, "h100-sxm", "ideal", "fp32", 1e-5, overlapped=True)
+    ops = predict_phase(text_only, "prefill", 2, context, graphed=False).ops
+    assert not any(n.startswith("vision.") for n in ops)
 
 
 def test_attribution_puts_time_under_each_scope_and_not_more_than_the_step():

@@ -39,12 +39,29 @@ class TorchBackend:
                 return F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa)
             if q_start == 0 and T == L:
                 return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
-        q_pos = torch.arange(q_start, q_start + T, device=q.device)[:, None]
-        k_pos = torch.arange(L, device=q.device)[None, :]
-        allowed = k_pos <= q_pos
-        if window:
-            allowed = allowed & (k_pos > q_pos - window)
+        allowed = causal_mask(q_start, T, L, window, q.device)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=gqa)
+
+    def attend_masked(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor, scale: float
+    ) -> torch.Tensor:
+        """Attention of q [B, H, T, E] over k [B, K, L, E], v [B, K, L, Ev] where `allowed`
+        [T, L] says so, scores scaled by `scale` (attention sinks, validate/e2e/blocks.py)."""
+        gqa = q.shape[1] != k.shape[1]
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=allowed, scale=scale, enable_gqa=gqa
+        )
+
+
+def causal_mask(start: int, T: int, L: int, window: int, device: torch.device) -> torch.Tensor:
+    """[T, L] bool: the query at position start + i sees key position j (j ≤ start + i, and
+    start + i − j < window for a sliding layer, HF's sliding_window semantics)."""
+    q_pos = torch.arange(start, start + T, device=device)[:, None]
+    k_pos = torch.arange(L, device=device)[None, :]
+    allowed = k_pos <= q_pos
+    if window:
+        allowed = allowed & (k_pos > q_pos - window)
+    return allowed
 
 
 class TritonBackend(TorchBackend):

@@ -1,7 +1,7 @@
 """`rooflens validate e2e`: arguments -> validate/e2e/run.py -> a table per scenario, JSON, CSV.
 
     rooflens validate e2e --model <preset | spec file | HF config.json> --device cuda|cpu
-        [--batch 1,8,64] [--context 1024,8192] [--dtype bf16] [--impl torch|triton]
+        [--batch 1,8,64] [--context 1024,8192] [--images N] [--dtype bf16] [--impl torch|triton]
         [--compile] [--layers N] [--json] [-o results.csv]
 
 On a GPU the prediction uses the GPU's preset (from the CUDA device name, or --gpu) and the
@@ -68,13 +68,15 @@ def cmd_e2e(args: argparse.Namespace) -> int:
     from model.presets import get_model
     from model.scenario import DEFAULT_OVERHEAD_BYTES
     from validate.e2e.backend import make_backend
-    from validate.e2e.decoder import check_supported
-    from validate.e2e.predict import RunSetup
+    from validate.e2e.layout import check_supported
+    from validate.e2e.predict import RunSetup, image_tokens
     from validate.e2e.run import TORCH_DTYPES, RunConfig, run
 
     spec = get_model(args.model)
     check_supported(spec)
     batches, contexts = _ints(args.batch, "--batch"), _ints(args.context, "--context")
+    for context in contexts:  # one line before anything runs: no encoder, or no room for text
+        image_tokens(spec, args.images, context)
     layers = args.layers or spec.n_layers
     if not 1 <= layers <= spec.n_layers:
         raise RooflensError(f"--layers must be in 1..{spec.n_layers} ({spec.id}), got {layers}")
@@ -99,7 +101,10 @@ def cmd_e2e(args: argparse.Namespace) -> int:
 
         gpu_ref = args.gpu or gpu_preset_for(torch.cuda.get_device_name())
         profile, device_id, overhead = "calibrated", gpu_ref, DEFAULT_OVERHEAD_BYTES
-    setup = RunSetup(spec, gpu_ref, profile, dtype, EAGER_LAUNCH_S, args.device == "cuda")
+    setup = RunSetup(
+        spec, gpu_ref, profile, dtype, EAGER_LAUNCH_S, args.device == "cuda", args.images
+    )
+
     repeats = (args.repeats or 5, 4 * (args.repeats or 5))
     cfg = RunConfig(
         setup,
@@ -158,11 +163,12 @@ def _output(args: argparse.Namespace, rows: list, cfg, device_id: str, root: Pat
         else f"{s.spec.n_layers} layers"
     )
     ref = _shown(Path(s.gpu_ref)) if args.device == "cpu" else s.gpu_ref
+    images = f" ({s.images} image(s) each)" if s.images else ""
     for batch in cfg.batches:
         for context in cfg.contexts:
             group = [r for r in rows if r["batch"] == batch and r["context"] == context]
             title = (
-                f"{s.spec.id} · batch {batch}, context {context} · {s.dtype}, {args.impl}, "
+                f"{s.spec.id} · batch {batch}, context {context}{images} · {s.dtype}, {args.impl}, "
                 f"decode {group[-1]['mode']} · {depth}"
             )
             console.print(scenario_table(group, title))
@@ -171,7 +177,18 @@ def _output(args: argparse.Namespace, rows: list, cfg, device_id: str, root: Pat
         f"host cost per launch {s.per_launch_s * 1e6:.1f} µs (a tiny eager copy, timed here)\n"
         f"median |predicted / measured − 1| of TTFT and TPOT: {median_step_error(rows) * 100:.1f} %"
     )
+    console.print(_dtype_note(s.spec, s.dtype))
     console.print(f"wrote {_shown(path)}")
+
+
+def _dtype_note(spec, dtype: str) -> str:  # type: ignore[no-untyped-def]
+    """One line: the run and its prediction share --dtype, whatever the checkpoint ships in."""
+    note = f"weights, experts, activations and KV cache in {dtype}, in the run and the prediction"
+    native = {spec.native_weight_dtype, spec.native_expert_dtype or spec.native_weight_dtype}
+    if native != {dtype}:
+        shipped = " and ".join(sorted(native))
+        note += f" (the released {spec.id} stores {shipped} weights: e2e runs {dtype} instead)"
+    return note
 
 
 def _shown(path: Path) -> str:
@@ -193,6 +210,12 @@ def add_e2e_parser(vsub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     e.add_argument("--batch", default="1", help="comma-separated batch sizes (default 1)")
     e.add_argument("--context", default="1024", help="comma-separated prompt lengths, tokens")
     e.add_argument("--dtype", help="fp32, bf16 or fp16 (default bf16 on cuda, fp32 on cpu)")
+    e.add_argument(
+        "--images",
+        type=int,
+        default=0,
+        help="images per prompt (vision-language models); their tokens count in --context",
+    )
     e.add_argument("--impl", default="torch", help="torch, or triton (kernels/, GPU only)")
     e.add_argument("--compile", action="store_true", help="torch.compile the forward")
     e.add_argument(

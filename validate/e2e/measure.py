@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from validate.e2e.decoder import Decoder
+from validate.e2e.layout import with_layers
 from validate.e2e.scopes import Scopes
 
 Step = Callable[[], object]
@@ -168,9 +169,8 @@ def measure_launch_s(spec_like: Decoder, device: str, repeats: int = 30) -> tupl
 
     m = spec_like.ctx.spec
     kv = {"mha": 4, "mqa": 1}.get(m.attention, 2)  # keeps the attention kind (GQA: 4 / 2)
-    tiny = m.model_copy(
+    tiny = with_layers(m, min(2, m.n_layers)).model_copy(
         update={
-            "n_layers": 2,
             "d_model": 64,
             "n_heads": 4,
             "n_kv_heads": kv,
@@ -180,8 +180,9 @@ def measure_launch_s(spec_like: Decoder, device: str, repeats: int = 30) -> tupl
             "d_ff_expert": 64 if m.is_moe else 0,
             "first_dense_layers": 0,
             "max_position_embeddings": 64 if m.max_position_embeddings else 0,
-            "sliding_window": 0,
+            "sliding_window": 4 if m.sliding_window else 0,
             "max_context": 64,
+            "vision": None,
         }
     )
     dtype = spec_like.embed.weight.dtype

@@ -9,6 +9,11 @@ positions), with per-operator times summed over layers. On top, model/host.py's 
 op named `host`: eager launches × the per-launch cost, or one launch when the step is a CUDA
 graph; on a GPU only what exceeds the device's busy time shows, on the CPU all of it.
 
+The run and the prediction use one dtype, `--dtype`: the decoder's random weights (experts
+included), activations and KV cache are in it, and so is the scenario (`run_scenario`), even
+where the preset's native checkpoint differs (gpt-oss's MXFP4 experts, DeepSeek-V3's FP8): e2e
+checks the model it can build in torch, priced as that model.
+
 Memory is checked with model/memory.py for the run as it will execute (its `--layers` depth, a
 cache of context + 1 positions, its largest prefill step) against what the device has free,
 before anything is allocated.
@@ -17,16 +22,25 @@ before anything is allocated.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from hardware.errors import RooflensError
 from model.api import make_pipeline, make_scenario
 from model.host import HOST_OP, exposed_host_s, host_time_s, launches
 from model.pipeline import Step
-from model.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS
+from model.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS, Scenario
 from model.spec import ModelSpec
+from validate.e2e.layout import with_layers
 
-# Operators repeated per layer (scaled by depth under --layers); the rest run once per step.
+# Operators repeated per layer (scaled by depth under --layers); the rest run once per step,
+# and so does a vision-language model's encoder (built whole whatever --layers says).
 WHOLE_OPS = ("embed", "norm.final", "lm_head", HOST_OP)
+VISION_PREFIX = "vision."
+
+
+def is_whole(name: str) -> bool:
+    """Whether operator `name` runs at full size whatever --layers says (not scaled by depth)."""
+    return name in WHOLE_OPS or name.startswith(VISION_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -47,23 +61,55 @@ class RunSetup:
     dtype: str
     per_launch_s: float
     overlapped: bool  # the host runs ahead of an accelerator (GPU), or computes itself (CPU)
+    images: int = 0  # images per prompt (a vision-language model), inside `context`
+
+
+def run_scenario(
+    setup: RunSetup, batch: int, context: int, layers: int = 0, **extra: Any
+) -> Scenario:
+    """The scenario a run is predicted and memory-checked as (model/api.py): its spec with room
+    for context + 1 positions (at `layers` depth, layout.with_layers; 0 = all) and ONE dtype,
+    the run's `--dtype`, for weights, routed experts, activations and the KV cache alike. An
+    explicit weight dtype drops a preset's native recipe (gpt-oss's MXFP4 experts, DeepSeek's
+    FP8), so the prediction prices the bf16 (or fp16, fp32) model the run builds. With images,
+    `context` counts their tokens: the text is the rest."""
+    spec = _runnable(setup.spec, context)
+    return make_scenario(
+        with_layers(spec, layers) if layers else spec,
+        setup.gpu_ref,
+        batch=batch,
+        prompt_len=context - image_tokens(setup.spec, setup.images, context),
+        images=setup.images,
+        weight_dtype=setup.dtype,
+        act_dtype=setup.dtype,
+        kv_dtype=setup.dtype,
+        profile=setup.profile,
+        **extra,
+    )
+
+
+def image_tokens(spec: ModelSpec, images: int, context: int) -> int:
+    """Prompt positions `images` images take; a one-line error when none are left for text."""
+    if images < 0:
+        raise RooflensError(f"--images must be ≥ 0, got {images}")
+    if not images:
+        return 0
+    if spec.vision is None:
+        raise RooflensError(f"--images {images}: {spec.id} has no vision encoder")
+    tokens = images * spec.vision.tokens_per_image
+    if tokens >= context:
+        raise RooflensError(
+            f"--context {context} must exceed the {tokens} tokens of {images} image(s) "
+            f"({spec.vision.tokens_per_image} each), which it includes"
+        )
+    return tokens
 
 
 def predict_phase(
     setup: RunSetup, phase: str, batch: int, context: int, graphed: bool
 ) -> PhasePrediction:
     """Predicted time of one prefill (phase 'prefill') or one decode step ('decode')."""
-    sc = make_scenario(
-        _runnable(setup.spec, context),
-        setup.gpu_ref,
-        batch=batch,
-        prompt_len=context,
-        output_len=1,
-        weight_dtype=setup.dtype,
-        act_dtype=setup.dtype,
-        profile=setup.profile,
-    )
-    pipeline = make_pipeline(sc)
+    pipeline = make_pipeline(run_scenario(setup, batch, context, output_len=1))
     P = float(context)
     if phase == "prefill":  # each chunk of sequences as the step the run takes
         steps = [Step("prefill", float(b), P, P) for b in prefill_chunks(batch, context)]
@@ -98,17 +144,12 @@ def memory_needed_bytes(
     setup: RunSetup, batch: int, context: int, layers: int, overhead_bytes: float
 ) -> float:
     """Bytes the run takes with `layers` decoder layers (model/memory.py)."""
-    m = setup.spec
-    update = {"n_layers": layers, "first_dense_layers": min(m.first_dense_layers, layers - 1)}
-    spec = _runnable(m, context).model_copy(update=update)
-    sc = make_scenario(
-        spec,
-        setup.gpu_ref,
-        batch=batch,
-        prompt_len=context,
+    sc = run_scenario(
+        setup,
+        batch,
+        context,
+        layers=layers,
         output_len=2,
-        weight_dtype=setup.dtype,
-        act_dtype=setup.dtype,
         overhead_bytes=overhead_bytes,
         prefill_chunk_tokens=prefill_chunks(batch, context)[0] * context,  # the largest step
     )

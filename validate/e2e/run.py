@@ -7,7 +7,9 @@ gaps, launches) is scaled with the attributed time it sits between:
 
     full = whole + (L/N)·layer + rest · (whole + (L/N)·layer) / (whole + layer)
 
-so a 70B-class model is checked on one GPU by running a few of its layers at full width.
+so a 70B-class model is checked on one GPU by running a few of its layers at full width. A model
+whose layers differ in kind (sliding and full attention) runs them in proportion
+(validate/e2e/layout.py), and a vision-language model's encoder (`--images`) runs whole.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from model.host import HOST_OP
 from validate.e2e.decoder import Decoder
 from validate.e2e.measure import attribute, cuda_graph, measure_launch_s, time_step
 from validate.e2e.predict import (
-    WHOLE_OPS,
     RunSetup,
     check_memory,
+    image_tokens,
+    is_whole,
     predict_phase,
     prefill_chunks,
 )
@@ -86,6 +89,12 @@ def _scenario(cfg: RunConfig, decoder: Decoder, batch: int, context: int) -> lis
     V, device = cfg.setup.spec.vocab_size, cfg.device
     prompt = torch.randint(0, V, (batch, context), device=device)
     token = torch.randint(0, V, (batch, 1), device=device)
+    pixels = None  # a VLM's images, whose tokens open each prompt (counted in `context`)
+    vision = cfg.setup.spec.vision
+    if image_tokens(cfg.setup.spec, cfg.setup.images, context) and vision is not None:
+        side = vision.image_size
+        shape = (batch, cfg.setup.images, vision.channels, side, side)
+        pixels = torch.randn(shape, device=device, dtype=TORCH_DTYPES[cfg.setup.dtype])
     forward: Callable[..., torch.Tensor] = decoder
     if cfg.compile:
         # positions are Python ints: each (batch, context) step is its own specialisation
@@ -99,7 +108,7 @@ def _scenario(cfg: RunConfig, decoder: Decoder, batch: int, context: int) -> lis
 
     def prefill(model: Callable[..., torch.Tensor] = forward) -> None:
         for rows in chunks:
-            model(prompt[rows], 0, rows=rows)
+            model(prompt[rows], 0, rows=rows, pixels=None if pixels is None else pixels[rows])
 
     def decode() -> None:
         forward(token, context)
@@ -139,8 +148,8 @@ def _row(
     measured_ops: dict[str, float],
 ) -> dict[str, Any]:
     factor = cfg.setup.spec.n_layers / cfg.layers
-    whole = sum(s for n, s in measured_ops.items() if n in WHOLE_OPS)
-    layer = sum(s for n, s in measured_ops.items() if n not in WHOLE_OPS)
+    whole = sum(s for n, s in measured_ops.items() if is_whole(n))
+    layer = sum(s for n, s in measured_ops.items() if not is_whole(n))
     rest = max(0.0, timing.median_s - whole - layer)
     scale = (whole + factor * layer) / (whole + layer) if whole + layer > 0 else factor
     # compiled kernels fuse operators: only the totals compare, per operator the scopes do not
@@ -149,7 +158,7 @@ def _row(
         {
             "name": name,
             "predicted_s": predicted.ops[name],
-            "measured_s": (measured_ops[name] * (1.0 if name in WHOLE_OPS else factor))
+            "measured_s": (measured_ops[name] * (1.0 if is_whole(name) else factor))
             if per_op
             else None,
         }

@@ -2,7 +2,7 @@
 
 Thin by design (DESIGN.md): no formulas here. Every failure the user can fix is a RooflensError,
 printed as one line on stderr with exit status 2 (3 when the model does not fit in memory). So
-are a bad argument (model/cli_args.py), an OSError (a file that cannot be read or written) and a
+are a bad argument (argtypes.py), an OSError (a file that cannot be read or written) and a
 ValueError from a library. Anything else is a bug: one line says so and where to report it, and
 `--debug` (anywhere on the line) shows the traceback.
 """
@@ -21,24 +21,16 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from argtypes import count, non_negative, non_negative_number
+from cli.args import EXIT_DOES_NOT_FIT, OneLineParser, one_line, show_warning
+from cli.plan import add_plan_parser
 from hardware.errors import RooflensError
 from hardware.presets import get_gpu
 from model.api import make_pipeline, make_scenario
-from model.cli_args import (
-    OneLineParser,
-    count,
-    non_negative,
-    non_negative_number,
-    one_line,
-    show_warning,
-)
 from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
 from model.io import to_json
-from model.planner.commands import add_plan_parser
 from model.units import fmt_bytes, fmt_flops, fmt_time
 
-EXIT_BAD_INPUT = 2
-EXIT_DOES_NOT_FIT = 3
 console = Console(width=140)
 
 

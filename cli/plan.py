@@ -1,5 +1,5 @@
 """`rooflens plan`: its arguments and its handler (logic in model/planner, rendering in
-model/planner/report.py); cli.py adds the subcommand with `add_plan_parser`."""
+cli/plan_report.py); cli/__init__.py adds the subcommand with `add_plan_parser`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from typing import Any
 
 from rich.console import Console
 
-from model.cli_args import finite_number, non_negative, positive, positive_number, whole
-
-EXIT_DOES_NOT_FIT = 3  # as cli.py: nothing feasible, like a model that does not fit
+from argtypes import finite_number, non_negative, positive, positive_number, whole
+from cli.args import EXIT_DOES_NOT_FIT
 
 
 def add_plan_parser(sub: Any) -> None:
@@ -82,8 +81,8 @@ def add_plan_parser(sub: Any) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from cli import plan_report as report
     from model.io import atomic_write_csv, atomic_write_text, check_writable, to_json
-    from model.planner import report
     from model.planner.plan import plan
     from model.planner.request import build_request
 

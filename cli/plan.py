@@ -1,5 +1,5 @@
 """`rooflens plan`: its arguments and its handler (logic in model/planner, rendering in
-cli/plan_report.py); cli/__init__.py adds the subcommand with `add_plan_parser`."""
+cli/plan_report.py); cli/__init__.py adds the subcommand with `add_parser`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from argtypes import finite_number, non_negative, positive, positive_number, who
 from cli.args import EXIT_DOES_NOT_FIT
 
 
-def add_plan_parser(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     from model.planner.request import MAX_SIM_REQUESTS
 
     sim_requests = whole(0, MAX_SIM_REQUESTS, "fewer simulated requests keep memory under ~2 GB")

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from argtypes import finite_number, non_negative, positive, positive_number, whole
 from cli.args import EXIT_DOES_NOT_FIT
+from cli.render import LazyProgress
 
 
 def add_parser(sub: Any) -> None:
@@ -104,7 +105,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         prefill_gpus=args.prefill_gpus, decode_gpus=args.decode_gpus,
     )  # fmt: skip
     err = Console(stderr=True)
-    bar = report.LazyProgress(err, "sweeping configurations")
+    bar = LazyProgress(err, "sweeping configurations")
     try:
         result = plan(space, workload, simulate_requests=args.sim_requests, seed=args.seed,
                       progress=bar)  # fmt: skip

@@ -1,5 +1,5 @@
 """`rooflens list {models,gpus,systems,optimizations}`: the presets and the optimization
-registry, as a table or JSON (the rows come from model/catalog.py)."""
+registry, as a table or JSON (rows and cells built in cli/catalog.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from model.catalog import catalog
+    from cli.catalog import catalog
 
     listing = catalog(args.what)
     if args.json:

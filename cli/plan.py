@@ -11,7 +11,7 @@ from rich.console import Console
 
 from argtypes import finite_number, non_negative, positive, positive_number, whole
 from cli.args import EXIT_DOES_NOT_FIT
-from cli.render import LazyProgress
+from cli.render import LazyProgress, console
 
 
 def add_parser(sub: Any) -> None:
@@ -120,5 +120,5 @@ def cmd_plan(args: argparse.Namespace) -> int:
     elif args.md:
         sys.stdout.write(report.markdown(result))
     else:
-        report.terminal(result, Console(width=140))
+        report.terminal(result, console)
     return 0 if result.recommended else EXIT_DOES_NOT_FIT

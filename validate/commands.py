@@ -1,6 +1,6 @@
 """`rooflens validate {run,compare,report,cv}` and `rooflens calibrate {fit,cpu}`: argument
-parsing and printing only; the work is in the other validate/ modules. cli.py registers these
-with `add_validate_parsers(sub)`.
+parsing and printing only; the work is in the other validate/ modules. cli/__init__.py
+registers these with `add_validate_parsers(sub)`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from argtypes import whole
 from hardware.errors import RooflensError
-from model.cli_args import whole
 from validate.datasets import DEFAULT_ROOT, training_table
 from validate.e2e.cli import add_e2e_parser
 from validate.serve_cli import add_serve_parser

@@ -189,7 +189,7 @@ def test_a_bug_says_where_to_report_it_and_debug_shows_the_traceback(capsys, mon
     def broken(args: object) -> int:
         raise KeyError("oops")
 
-    monkeypatch.setattr(cli, "cmd_list", broken)
+    monkeypatch.setattr(cli.listing, "cmd_list", broken)
     assert main(["list", "gpus"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "report" in err and "--debug" in err

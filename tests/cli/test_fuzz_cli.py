@@ -44,7 +44,7 @@ def outcome_and_output(capsys: pytest.CaptureFixture[str], argv: list[str]) -> t
 
 
 def valid_number(text: str, lo: float, whole: bool) -> bool:
-    """What model/cli_args.py accepts: whole numbers or finite floats in [lo, 1e9]."""
+    """What argtypes.py accepts: whole numbers or finite floats in [lo, 1e9]."""
     try:
         value = int(text) if whole else float(text)
     except ValueError:

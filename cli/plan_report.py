@@ -1,15 +1,13 @@
 """Rendering a plan: terminal (rich), markdown, CSV (the kept configurations) and a
 self-contained HTML report with the Pareto plot and the verdict counts (plotly, its JavaScript
-inlined once). Also the progress bar the CLI shows when a sweep runs longer than a second."""
+inlined once)."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pandas as pd
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
 from model.planner.grid import OPT_SEP
@@ -18,31 +16,6 @@ from model.units import fmt_time
 
 COLUMNS = ["gpu", "GPUs", "layout", "weights/KV", "scheduler", "batch", "TTFT p99", "TPOT p99",
            "tok/s/GPU", "tok/s/user", "$/h", "$/M tok"]  # fmt: skip
-
-
-class LazyProgress:
-    """A rich progress bar that appears only once the work has taken more than `after_s`."""
-
-    def __init__(self, console: Console, label: str, after_s: float = 1.0):
-        self.console, self.label, self.after_s = console, label, after_s
-        self.start = time.perf_counter()
-        self.bar: Progress | None = None
-        self.task: Any = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if self.bar is None and time.perf_counter() - self.start > self.after_s:
-            self.bar = Progress(
-                "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), console=self.console, transient=True,
-            )  # fmt: skip
-            self.bar.start()
-            self.task = self.bar.add_task(self.label, total=total)
-        if self.bar is not None:
-            self.bar.update(self.task, completed=done)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
 
 
 def _marks(opts: object) -> str:

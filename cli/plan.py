@@ -1,5 +1,5 @@
 """`rooflens plan`: its arguments and its handler (logic in model/planner, rendering in
-model/planner/report.py); cli.py adds the subcommand with `add_plan_parser`."""
+cli/plan_report.py); cli/__init__.py adds the subcommand with `add_parser`."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any
 
 from rich.console import Console
 
-from model.cli_args import finite_number, non_negative, positive, positive_number, whole
+from argtypes import finite_number, non_negative, positive, positive_number, whole
+from cli.args import EXIT_DOES_NOT_FIT
+from cli.render import LazyProgress, console
 
-EXIT_DOES_NOT_FIT = 3  # as cli.py: nothing feasible, like a model that does not fit
 
-
-def add_plan_parser(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     from model.planner.request import MAX_SIM_REQUESTS
 
     sim_requests = whole(0, MAX_SIM_REQUESTS, "fewer simulated requests keep memory under ~2 GB")
@@ -82,8 +82,8 @@ def add_plan_parser(sub: Any) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from cli import plan_report as report
     from model.io import atomic_write_csv, atomic_write_text, check_writable, to_json
-    from model.planner import report
     from model.planner.plan import plan
     from model.planner.request import build_request
 
@@ -105,7 +105,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         prefill_gpus=args.prefill_gpus, decode_gpus=args.decode_gpus,
     )  # fmt: skip
     err = Console(stderr=True)
-    bar = report.LazyProgress(err, "sweeping configurations")
+    bar = LazyProgress(err, "sweeping configurations")
     try:
         result = plan(space, workload, simulate_requests=args.sim_requests, seed=args.seed,
                       progress=bar)  # fmt: skip
@@ -120,5 +120,5 @@ def cmd_plan(args: argparse.Namespace) -> int:
     elif args.md:
         sys.stdout.write(report.markdown(result))
     else:
-        report.terminal(result, Console(width=140))
+        report.terminal(result, console)
     return 0 if result.recommended else EXIT_DOES_NOT_FIT

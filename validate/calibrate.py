@@ -84,7 +84,10 @@ def terms_for(kind: str) -> tuple[str, ...]:
     if kind == "norm":
         return GRID_MEMORY_TERMS
     if kind == "gemm":
-        return (*FULL_TERMS, "wave_tail")
+        # No occupancy term: a GEMM's grid jumps at each 128-row tile, so bandwidth that grows
+        # with blocks would price m = 129 faster than m = 128 (cuBLAS picks split-K or smaller
+        # tiles instead); its small-grid costs are the wave and tile terms, monotone in m.
+        return (*(t for t in FULL_TERMS if t != "saturation_blocks_per_sm"), "wave_tail")
     return FULL_TERMS if kind in ("gemm", "attention", "attention_decode") else MEMORY_TERMS
 
 
@@ -189,7 +192,7 @@ def fit_kind(
     implementation, so the terms describe the best available kernel, not an average of two.
 
     With `pooled` (a GPU's own fit, given the fit pooled over all GPUs) the search starts from
-    the pooled terms: one GPU's rows cannot tell an SM throughput roof from an HBM fraction
+    the pooled terms (and from START, kept only if clearly better): one GPU's rows cannot tell an SM throughput roof from an HBM fraction
     (either explains an eager kernel at 0.35 TB/s), the pooled fit over GPUs of different
     SM-clock to bandwidth ratios can, so the roof that does not bind on this GPU's rows keeps
     its pooled value (it is what a fused kernel in the operator table gets)."""
@@ -220,7 +223,11 @@ def fit_kind(
         per_gpu = [np.sum(c.weight * np.abs(e)) for c, e in zip(chunks, errors(eff), strict=True)]
         return float(np.mean(per_gpu))
 
-    x, _ = minimise(objective, _to_vector(start, terms), max_evals=max_evals)
+    x, fx = minimise(objective, _to_vector(start, terms), max_evals=max_evals)
+    if start != START:  # also from the defaults: the pooled start may sit in a worse basin
+        x_default, f_default = minimise(objective, _to_vector(START, terms), max_evals=max_evals)
+        if f_default < fx - 1e-4:  # clearly better, not a tie along a direction the rows ignore
+            x = x_default
     params = {k: float(f"{v:.4g}") for k, v in _to_params(x, terms).items()}
     eff = KindEfficiency(**params)
     rel = np.abs(np.exp(np.concatenate(errors(eff))) - 1.0)

@@ -191,11 +191,12 @@ def fit_kind(
     kinds are fitted on the frontier (validate/frontier.py): per shape, the fastest
     implementation, so the terms describe the best available kernel, not an average of two.
 
-    With `pooled` (a GPU's own fit, given the fit pooled over all GPUs) the search starts from
-    the pooled terms (and from START, kept only if clearly better): one GPU's rows cannot tell an SM throughput roof from an HBM fraction
-    (either explains an eager kernel at 0.35 TB/s), the pooled fit over GPUs of different
-    SM-clock to bandwidth ratios can, so the roof that does not bind on this GPU's rows keeps
-    its pooled value (it is what a fused kernel in the operator table gets)."""
+    With `pooled` (a GPU's own fit, given the fit pooled over all GPUs) the search starts
+    from the pooled terms (and from START, kept only if clearly better). One GPU's rows cannot
+    tell an SM throughput roof from an HBM fraction (either explains an eager kernel at
+    0.35 TB/s); the pooled fit over GPUs of different SM-clock to bandwidth ratios can. So the
+    roof that does not bind on this GPU's rows keeps its pooled value (what a fused kernel in
+    the operator table gets)."""
     measured = table[kind_rows(table, kind)].reset_index(drop=True)
     frontier_stats: dict[str, Any] = {}
     rows = measured

@@ -9,9 +9,10 @@ without its own file uses `generic.yaml`, which validate/ derives from the measu
 
 Each kind's terms (`KindEfficiency`: achieved compute and bandwidth fractions, a fixed cost
 per call, the overlap power of the roofs, a latency per wave of thread blocks, the blocks per
-SM that saturate bandwidth) are defined by the formula in model/pricing.py. Kinds: the op
-kinds of model/op.py, plus `attention_decode` (one new token per sequence) and `moe` (fused
-MoE experts, model/moe.py), which take their own terms when fitted.
+SM that saturate bandwidth, the bytes per SM cycle an eager PyTorch kernel moves) are defined
+by the formula in model/pricing.py. Kinds: the op kinds of model/op.py, plus
+`attention_decode` (one new token per sequence) and `moe` (fused MoE experts, model/moe.py),
+which take their own terms when fitted.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ class KindEfficiency(BaseModel):
     )
     saturation_blocks_per_sm: float = Field(
         default=0.0, ge=0, description="thread blocks per SM that saturate bandwidth (0: off)"
+    )
+    bytes_per_sm_cycle: float = Field(
+        default=0.0,
+        ge=0,
+        description="bytes an eager (unfused PyTorch) kernel moves per SM per clock (0: off)",
     )
     wave_tail: float = Field(
         default=0.0,

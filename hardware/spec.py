@@ -86,6 +86,9 @@ class GPUSpec(Spec):
     )
     l2_bytes: float = Field(gt=0, description="last-level on-chip cache, bytes")
     sm_count: int = Field(gt=0, description="streaming multiprocessors (compute units on AMD)")
+    boost_clock_hz: float | None = Field(
+        default=None, gt=0, description="SM boost clock, Hz (None = unknown): sets SM throughput"
+    )
     smem_per_sm_bytes: float = Field(
         gt=0,
         description="shared memory (SRAM) usable per SM, bytes; sets FlashAttention tile size",
@@ -123,7 +126,9 @@ class GPUSpec(Spec):
             "smem_per_sm_bytes",
             "nvlink_bytes_per_s",
             "pcie_bytes_per_s",
-        ] + [f for f in ("tdp_watts", "idle_watts") if getattr(self, f) is not None]
+        ] + [
+            f for f in ("tdp_watts", "idle_watts", "boost_clock_hz") if getattr(self, f) is not None
+        ]
         if self.idle_watts is not None and self.tdp_watts is not None:
             if self.idle_watts >= self.tdp_watts:
                 raise ValueError(

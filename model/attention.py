@@ -183,6 +183,7 @@ def attention_op(
     window: int = 0,
     sm_count: int = 0,
     splits: Num = 0.0,
+    write_kernel: bool = False,
 ) -> Op:
     """Fused (Flash) causal attention of T new queries over L positions, per-GPU head counts.
 
@@ -190,7 +191,9 @@ def attention_op(
     for decode-shaped calls (decode_splits), as vLLM, SGLang and TensorRT-LLM run by default; it
     reaches HBM bandwidth in proportion to its thread blocks (attention_bandwidth_fraction).
     0 assumes a kernel that fills the GPU. The split's combine kernel is folded in (regrid);
-    `splits` > 0 pins the split count (the flash-decoding optimization).
+    `splits` > 0 pins the split count (the flash-decoding optimization). `write_kernel`: the new
+    K/V rows go to the cache by a kernel of its own (a serving engine's attention call, as
+    aiconfigurator times it), one more launch (model/op.py kernels_per_call).
 
     FLOPs: QKᵀ and PV, 2·Dh each per (query head, attended key), causal keys only.
     Bytes: Q read and O written once; the KV cache read once per KV head (GQA groups share it)
@@ -222,6 +225,7 @@ def attention_op(
             "n_heads": n_heads,
             "n_kv_heads": n_kv_heads,
             "head_dim": head_dim,
+            **({"kv_write": 1.0} if write_kernel else {}),
         },
         call=attention_call(
             "attention",
@@ -234,6 +238,7 @@ def attention_op(
             dtype=act_dtype,
             kv_dtype=kv_dtype,
             **({"window": window} if window else {}),
+            **({"kv_write": 1} if write_kernel else {}),
         ),
     )
     return with_grid(op, positions, kv_read, sm_count, splits)

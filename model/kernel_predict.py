@@ -83,7 +83,7 @@ SECOND_DTYPE = {"gemm": "weight_dtype", "moe": "weight_dtype", "attention_prefil
 # Columns whose value selects a code path (not an array-able number): one group per value.
 VARIANT_COLUMNS = ("norm", "collective", "heads", "window", "gated", "n_gpus", "span_gpus",
                    "flops_per_element",
-                   "hierarchical")  # fmt: skip
+                   "hierarchical", "eager", "kv_write")  # fmt: skip
 
 
 def normalize_dtype(value: object, column: str, row: int) -> str:
@@ -174,7 +174,8 @@ def _attention(grp: _Group, sm_count: int) -> Op:
     if (np.mod(H, kv_heads) != 0).any():
         raise RooflensError("n_kv_heads must divide n_heads in every attention row")
     return attention_op("kernel", 1, B, T, L, H, kv_heads, grp.col("head_dim"), dtype, kv_dtype,
-                        window, sm_count, grp.optional("kv_splits", 0.0))  # fmt: skip
+                        window, sm_count, grp.optional("kv_splits", 0.0),
+                        _flag(grp, "kv_write"))  # fmt: skip
 
 
 def _group_op(grp: _Group, group_size: int, sm_count: int) -> Op:
@@ -199,13 +200,16 @@ def _group_op(grp: _Group, group_size: int, sm_count: int) -> Op:
                       )  # fmt: skip
     if op_name == "norm":
         residual = grp.optional("residual", 0.0) if "residual" in grp.g.columns else 0.0
-        return norm_op("norm", "kernel", 1, col("rows"), col("hidden"), dtype, residual, grp.extra)
+        return norm_op("norm", "kernel", 1, col("rows"), col("hidden"), dtype, residual, grp.extra,
+                       _flag(grp, "eager"))  # fmt: skip
     if op_name == "elementwise":
         return elementwise_op("elementwise", "kernel", 1, col("elements_read"),
                               col("elements_written"), dtype,
-                              float(grp.variant("flops_per_element", 1.0)))  # fmt: skip
+                              float(grp.variant("flops_per_element", 1.0)),
+                              _flag(grp, "eager"))  # fmt: skip
     if op_name == "embedding":
-        return embedding_op("embed", "kernel", 1, col("rows"), col("hidden"), dtype)
+        return embedding_op("embed", "kernel", 1, col("rows"), col("hidden"), dtype,
+                            _flag(grp, "eager"))  # fmt: skip
     if op_name == "comm":
         shape = {"n_gpus": int(grp.variant("n_gpus", 1))}
         if "span_gpus" in grp.g.columns:
@@ -214,6 +218,12 @@ def _group_op(grp: _Group, group_size: int, sm_count: int) -> Op:
             shape["hierarchical"] = True
         return comm_op("comm", "kernel", 1, str(grp.extra), col("comm_bytes"), **shape)
     raise RooflensError(f"unknown op '{op_name}'; use one of {', '.join(REQUIRED)}")
+
+
+def _flag(grp: _Group, name: str) -> bool:
+    """An optional 0/1 column: `eager` (PyTorch's own unfused kernel, model/op.py memory_op),
+    `kv_write` (an engine's separate KV-cache write kernel, model/attention.py)."""
+    return str(grp.variant(name, "0")).strip().lower() in ("1", "1.0", "true", "yes")
 
 
 def _at_most(grp: _Group, name: str, limit: Any, what: str) -> Any:

@@ -138,15 +138,20 @@ EMBED_WEIGHT_BYTES = 2.0  # embedding rows are read in 16 bits
 
 
 def memory_op(name: str, phase: str, kind: str, count: int, flops: Num, act_bytes: Num,
-              weight_bytes: Num, call: dict[str, Any]) -> Op:  # fmt: skip
-    """A CUDA-core kernel that streams activations (norm, elementwise, embedding)."""
+              weight_bytes: Num, call: dict[str, Any], eager: bool = False) -> Op:  # fmt: skip
+    """A CUDA-core kernel that streams activations (norm, elementwise, embedding). `eager`: the
+    call is PyTorch's own unfused kernel (a harness that times torch ops one by one, such as
+    Vidur's profiler), whose speed tracks the SMs' clock, not HBM (model/pricing.py)."""
+    if eager:
+        call = {**call, "eager": 1}
     return Op(name=name, phase=phase, kind=kind, count=count, flops=flops,
               weight_bytes=weight_bytes, act_bytes=act_bytes, kv_bytes=0.0 * act_bytes,
-              compute_dtype="fp32", live_bytes=act_bytes, call=call)  # fmt: skip
+              compute_dtype="fp32", live_bytes=act_bytes, call=call,
+              shape={"eager": True} if eager else {})  # fmt: skip
 
 
 def norm_op(name: str, phase: str, count: int, rows: Num, hidden: Num, act_dtype: str,
-            residual: Num = 1.0, norm: str = "rmsnorm") -> Op:  # fmt: skip
+            residual: Num = 1.0, norm: str = "rmsnorm", eager: bool = False) -> Op:  # fmt: skip
     """(Fused add +) RMSNorm or LayerNorm of [rows, hidden]: 5 FLOPs per element; reads x (and
     the residual), writes y (and the updated residual), and reads the weight (and bias)."""
     streams = 1.0 + residual
@@ -154,11 +159,12 @@ def norm_op(name: str, phase: str, count: int, rows: Num, hidden: Num, act_dtype
     act = 2 * streams * rows * hidden * dtype_bytes(act_dtype)
     call = {"op": "norm", "rows": rows, "hidden": hidden, "residual": residual, "norm": norm,
             "dtype": act_dtype}  # fmt: skip
-    op = memory_op(name, phase, "norm", count, 5.0 * rows * hidden, act, weights, call)
+    op = memory_op(name, phase, "norm", count, 5.0 * rows * hidden, act, weights, call, eager)
     # One program per row (vLLM's rms_norm, torch's and the Triton tutorial's kernels): a few
     # rows leave most SMs idle, which the calibrated occupancy term prices (model/pricing.py).
     # The rows stream; the weight vector is re-read by every program from L2, not throttled.
-    shape = {"rows": rows, "hidden": hidden, "thread_blocks": rows, "streamed_bytes": act}
+    shape = {**op.shape, "rows": rows, "hidden": hidden, "thread_blocks": rows,
+             "streamed_bytes": act}  # fmt: skip
     return replace(op, shape=shape)
 
 
@@ -170,6 +176,7 @@ def elementwise_op(
     elements_written: Num,
     act_dtype: str,
     flops_per_element: float = 1.0,
+    eager: bool = False,
 ) -> Op:
     """An elementwise kernel (activation, RoPE): reads and writes each element once, and does
     `flops_per_element` FLOPs per element written."""
@@ -178,15 +185,16 @@ def elementwise_op(
     call = {"op": "elementwise", "elements_read": elements_read,
             "elements_written": elements_written, "flops_per_element": flops_per_element,
             "dtype": act_dtype}  # fmt: skip
-    return memory_op(name, phase, "elementwise", count, flops, act, 0.0 * act, call)
+    return memory_op(name, phase, "elementwise", count, flops, act, 0.0 * act, call, eager)
 
 
-def embedding_op(name: str, phase: str, count: int, rows: Num, hidden: Num, act_dtype: str) -> Op:
+def embedding_op(name: str, phase: str, count: int, rows: Num, hidden: Num, act_dtype: str,
+                 eager: bool = False) -> Op:  # fmt: skip
     """Gather `rows` rows of the embedding table (16-bit) and write [rows, hidden]."""
     act = rows * hidden * dtype_bytes(act_dtype)
     call = {"op": "embedding", "rows": rows, "hidden": hidden, "dtype": act_dtype}
     weights = rows * hidden * EMBED_WEIGHT_BYTES
-    return memory_op(name, phase, "embedding", count, 0.0 * rows, act, weights, call)
+    return memory_op(name, phase, "embedding", count, 0.0 * rows, act, weights, call, eager)
 
 
 def comm_op(name: str, phase: str, count: int, collective: str, payload: Num,
@@ -212,6 +220,8 @@ def comm_op(name: str, phase: str, count: int, collective: str, payload: Num,
 
 def kernels_per_call(op: Op) -> Num:
     """Kernel launches one call of `op` makes: one, or two for split-KV attention (its combine
-    kernel, model/attention.py). Pricing pays the per-launch floor this many times and
+    kernel, model/attention.py), plus one where a serving engine writes the new tokens' K and V
+    into its paged cache with a kernel of its own (`kv_write`: vLLM's reshape_and_cache, timed
+    inside the engine's attention call). Pricing pays the per-launch floor this many times and
     model/host.py issues this many launches."""
-    return op.shape.get("kernels", 1.0)
+    return op.shape.get("kernels", 1.0) + op.shape.get("kv_write", 0.0)

@@ -197,6 +197,7 @@ class _Builder:
                 p.kv_dtype,
                 window,
                 sm_count=self.sc.gpu.sm_count,
+                write_kernel=True,  # engines write K/V to the paged cache in a kernel of its own
             )
             self.ops.append(replace(attention, shape={**attention.shape, "window": window}))
         self.gemm("attn.o_proj", La, n, m.d_model, Hg * Dh)

@@ -15,6 +15,12 @@ The time of one kernel call under a profile's terms for its kind:
     busy = (C^p + M^p + W^p)^(1/p)                    p = overlap_power (None: the max)
     time = busy + communication + overhead_s · kernels
 
+For an eager PyTorch kernel (`eager` in its shape: a harness that times unfused torch ops one
+by one, model/op.py memory_op) the bandwidth is min(HBM · memory_fraction, SMs · clock ·
+bytes_per_sm_cycle): such kernels keep too few bytes in flight per SM to reach HBM speed on a
+fast-memory part, so they track the SMs' load throughput (Vidur: embedding 0.30 TB/s on the
+A100's 2.0 TB/s HBM, 0.35 TB/s on the A40's 0.70 TB/s: about 2 bytes per SM cycle on both).
+
 C and M are the roofline (Williams, Waterman & Patterson, CACM 2009). The p-norm interpolates
 between perfect overlap of the roofs (p = ∞: the roofline's max, a lower bound) and none
 (p = 1: their sum, the upper bound of the JAX scaling book, "Rooflines"). u is memory-level
@@ -42,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from hardware.profiles import KindEfficiency, Profile
-from hardware.spec import SystemSpec
+from hardware.spec import GPUSpec, SystemSpec
 from model.comm import collective_time_s
 from model.op import Num, Op, kernels_per_call
 
@@ -150,6 +156,11 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
         return np.where(top > 0, top * total ** (1.0 / p), 0.0 * top)
 
 
+def sm_throughput(gpu: GPUSpec, eff: KindEfficiency) -> float:
+    """Bytes/s an eager PyTorch kernel moves: SMs × clock × bytes per SM cycle (0 if unknown)."""
+    return gpu.sm_count * (gpu.boost_clock_hz or 0.0) * eff.bytes_per_sm_cycle
+
+
 def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     gpu = system.gpu
     eff = kind_terms(profile, op)
@@ -158,7 +169,10 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     # One occupancy model at a time: a calibrated profile's fitted one (on the op's real grid)
     # replaces the op's structural min(1, blocks / SMs).
     occupancy = 1.0 if eff.saturation_blocks_per_sm > 0 else op.bandwidth_fraction
-    memory_s = op.bytes / (gpu.hbm_bytes_per_s * eff.memory_fraction * occupancy)
+    bandwidth = gpu.hbm_bytes_per_s * eff.memory_fraction * occupancy
+    if op.shape.get("eager") and eff.bytes_per_sm_cycle > 0 and gpu.boost_clock_hz:
+        bandwidth = np.minimum(bandwidth, sm_throughput(gpu, eff))
+    memory_s = op.bytes / bandwidth
     comm_s: Num = 0.0
     if op.kind == "comm":
         comm_s = collective_time_s(op, system, profile)

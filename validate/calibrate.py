@@ -58,7 +58,9 @@ KIND_OPS: dict[str, tuple[str, ...]] = {
 }
 FULL_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power",
               "wave_latency_s", "saturation_blocks_per_sm")  # fmt: skip
-MEMORY_TERMS = ("memory_fraction", "overhead_s")
+# Memory kinds measured as eager PyTorch kernels also fit their bytes per SM cycle (the
+# throughput roof of such kernels, model/pricing.py); it has no effect on fused calls.
+MEMORY_TERMS = ("memory_fraction", "overhead_s", "bytes_per_sm_cycle")
 # Norms launch one program per row (model/op.py norm_op): few rows cannot fill the SMs.
 GRID_MEMORY_TERMS = (*MEMORY_TERMS, "wave_latency_s", "saturation_blocks_per_sm")
 # A fused MoE op states no grid (its ragged per-expert tiles are routing-dependent), so the
@@ -66,7 +68,7 @@ GRID_MEMORY_TERMS = (*MEMORY_TERMS, "wave_latency_s", "saturation_blocks_per_sm"
 MOE_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power")
 START = {"compute_fraction": 0.75, "memory_fraction": 0.8, "overhead_s": 4e-6,
          "overlap_power": 2.0, "wave_latency_s": 1e-6, "saturation_blocks_per_sm": 0.5,
-         "wave_tail": 0.05}  # fmt: skip
+         "wave_tail": 0.05, "bytes_per_sm_cycle": 4.0}  # fmt: skip
 COMM_PRIOR = {"comm_bandwidth_fraction": 0.8, "comm_latency_scale": 1.0}
 # Kinds whose implementations differ by more than the model's error (two engines' attention
 # kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
@@ -82,7 +84,10 @@ def terms_for(kind: str) -> tuple[str, ...]:
     if kind == "norm":
         return GRID_MEMORY_TERMS
     if kind == "gemm":
-        return (*FULL_TERMS, "wave_tail")
+        # No occupancy term: a GEMM's grid jumps at each 128-row tile, so bandwidth that grows
+        # with blocks would price m = 129 faster than m = 128 (cuBLAS picks split-K or smaller
+        # tiles instead); its small-grid costs are the wave and tile terms, monotone in m.
+        return (*(t for t in FULL_TERMS if t != "saturation_blocks_per_sm"), "wave_tail")
     return FULL_TERMS if kind in ("gemm", "attention", "attention_decode") else MEMORY_TERMS
 
 
@@ -96,6 +101,15 @@ def kind_rows(table: pd.DataFrame, kind: str) -> pd.Series:
             one_token |= table["op"].eq("attention_prefill") & table["seq_len"].eq(1)
         rows &= one_token if kind == "attention_decode" else ~one_token
     return rows
+
+
+def _interior(term: str, value: float | None) -> bool:
+    """Whether `value` maps back to a finite search coordinate (_to_vector)."""
+    if value is None:
+        return False
+    if term.endswith("fraction") or term == "wave_tail":
+        return 0.0 < value < 1.0
+    return value > (1.0 if term == "overlap_power" else 0.0)
 
 
 def _to_params(x: np.ndarray, terms: tuple[str, ...]) -> dict[str, float]:
@@ -170,10 +184,19 @@ def faster_than_peak(table: pd.DataFrame) -> pd.Series:
     return out
 
 
-def fit_kind(table: pd.DataFrame, kind: str, max_evals: int = 1500) -> tuple[KindEfficiency, dict]:
+def fit_kind(
+    table: pd.DataFrame, kind: str, max_evals: int = 1500, pooled: KindEfficiency | None = None
+) -> tuple[KindEfficiency, dict]:
     """Fit one kind over the rows of `table` (any GPUs), each GPU weighted equally. Attention
     kinds are fitted on the frontier (validate/frontier.py): per shape, the fastest
-    implementation, so the terms describe the best available kernel, not an average of two."""
+    implementation, so the terms describe the best available kernel, not an average of two.
+
+    With `pooled` (a GPU's own fit, given the fit pooled over all GPUs) the search starts
+    from the pooled terms (and from START, kept only if clearly better). One GPU's rows cannot
+    tell an SM throughput roof from an HBM fraction (either explains an eager kernel at
+    0.35 TB/s); the pooled fit over GPUs of different SM-clock to bandwidth ratios can. So the
+    roof that does not bind on this GPU's rows keeps its pooled value (what a fused kernel in
+    the operator table gets)."""
     measured = table[kind_rows(table, kind)].reset_index(drop=True)
     frontier_stats: dict[str, Any] = {}
     rows = measured
@@ -189,6 +212,9 @@ def fit_kind(table: pd.DataFrame, kind: str, max_evals: int = 1500) -> tuple[Kin
     by_size = kind.startswith("attention")
     chunks = [_chunk(g, by_size) for _, g in rows[keep].groupby("gpu")]
     terms = terms_for(kind)
+    start = dict(START)
+    if pooled is not None:
+        start.update({t: v for t in terms if _interior(t, v := getattr(pooled, t))})
 
     def errors(eff: KindEfficiency) -> list[np.ndarray]:
         return [np.log(predicted_s(c, eff, kind) / c.measured_s) for c in chunks]
@@ -198,7 +224,11 @@ def fit_kind(table: pd.DataFrame, kind: str, max_evals: int = 1500) -> tuple[Kin
         per_gpu = [np.sum(c.weight * np.abs(e)) for c, e in zip(chunks, errors(eff), strict=True)]
         return float(np.mean(per_gpu))
 
-    x, _ = minimise(objective, _to_vector(START, terms), max_evals=max_evals)
+    x, fx = minimise(objective, _to_vector(start, terms), max_evals=max_evals)
+    if start != START:  # also from the defaults: the pooled start may sit in a worse basin
+        x_default, f_default = minimise(objective, _to_vector(START, terms), max_evals=max_evals)
+        if f_default < fx - 1e-4:  # clearly better, not a tie along a direction the rows ignore
+            x = x_default
     params = {k: float(f"{v:.4g}") for k, v in _to_params(x, terms).items()}
     eff = KindEfficiency(**params)
     rel = np.abs(np.exp(np.concatenate(errors(eff))) - 1.0)
@@ -256,7 +286,8 @@ def fit_profile(
     fits: dict[str, Any] = {}
     for kind in KIND_OPS:
         if kind_rows(rows, kind).any():
-            kinds[kind], fits[kind] = fit_kind(rows, kind, max_evals)
+            pooled = inherit.kinds.get(kind) if inherit is not None else None
+            kinds[kind], fits[kind] = fit_kind(rows, kind, max_evals, pooled)
         elif inherit is not None and kind in inherit.kinds:
             kinds[kind], fits[kind] = inherit.kinds[kind], {"inherited": "generic.yaml"}
     default = kinds.get("elementwise") or KindEfficiency(memory_fraction=0.8, overhead_s=3e-6)

@@ -143,6 +143,7 @@ def load_aiconfigurator_attention(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
                     "impl": _impl(d),
                     "gpu": d["device"].map(_gpu_id),
                     "source": _rel(path, root),
+                    "kv_write": 1,  # the engine's KV-cache write kernel is in the call
                 }
             )
             if phase == "context":
@@ -185,8 +186,9 @@ def load_vidur(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
             "mlp_up_proj": (D, F * up // tp),
             "mlp_down_proj": (F // tp, D),
         }
+        # eager = 1: PyTorch's unfused kernels timed one by one (model/op.py memory_op)
         base = {"dtype": "fp16", "impl": "vidur:eager", "gpu": gpu, "source": _rel(path, root),
-                "model": model, "tp": tp}  # fmt: skip
+                "model": model, "tp": tp, "eager": 1}  # fmt: skip
 
         def rows(name: str, op: str, **cols: object) -> pd.DataFrame | None:
             return _vidur_rows(d, base, name, op, **cols)  # noqa: B023 (called in this iteration)

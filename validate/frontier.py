@@ -26,7 +26,7 @@ from model.kernel_predict import REQUIRED
 
 ATTENTION_OPS = ("attention_prefill", "attention_decode")
 # Optional contract columns that change what a row computes (they are part of its key).
-OPTIONAL_KEYS = ("weight_dtype", "group_size")
+OPTIONAL_KEYS = ("weight_dtype", "group_size", "kv_write", "eager")
 BEST_IMPL = "best-of-impls"
 
 

@@ -20,7 +20,7 @@ TRUE = KindEfficiency(
     overhead_s=4e-6,
     overlap_power=2.0,
     wave_latency_s=1e-6,
-    saturation_blocks_per_sm=0.5,
+    wave_tail=0.1,  # GEMMs have no occupancy term (validate/calibrate.py terms_for)
 )
 
 

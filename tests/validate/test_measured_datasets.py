@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from validate.datasets import load_kernels, load_moe, load_nccl
+from validate.aiconfigurator import load_moe, load_nccl
+from validate.datasets import load_kernels
 
 
 @pytest.fixture(scope="module")

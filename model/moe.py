@@ -1,5 +1,5 @@
 """The routed experts of a mixture-of-experts layer as one fused operator (`moe.experts`): the
-formula the operator table (model/ops.py `_Builder.moe`) and single-kernel prediction
+formula the operator table (model/ops_ffn.py `moe`) and single-kernel prediction
 (model/kernel_predict.py, op `moe`) share, so a measured fused-MoE kernel and the serving model
 are priced alike.
 

@@ -23,6 +23,9 @@ GPUs without measurements: `generic.yaml` is one fit pooled over every measured 
 priced with its own GPU's datasheet (peaks, bandwidth, SM count) and each GPU weighted equally,
 so its terms are the dimensionless fractions and the latencies that carry across GPUs. A GPU's
 own file takes the kinds it has data for; its other kinds come from the generic fit.
+
+What each kind fits (its rows, terms, start and search coordinates) is validate/fit_terms.py;
+this module owns the search, its error diagnostics and the profile files.
 """
 
 from __future__ import annotations
@@ -41,105 +44,24 @@ from hardware.profiles import CALIBRATION_DIR, KindEfficiency, Profile
 from hardware.spec import SystemSpec
 from model.io import atomic_write_text
 from model.pricing import price_op
+from validate.fit_terms import (
+    FRONTIER_KINDS,
+    KIND_OPS,
+    START,
+    TUNED_KINDS,
+    interior,
+    kind_rows,
+    terms_for,
+    to_params,
+    to_vector,
+)
 from validate.frontier import best_of_impls
 from validate.moe_configs import SUBSET_COLUMN, UNTUNED
 from validate.optimize import minimise
 from validate.predict import Batch, batches, predict_frame
 from validate.store import provenance_base
 
-KIND_OPS: dict[str, tuple[str, ...]] = {
-    "gemm": ("gemm",),
-    "attention": ("attention_prefill",),
-    "attention_decode": ("attention_decode", "attention_prefill"),
-    "norm": ("norm",),
-    "elementwise": ("elementwise",),
-    "embedding": ("embedding",),
-    "moe": ("moe",),
-}
-FULL_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power",
-              "wave_latency_s", "saturation_blocks_per_sm")  # fmt: skip
-# Memory kinds measured as eager PyTorch kernels also fit their bytes per SM cycle (the
-# throughput roof of such kernels, model/pricing.py); it has no effect on fused calls.
-MEMORY_TERMS = ("memory_fraction", "overhead_s", "bytes_per_sm_cycle")
-# Norms launch one program per row (model/op.py norm_op): few rows cannot fill the SMs.
-GRID_MEMORY_TERMS = (*MEMORY_TERMS, "wave_latency_s", "saturation_blocks_per_sm")
-# A fused MoE op states no grid (its ragged per-expert tiles are routing-dependent), so the
-# wave and occupancy terms have nothing to act on.
-MOE_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power")
-START = {"compute_fraction": 0.75, "memory_fraction": 0.8, "overhead_s": 4e-6,
-         "overlap_power": 2.0, "wave_latency_s": 1e-6, "saturation_blocks_per_sm": 0.5,
-         "wave_tail": 0.05, "bytes_per_sm_cycle": 4.0}  # fmt: skip
 COMM_PRIOR = {"comm_bandwidth_fraction": 0.8, "comm_latency_scale": 1.0}
-# Kinds whose implementations differ by more than the model's error (two engines' attention
-# kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
-FRONTIER_KINDS = ("attention", "attention_decode")
-# Kinds whose one implementation runs tuned and untuned kernel configs (vLLM's fused_moe, ~2x
-# apart at large token counts on the A100): fitted on the tuned rows (validate/moe_configs.py).
-TUNED_KINDS = ("moe",)
-
-
-def terms_for(kind: str) -> tuple[str, ...]:
-    if kind == "moe":
-        return MOE_TERMS
-    if kind == "norm":
-        return GRID_MEMORY_TERMS
-    if kind == "gemm":
-        # No occupancy term: a GEMM's grid jumps at each 128-row tile, so bandwidth that grows
-        # with blocks would price m = 129 faster than m = 128 (cuBLAS picks split-K or smaller
-        # tiles instead); its small-grid costs are the wave and tile terms, monotone in m.
-        return (*(t for t in FULL_TERMS if t != "saturation_blocks_per_sm"), "wave_tail")
-    return FULL_TERMS if kind in ("gemm", "attention", "attention_decode") else MEMORY_TERMS
-
-
-def kind_rows(table: pd.DataFrame, kind: str) -> pd.Series:
-    """Rows a kind is fitted on. Attention splits as pricing does (pricing.kind_terms): one new
-    token per sequence is decode-shaped, whichever phase the row was measured as."""
-    rows = table["op"].isin(KIND_OPS[kind])
-    if kind.startswith("attention"):
-        one_token = table["op"].eq("attention_decode")
-        if "seq_len" in table.columns:
-            one_token |= table["op"].eq("attention_prefill") & table["seq_len"].eq(1)
-        rows &= one_token if kind == "attention_decode" else ~one_token
-    return rows
-
-
-def _interior(term: str, value: float | None) -> bool:
-    """Whether `value` maps back to a finite search coordinate (_to_vector)."""
-    if value is None:
-        return False
-    if term.endswith("fraction") or term == "wave_tail":
-        return 0.0 < value < 1.0
-    return value > (1.0 if term == "overlap_power" else 0.0)
-
-
-def _to_params(x: np.ndarray, terms: tuple[str, ...]) -> dict[str, float]:
-    """Unconstrained vector -> valid terms (fractions by logistic, positive terms by exp)."""
-    out = {}
-    for value, term in zip(x, terms, strict=True):
-        if term.endswith("fraction") or term == "wave_tail":
-            out[term] = float(1.0 / (1.0 + np.exp(-value)))
-        elif term == "overlap_power":
-            out[term] = 1.0 + float(np.exp(value))
-        elif term.endswith("_s"):
-            out[term] = float(np.exp(value)) * 1e-6
-        else:
-            out[term] = float(np.exp(value))
-    return out
-
-
-def _to_vector(params: dict[str, float], terms: tuple[str, ...]) -> np.ndarray:
-    x = []
-    for term in terms:
-        v = params[term]
-        if term.endswith("fraction") or term == "wave_tail":
-            x.append(np.log(v / (1.0 - v)))
-        elif term == "overlap_power":
-            x.append(np.log(v - 1.0))
-        elif term.endswith("_s"):
-            x.append(np.log(v * 1e6))
-        else:
-            x.append(np.log(v))
-    return np.array(x)
 
 
 @dataclass
@@ -214,22 +136,22 @@ def fit_kind(
     terms = terms_for(kind)
     start = dict(START)
     if pooled is not None:
-        start.update({t: v for t in terms if _interior(t, v := getattr(pooled, t))})
+        start.update({t: v for t in terms if interior(t, v := getattr(pooled, t))})
 
     def errors(eff: KindEfficiency) -> list[np.ndarray]:
         return [np.log(predicted_s(c, eff, kind) / c.measured_s) for c in chunks]
 
     def objective(x: np.ndarray) -> float:
-        eff = KindEfficiency(**_to_params(x, terms))
+        eff = KindEfficiency(**to_params(x, terms))
         per_gpu = [np.sum(c.weight * np.abs(e)) for c, e in zip(chunks, errors(eff), strict=True)]
         return float(np.mean(per_gpu))
 
-    x, fx = minimise(objective, _to_vector(start, terms), max_evals=max_evals)
+    x, fx = minimise(objective, to_vector(start, terms), max_evals=max_evals)
     if start != START:  # also from the defaults: the pooled start may sit in a worse basin
-        x_default, f_default = minimise(objective, _to_vector(START, terms), max_evals=max_evals)
+        x_default, f_default = minimise(objective, to_vector(START, terms), max_evals=max_evals)
         if f_default < fx - 1e-4:  # clearly better, not a tie along a direction the rows ignore
             x = x_default
-    params = {k: float(f"{v:.4g}") for k, v in _to_params(x, terms).items()}
+    params = {k: float(f"{v:.4g}") for k, v in to_params(x, terms).items()}
     eff = KindEfficiency(**params)
     rel = np.abs(np.exp(np.concatenate(errors(eff))) - 1.0)
     stats = {

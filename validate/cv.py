@@ -23,8 +23,9 @@ import pandas as pd
 
 from hardware.errors import RooflensError
 from hardware.presets import get_gpu
-from validate.calibrate import KIND_OPS, fit_profile, kind_rows
+from validate.calibrate import fit_profile
 from validate.compare import join, summarize
+from validate.fit_terms import KIND_OPS, kind_rows
 from validate.frontier import best_of_impls
 from validate.generation import profile_for
 from validate.store import provenance_base

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from model.kernel_predict import REQUIRED
+from model.kernel_columns import REQUIRED
 
 ATTENTION_OPS = ("attention_prefill", "attention_decode")
 # Optional contract columns that change what a row computes (they are part of its key).

@@ -37,7 +37,7 @@ from model.steps import Step
 if TYPE_CHECKING:
     from model.scenario import Scenario
 
-NORM_FLOPS_PER_ELEMENT = 5.0  # model/ops.py _Builder.norm: 5·n·D
+NORM_FLOPS_PER_ELEMENT = 5.0  # model/op.py norm_op: 5·n·D
 
 
 class Fusion(Optimization):

@@ -54,7 +54,7 @@ def test_eager_time_ratio_follows_sm_clock_not_hbm_between_a100_and_a40():
 @pytest.mark.parametrize(("gpu_id", "measured_tb_s"), [("a100-sxm-80gb", 0.30), ("a40", 0.35)])
 def test_pooled_fit_prices_vidur_eager_embedding_on_both_gpus(gpu_id, measured_tb_s):
     # Vidur measured its eager embedding gather at 0.30 TB/s on the A100 and 0.35 TB/s on the
-    # A40 (large token counts, validate/datasets.py load_vidur). As a fraction of HBM those are
+    # A40 (large token counts, validate/vidur.py load_vidur). As a fraction of HBM those are
     # 15 % and 50 %, which no single fraction fits; one bytes-per-SM-cycle in the pooled
     # (generic) fit prices both within 20 %.
     generic = Profile.model_validate(yaml.safe_load((CALIBRATION_DIR / "generic.yaml").read_text()))

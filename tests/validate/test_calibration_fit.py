@@ -11,7 +11,8 @@ import pytest
 
 from hardware.presets import get_gpu
 from hardware.profiles import KindEfficiency, Profile
-from validate.calibrate import fit_kind, fit_profile, kind_rows, write_profile
+from validate.calibrate import fit_kind, fit_profile, write_profile
+from validate.fit_terms import kind_rows
 from validate.predict import predict_frame
 
 TRUE = KindEfficiency(
@@ -20,7 +21,7 @@ TRUE = KindEfficiency(
     overhead_s=4e-6,
     overlap_power=2.0,
     wave_latency_s=1e-6,
-    wave_tail=0.1,  # GEMMs have no occupancy term (validate/calibrate.py terms_for)
+    wave_tail=0.1,  # GEMMs have no occupancy term (validate/fit_terms.py terms_for)
 )
 
 

@@ -12,8 +12,9 @@ import pytest
 from hardware.presets import get_gpu
 from hardware.profiles import get_profile
 from model.kernel_predict import predict_frame
-from validate.calibrate import faster_than_peak, kind_rows
+from validate.calibrate import faster_than_peak
 from validate.datasets import load_kernels
+from validate.fit_terms import kind_rows
 from validate.frontier import best_of_impls
 
 A100 = get_gpu("a100-sxm-80gb")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from validate.datasets import load_kernels, load_moe, load_nccl
+from validate.aiconfigurator import load_moe, load_nccl
+from validate.datasets import load_kernels
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +107,7 @@ def test_h100_quantized_kernels_baselines_are_16bit_gemms(runs):
 
 
 def test_h100_kernel_rows_join_the_contract_and_drop_launch_bound_timings(kernels):
-    from model.kernel_predict import REQUIRED
+    from model.kernel_columns import REQUIRED
 
     h100 = kernels[kernels.gpu == "h100-sxm"]
     counts = h100.groupby(["op", "impl"]).size().to_dict()

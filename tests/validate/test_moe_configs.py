@@ -10,9 +10,10 @@ import pytest
 
 from hardware.presets import get_gpu
 from hardware.profiles import KindEfficiency, Profile, get_profile
+from validate.aiconfigurator import load_moe
 from validate.calibrate import fit_kind
 from validate.compare import join, summarize
-from validate.datasets import load_moe, load_moe_kernels
+from validate.datasets import load_moe_kernels
 from validate.moe_configs import TUNED, UNTUNED, config_labels, tuned_configs
 from validate.moe_routing import with_routing
 from validate.predict import predict_frame

@@ -12,8 +12,8 @@ from hardware.presets import get_gpu
 from model.api import make_scenario
 from model.kernel_predict import predict_kernels
 from model.ops import decode_ops
+from validate.aiconfigurator import load_moe
 from validate.compare import join
-from validate.datasets import load_moe
 from validate.moe_routing import power_law_work, with_routing
 from validate.predict import predict_frame
 

@@ -109,7 +109,7 @@ class Group:
             first = int(np.argmax(bad))
             raise RooflensError(f"row {self.g.index[first]}: {name} must be a positive number "
                                 f"≤ {MAX_SIZE:,} for op {self.op}, "
-                                f"got {self.g[name].iloc[first]!r}")  # fmt: skip
+                                f"got '{self.g[name].iloc[first]}'")  # fmt: skip
         return values
 
     def optional(self, name: str, default: Num | None = None) -> Any:
@@ -124,7 +124,7 @@ class Group:
         if bad.any():
             first = int(np.argmax(bad))
             raise RooflensError(f"row {self.g.index[first]}: {name} must be a positive number "
-                                f"for op {self.op}, got {raw.iloc[first]!r}")  # fmt: skip
+                                f"for op {self.op}, got '{raw.iloc[first]}'")  # fmt: skip
         return values if default is None else np.where(np.isnan(values), default, values)
 
     def variant(self, name: str, default: Any) -> Any:
@@ -163,7 +163,7 @@ def group_sizes(frame: pd.DataFrame) -> pd.Series:
     if bad.any():
         first = int(np.argmax(bad.to_numpy()))
         raise RooflensError(f"row {bad.index[first]}: group_size must be a whole number in "
-                            f"1..{MAX_SIZE:,}, got {raw.iloc[first]!r}")  # fmt: skip
+                            f"1..{MAX_SIZE:,}, got '{raw.iloc[first]}'")  # fmt: skip
     return values.where(given, 128).astype(int)
 
 

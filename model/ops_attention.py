@@ -26,7 +26,6 @@ def attention(b: StepRows) -> None:
     La = m.n_attention_layers  # a hybrid's Mamba layers have no attention (mamba)
     b.gemm("attn.qkv_proj", La, n, (Hg + 2 * Kg) * Dh, m.d_model)
     if m.qk_norm:  # Qwen3/Gemma 3: RMSNorm over each q and k head (no residual)
-        elems = n * (Hg + Kg) * Dh
         rows = n * (Hg + Kg)  # one RMSNorm row per q and k head, width Dh
         act = b.sc.precision.act_dtype
         b.ops.append(norm_op("attn.qk_norm", b.phase, La, rows, Dh, act, 0.0, "rmsnorm"))

@@ -22,9 +22,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from model.kernel_columns import REQUIRED
+from model.kernel_columns import ATTENTION_OPS, REQUIRED
 
-ATTENTION_OPS = ("attention_prefill", "attention_decode")
 # Optional contract columns that change what a row computes (they are part of its key).
 OPTIONAL_KEYS = ("weight_dtype", "group_size", "kv_write", "eager")
 BEST_IMPL = "best-of-impls"

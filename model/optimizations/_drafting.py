@@ -36,7 +36,7 @@ DECODING_SETTING = "decoding_algorithm"
 # network (pruning it, converting it to GQA, distilling it, exiting early from its layers,
 # offloading its weights, its MoE routing, its pipeline stages) or the decode loop itself does
 # not carry over. Every registered optimization is in exactly one of the two sets
-# (tests/optimizations/test_drafting_pairs.py checks it), so a new one needs a decision here.
+# (tests/model/optimizations/test_drafting_pairs.py checks it), so a new one needs a decision here.
 DRAFT_INHERITS = frozenset(
     {
         "quant", "sliding-window", "eager-attention", "flash-decoding", "unsplit-decode",

@@ -12,7 +12,7 @@ setting changes nothing. Hooks run in `order` (lower first) at these pipeline st
 - `prompt_tokens(tokens)` and `timing(t, sc, pipeline)`: the same changes on numpy arrays
   (model/optimizations/_timing.py), for callers that price grids (the capacity planner). A
   `result` hook that changes TTFT, TPOT or end-to-end time must come with `timing` and be
-  written in terms of it (tests/optimizations/test_timing_hooks.py checks both).
+  written in terms of it (tests/model/optimizations/test_timing_hooks.py checks both).
 
 Each subclass sets `name`, `summary`, `citation` and declares its parameters in `params`.
 

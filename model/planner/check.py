@@ -9,7 +9,7 @@ meets every SLO is the recommendation, so the result is the exact minimum over t
 "fits, meets the SLOs analytically and in simulation" — up to `budget` simulations. Hence, by
 construction: a tighter SLO never gives a cheaper recommendation (the simulation of each
 configuration does not depend on the SLO, and the set that passes only shrinks), and more load
-never does either as long as each configuration's analytical metrics (tests/planner) and its
+never does either as long as each configuration's analytical metrics (tests/model/planner) and its
 seeded simulation (arrival times scale with 1/rate over the same draws) do not improve with load.
 """
 

@@ -145,7 +145,7 @@ def goodput_of(ev: Evaluator, w: ServingWorkload, mode: str, grid: dict[str, np.
     goodput. Disaggregated, TTFT depends on the prefill replicas' rate only and TPOT on the
     decode replicas' (serving.disaggregated), so the pair serves min(n_p·G_p, n_d·G_d): each
     side's goodput found with the other side unloaded. Each is a vectorised bisection over
-    the distinct batch caps (feasibility falls as the rate rises, tests/planner)."""
+    the distinct batch caps (feasibility falls as the rate rises, tests/model/planner)."""
     caps, where = np.unique(grid["max_batch"], return_inverse=True)
     one, idle = np.ones_like(caps), np.full_like(caps, 1e12)
     if mode != "disaggregated":

@@ -5,12 +5,14 @@ E6 and E9 (parameter counts) live in test_params.py.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hardware import get_gpu
 from model.api import make_pipeline, make_scenario, run
 from model.memory import kv_bytes_per_token
-from model.spec import ModelSpec
+from model.presets import get_model
 from model.steps import Step
 
 
@@ -55,25 +57,8 @@ def test_e5_llama3_70b_int8_kv_per_token() -> None:
     assert kv_bytes_per_token(sc) == 163_840
 
 
-GPT_STYLE = ModelSpec(
-    id="gpt-style",
-    name="GPT-style MHA, FFN 4d",
-    family="gpt",
-    n_layers=12,
-    d_model=768,
-    n_heads=12,
-    n_kv_heads=12,
-    head_dim=64,
-    d_ff=3072,
-    gated_mlp=False,
-    activation="gelu",
-    vocab_size=50257,
-    norm="layernorm",
-    positional="learned",
-    max_position_embeddings=2048,
-    attention="mha",
-    max_context=2048,
-)
+# The GPT-style model of the book's table (MHA, FFN 4d, no gating): tests/model/fixtures.
+GPT_STYLE = get_model(str(Path(__file__).resolve().parent / "fixtures" / "gpt-style.yaml"))
 
 
 @pytest.mark.parametrize(("b", "l_kv"), [(1, 0), (1, 100), (8, 1000), (64, 2047)])

@@ -3,33 +3,17 @@ column), its quadratic total, and what it leaves alone."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from stack_checks import predict, scenario, step_ops, total
 
-from model.spec import ModelSpec
+from model.presets import get_model
 from model.steps import Step
 
-# The GPT-style model of the book's table: MHA, FFN 4d, no gating.
-GPT = ModelSpec(
-    id="gpt-style",
-    name="GPT-style MHA, FFN 4d",
-    family="gpt",
-    n_layers=12,
-    d_model=768,
-    n_heads=12,
-    n_kv_heads=12,
-    head_dim=64,
-    d_ff=3072,
-    gated_mlp=False,
-    activation="gelu",
-    vocab_size=50257,
-    norm="layernorm",
-    positional="learned",
-    max_position_embeddings=2048,
-    attention="mha",
-    max_context=2048,
-)
+# The GPT-style model of the book's table (MHA, FFN 4d, no gating): tests/model/fixtures.
+GPT = get_model(str(Path(__file__).resolve().parents[1] / "fixtures" / "gpt-style.yaml"))
 
 
 @pytest.mark.parametrize(("b", "s"), [(1, 1), (1, 100), (8, 1000), (4, 2048)])

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,7 +51,9 @@ def _measured(source: str) -> pd.DataFrame:
 
 
 REPO = Path(__file__).resolve().parents[1]
-CACHE_DIR = Path(tempfile.gettempdir()) / "rooflens-cache"
+# Per user, never a shared folder: the cache is unpickled, so only files this user wrote in a
+# folder only this user can write are read (a file planted in /tmp would run code on load).
+CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rooflens"
 # What a join depends on: the cost model's code and data (calibration profiles, presets).
 CODE_DIRS = ("hardware", "model", "validate")
 SHOWN_PER_GROUP = 400  # points per (GPU, operator class) drawn; statistics use every row
@@ -77,16 +78,27 @@ def _join_key(source: str) -> str:
     return digest.hexdigest()[:24]
 
 
+def _private(path: Path) -> bool:
+    """Whether `path` and its folder belong to this user and no one else may write them."""
+    if not hasattr(os, "getuid"):
+        return True
+    for p in (path, path.parent):
+        st_ = p.stat()
+        if st_.st_uid != os.getuid() or st_.st_mode & 0o022:
+            return False
+    return True
+
+
 def _on_disk(name: str, make: Callable[[], Any]) -> Any:
     """`make()`, kept in CACHE_DIR/name between server runs (pickled, written atomically)."""
     path = CACHE_DIR / name
-    if path.is_file():
+    if path.is_file() and _private(path):
         try:
             return pd.read_pickle(path)
         except Exception:  # a damaged or foreign cache file: recompute it
             path.unlink(missing_ok=True)
     value = make()
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    CACHE_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     pd.to_pickle(value, tmp)
     tmp.replace(path)  # atomic: a reader never sees half a file

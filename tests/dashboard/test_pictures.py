@@ -120,5 +120,7 @@ def test_validation_join_is_kept_on_disk(tmp_path, monkeypatch) -> None:  # type
     assert first == again == {"a": 1} and calls == [1]  # made once, then read back
     (tmp_path / "x.pkl").write_bytes(b"not a pickle")
     assert compute._on_disk("x.pkl", lambda: {"a": 3}) == {"a": 3}  # damaged: recomputed
+    (tmp_path / "x.pkl").chmod(0o666)  # anyone could have planted it: never unpickled
+    assert compute._on_disk("x.pkl", lambda: {"a": 4}) == {"a": 4}
     key = compute._join_key(compute.SHARED_SETS)
     assert key == compute._join_key(compute.SHARED_SETS) != compute._join_key("cpu")

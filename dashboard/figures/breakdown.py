@@ -12,7 +12,8 @@ from dashboard.breakdown import CLASSES
 from dashboard.figures import LAYOUT
 from model.units import fmt_time
 
-CLASS_COLORS = dict(zip(CLASSES, ("#4c78a8", "#f58518", "#72b7b2", "#54a24b", "#b279a2"),
+CLASS_COLORS = dict(zip(CLASSES, ("#4c78a8", "#f58518", "#72b7b2", "#54a24b", "#b279a2",
+                                  "#9d755d"),
                         strict=True))  # fmt: skip
 PHASE_LABELS = {"prefill": "prefill (TTFT step)", "decode": "one decode step"}
 MIN_LABELLED_SHARE = 0.06  # narrower segments keep their numbers in the hover only

@@ -14,6 +14,8 @@ from dashboard.figures.breakdown import breakdown_figure
 from dashboard.report import scenario_report_html
 from dashboard.settings import DEFAULTS
 from hardware.profiles import get_profile
+from model.api import make_scenario, run
+from model.host import EAGER_LAUNCH_S, step_launches
 from model.op import kernels_per_call
 from model.pricing import kind_terms
 
@@ -48,6 +50,29 @@ def test_calibrated_launch_floors_are_the_per_call_time() -> None:
     assert expected > 0
     assert frame.loc[("decode", "launch floors"), "time_s"] == pytest.approx(expected)
     assert frame.loc[("decode", "launch floors"), "bound"] == "launch"
+
+
+def test_eager_host_overhead_is_its_own_class_beside_the_launch_floors() -> None:
+    sc = make_scenario("gemma-3-1b", "h100-sxm", batch=1, prompt_len=512, output_len=16,
+                       profile="calibrated")  # fmt: skip
+    pred = run(sc, ["eager-launch"])
+    frame = time_breakdown(pred)
+    rows = frame.set_index(["phase", "class"])
+    (host,) = [p for p in pred.decode.priced if p.op.kind == "host"]
+    # the class is the host row: the exposed host time, max(0, launches × 7.5 µs − GPU step)
+    assert rows.loc[("decode", "host overhead"), "time_s"] == pytest.approx(np.mean(host.total_s))
+    assert rows.loc[("decode", "host overhead"), "bound"] == "host"
+    assert rows.loc[("decode", "launch floors"), "time_s"] > 0  # calibrated per-kernel floors
+    assert frame.groupby("phase")["time_s"].sum()["decode"] == pytest.approx(pred.tpot_s)
+    plain_pred = run(sc)
+    # a second route: the whole step is the host's (a 1B model at batch 1 is host-bound), so
+    # the class is launches × 7.5 µs less the graph-captured step
+    launches = np.mean(step_launches(p.op for p in plain_pred.decode.priced))
+    assert rows.loc[("decode", "host overhead"), "time_s"] == pytest.approx(
+        launches * EAGER_LAUNCH_S - plain_pred.tpot_s
+    )
+    plain = time_breakdown(plain_pred).set_index(["phase", "class"])
+    assert plain.loc[("decode", "host overhead"), "time_s"] == 0.0  # graph-captured default
 
 
 def test_explore_draws_the_breakdown_and_the_curve(app) -> None:  # type: ignore[no-untyped-def]

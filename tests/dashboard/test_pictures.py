@@ -11,6 +11,7 @@ from apptest_helpers import assert_clean, figures, si
 from dashboard import sweeps
 from dashboard.breakdown import CLASSES, time_breakdown
 from dashboard.figures.breakdown import breakdown_figure
+from dashboard.figures.roofline import roofline_points
 from dashboard.report import scenario_report_html
 from dashboard.settings import DEFAULTS
 from hardware.profiles import get_profile
@@ -73,6 +74,15 @@ def test_eager_host_overhead_is_its_own_class_beside_the_launch_floors() -> None
     )
     plain = time_breakdown(plain_pred).set_index(["phase", "class"])
     assert plain.loc[("decode", "host overhead"), "time_s"] == 0.0  # graph-captured default
+
+
+def test_the_host_row_is_listed_off_the_roofline_with_its_reason() -> None:
+    sc = make_scenario("gemma-3-1b", "h100-sxm", batch=1, prompt_len=512, output_len=16)
+    placed, skipped = roofline_points(run(sc, ["eager-launch"]).ops_frame())
+    assert "host" not in set(placed["name"])
+    host = skipped[skipped["name"] == "host"]
+    assert set(host["phase"]) == {"prefill", "decode"}  # both steps are host-bound
+    assert host["reason"].str.startswith("host launch overhead").all()
 
 
 def test_explore_draws_the_breakdown_and_the_curve(app) -> None:  # type: ignore[no-untyped-def]

@@ -74,6 +74,8 @@ def test_eager_host_overhead_is_its_own_class_beside_the_launch_floors() -> None
     )
     plain = time_breakdown(plain_pred).set_index(["phase", "class"])
     assert plain.loc[("decode", "host overhead"), "time_s"] == 0.0  # graph-captured default
+    drawn = [t["name"] for t in breakdown_figure(frame).to_dict()["data"]]
+    assert drawn == list(CLASSES)  # an eager step draws its host-overhead segment
 
 
 def test_the_host_row_is_listed_off_the_roofline_with_its_reason() -> None:
@@ -90,7 +92,8 @@ def test_explore_draws_the_breakdown_and_the_curve(app) -> None:  # type: ignore
     assert_clean(at)
     figs = figures(at)
     breakdown = next(f for f in figs if f["layout"].get("barmode") == "stack")
-    assert [t["name"] for t in breakdown["data"]] == list(CLASSES)
+    # the default step is graph-captured: no host-overhead segment
+    assert [t["name"] for t in breakdown["data"]] == [c for c in CLASSES if c != "host overhead"]
     shares = np.sum([t["x"] for t in breakdown["data"]], axis=0)
     assert shares == pytest.approx([100.0, 100.0])  # each bar is its whole step
     curve = next(f for f in figs if "Latency against throughput" in f["layout"]["title"]["text"])

@@ -7,7 +7,9 @@ the priced operator table (`PricedOp`), so the classes add up to the step time e
 the launch floors are each call's fixed time (model/pricing.py `launch_floor_s`: the profile's
 per-launch floor × the kernels a call launches, zero under `ideal`), taken out of each kernel's
 row; the rest of each row goes to the class of its kind. Host overhead of eager execution (the
-CPU issuing kernels, model/host.py) is not in a graph-captured serving step and not shown here.
+CPU issuing kernels, model/host.py) is not in a graph-captured serving step; under
+`--opt eager-launch` the step's exposed host time is a `host` row and its own class, "host
+overhead" (bound `host`), beside the per-kernel launch floors a captured graph still pays.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from hardware.profiles import get_profile
 from model.pipeline import Prediction
 from model.pricing import PricedOp, launch_floor_s
 
-CLASSES = ("weights GEMM", "attention", "norms/elementwise", "communication", "launch floors")
+CLASSES = ("weights GEMM", "attention", "norms/elementwise", "communication", "launch floors",
+           "host overhead")  # fmt: skip
 CLASS_OF_KIND = {"gemm": "weights GEMM", "attention": "attention", "norm": "norms/elementwise",
                  "elementwise": "norms/elementwise", "embedding": "norms/elementwise",
-                 "comm": "communication"}  # fmt: skip
+                 "comm": "communication", "host": "host overhead"}  # fmt: skip
 HOST = "launch floors"
 HOST_BOUND = "launch"  # launch latency: neither the SMs nor HBM nor the links are the limit
 
@@ -35,7 +38,7 @@ def _split(priced: list[PricedOp], pred: Prediction) -> dict[str, dict[str, floa
     for p in priced:
         total = float(np.mean(p.total_s))
         host = 0.0
-        if p.op.kind != "comm" and total > 0:
+        if p.op.kind not in ("comm", "host") and total > 0:
             floor = float(np.mean(launch_floor_s(p.op, profile)))
             host = min(total, floor * p.op.count)
         cls = CLASS_OF_KIND.get(p.op.kind, "norms/elementwise")

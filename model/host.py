@@ -24,7 +24,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from model.op import Op, kernels_per_call
+from model.op import Num, Op, kernels_per_call
+from model.pricing import does_work
 
 # Host cost per eagerly launched kernel in PyTorch on a current x86 server: 5-10 µs (PyTorch
 # "Performance Tuning Guide" and the CUDA-graphs blog post, "Accelerating PyTorch with CUDA
@@ -35,15 +36,20 @@ EAGER_LAUNCH_S = 7.5e-6
 HOST_OP = "host"
 
 
-def launches(ops: Iterable[Op]) -> int:
-    """Kernel launches of one step: per operator instance that moves or computes anything, its
-    kernels (model/op.py `kernels_per_call`: split-KV attention adds its combine)."""
-    total = 0
+def step_launches(ops: Iterable[Op]) -> Num:
+    """Kernel launches of one step at each grid point (arrays over a grid of batches or KV
+    lengths, where split-KV attention may split at some points and not at others): per
+    operator instance that moves or computes anything there, its kernels (model/op.py
+    `kernels_per_call`: split-KV attention adds its combine)."""
+    total: Num = 0.0
     for op in ops:
-        works = np.any(np.asarray(op.flops) > 0) or np.any(np.asarray(op.bytes) > 0)
-        if works or np.any(np.asarray(op.comm_bytes) > 0):
-            total += int(op.count) * int(np.max(kernels_per_call(op)))
-    return total
+        total = total + op.count * np.where(does_work(op), kernels_per_call(op), 0.0)
+    return float(total) if np.ndim(total) == 0 else np.asarray(total, dtype=np.float64)
+
+
+def launches(ops: Iterable[Op]) -> int:
+    """Kernel launches of one step (the most over a grid): `step_launches` as a count."""
+    return int(np.max(step_launches(ops)))
 
 
 def host_time_s(
@@ -55,7 +61,11 @@ def host_time_s(
     return per_launch_s if graphed else launches(ops) * per_launch_s
 
 
-def exposed_host_s(host_s: float, device_s: float, overlapped: bool) -> float:
+def exposed_host_s(host_s: Num, device_s: Num, overlapped: bool) -> Num:
     """Host time the step's latency shows: beyond the device's busy time when the host runs
-    ahead of an accelerator (`overlapped`), all of it when the same CPU issues and computes."""
-    return max(0.0, host_s - device_s) if overlapped else host_s
+    ahead of an accelerator (`overlapped`), all of it when the same CPU issues and computes.
+    Array-safe (grids of steps); floats in, a float out."""
+    if not overlapped:
+        return host_s
+    out = np.maximum(0.0, np.subtract(host_s, device_s))
+    return float(out) if np.ndim(out) == 0 else out

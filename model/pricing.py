@@ -76,9 +76,10 @@ class PricedOp:
 
     @property
     def bound(self) -> str:
-        """'compute', 'memory' or 'comm' (scalar ops; use bound_array for grids)."""
-        if self.op.kind == "comm":
-            return "comm"
+        """'compute', 'memory' or 'comm' (scalar ops; use bound_array for grids); 'host' for
+        the exposed host time of an eager step (model/optimizations/eager_launch.py)."""
+        if self.op.kind in ("comm", "host"):
+            return self.op.kind
         return (
             "compute"
             if float(np.mean(self.compute_s)) >= float(np.mean(self.memory_s))
@@ -194,14 +195,14 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
 def launch_floor_s(op: Op, profile: Profile) -> Num:
     """The fixed time of one call: the profile's per-launch floor × the kernels the call
     launches (zero under `ideal`, and for a collective, whose base latency is its own)."""
-    works = _does_work(op)
+    works = does_work(op)
     if op.kind == "comm" or not np.any(works):
         return 0.0
     floor = kind_terms(profile, op).overhead_s * kernels_per_call(op)
     return floor if np.all(works) else np.where(works, floor, 0.0)
 
 
-def _does_work(op: Op) -> np.ndarray:
+def does_work(op: Op) -> np.ndarray:
     """Elementwise: does the op move or compute anything at each grid point."""
     return (np.asarray(op.flops) > 0) | (np.asarray(op.bytes) > 0) | (np.asarray(op.comm_bytes) > 0)
 

@@ -12,8 +12,10 @@ from dashboard.breakdown import CLASSES
 from dashboard.figures import LAYOUT
 from model.units import fmt_time
 
-CLASS_COLORS = dict(zip(CLASSES, ("#4c78a8", "#f58518", "#72b7b2", "#54a24b", "#b279a2"),
+CLASS_COLORS = dict(zip(CLASSES, ("#4c78a8", "#f58518", "#72b7b2", "#54a24b", "#b279a2",
+                                  "#9d755d"),
                         strict=True))  # fmt: skip
+OPTIONAL_CLASSES = ("host overhead",)  # drawn only when an eager step shows some
 PHASE_LABELS = {"prefill": "prefill (TTFT step)", "decode": "one decode step"}
 MIN_LABELLED_SHARE = 0.06  # narrower segments keep their numbers in the hover only
 
@@ -23,6 +25,8 @@ def breakdown_figure(frame: pd.DataFrame, title: str = "Where the step time goes
     rows = {(r["phase"], r["class"]): r for r in frame.to_dict("records")}
     traces: list[dict[str, Any]] = []
     for cls in CLASSES:
+        if cls in OPTIONAL_CLASSES and not any(rows[(ph, cls)]["time_s"] for ph in order):
+            continue  # graph-captured steps have no host overhead: no empty legend entry
         texts, hovers, shares = [], [], []
         for phase in order:
             r = rows[(phase, cls)]

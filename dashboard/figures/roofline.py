@@ -42,7 +42,11 @@ def roofline_points(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     skipped["reason"] = np.where(
         skipped["kind"] == "comm",
         "communication (no FLOPs; time is link-bound)",
-        np.where(skipped["flops"] <= 0, "moves data, no FLOPs", "moves no bytes"),
+        np.where(
+            skipped["kind"] == "host",
+            "host launch overhead (eager: no FLOPs, no bytes)",
+            np.where(skipped["flops"] <= 0, "moves data, no FLOPs", "moves no bytes"),
+        ),
     )
     return placed.reset_index(drop=True), skipped.reset_index(drop=True)
 

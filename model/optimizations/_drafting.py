@@ -46,7 +46,7 @@ DRAFT_INHERITS = frozenset(
 TARGET_ONLY = frozenset(
     {
         "pp-microbatches", "prompt-compression", "distill", "prune", "gqa", "mqa",
-        "early-exit", "moe", "activation-sparsity", "offload",
+        "early-exit", "moe", "activation-sparsity", "offload", "eager-launch",
         "speculative", "medusa", "lookahead", "continuous-batching",
     }
 )  # fmt: skip

@@ -11,9 +11,12 @@ from apptest_helpers import assert_clean, figures, si
 from dashboard import sweeps
 from dashboard.breakdown import CLASSES, time_breakdown
 from dashboard.figures.breakdown import breakdown_figure
+from dashboard.figures.roofline import roofline_points
 from dashboard.report import scenario_report_html
 from dashboard.settings import DEFAULTS
 from hardware.profiles import get_profile
+from model.api import make_scenario, run
+from model.host import EAGER_LAUNCH_S, step_launches
 from model.op import kernels_per_call
 from model.pricing import kind_terms
 
@@ -50,12 +53,47 @@ def test_calibrated_launch_floors_are_the_per_call_time() -> None:
     assert frame.loc[("decode", "launch floors"), "bound"] == "launch"
 
 
+def test_eager_host_overhead_is_its_own_class_beside_the_launch_floors() -> None:
+    sc = make_scenario("gemma-3-1b", "h100-sxm", batch=1, prompt_len=512, output_len=16,
+                       profile="calibrated")  # fmt: skip
+    pred = run(sc, ["eager-launch"])
+    frame = time_breakdown(pred)
+    rows = frame.set_index(["phase", "class"])
+    (host,) = [p for p in pred.decode.priced if p.op.kind == "host"]
+    # the class is the host row: the exposed host time, max(0, launches × 7.5 µs − GPU step)
+    assert rows.loc[("decode", "host overhead"), "time_s"] == pytest.approx(np.mean(host.total_s))
+    assert rows.loc[("decode", "host overhead"), "bound"] == "host"
+    assert rows.loc[("decode", "launch floors"), "time_s"] > 0  # calibrated per-kernel floors
+    assert frame.groupby("phase")["time_s"].sum()["decode"] == pytest.approx(pred.tpot_s)
+    plain_pred = run(sc)
+    # a second route: the whole step is the host's (a 1B model at batch 1 is host-bound), so
+    # the class is launches × 7.5 µs less the graph-captured step
+    launches = np.mean(step_launches(p.op for p in plain_pred.decode.priced))
+    assert rows.loc[("decode", "host overhead"), "time_s"] == pytest.approx(
+        launches * EAGER_LAUNCH_S - plain_pred.tpot_s
+    )
+    plain = time_breakdown(plain_pred).set_index(["phase", "class"])
+    assert plain.loc[("decode", "host overhead"), "time_s"] == 0.0  # graph-captured default
+    drawn = [t["name"] for t in breakdown_figure(frame).to_dict()["data"]]
+    assert drawn == list(CLASSES)  # an eager step draws its host-overhead segment
+
+
+def test_the_host_row_is_listed_off_the_roofline_with_its_reason() -> None:
+    sc = make_scenario("gemma-3-1b", "h100-sxm", batch=1, prompt_len=512, output_len=16)
+    placed, skipped = roofline_points(run(sc, ["eager-launch"]).ops_frame())
+    assert "host" not in set(placed["name"])
+    host = skipped[skipped["name"] == "host"]
+    assert set(host["phase"]) == {"prefill", "decode"}  # both steps are host-bound
+    assert host["reason"].str.startswith("host launch overhead").all()
+
+
 def test_explore_draws_the_breakdown_and_the_curve(app) -> None:  # type: ignore[no-untyped-def]
     at = app()
     assert_clean(at)
     figs = figures(at)
     breakdown = next(f for f in figs if f["layout"].get("barmode") == "stack")
-    assert [t["name"] for t in breakdown["data"]] == list(CLASSES)
+    # the default step is graph-captured: no host-overhead segment
+    assert [t["name"] for t in breakdown["data"]] == [c for c in CLASSES if c != "host overhead"]
     shares = np.sum([t["x"] for t in breakdown["data"]], axis=0)
     assert shares == pytest.approx([100.0, 100.0])  # each bar is its whole step
     curve = next(f for f in figs if "Latency against throughput" in f["layout"]["title"]["text"])

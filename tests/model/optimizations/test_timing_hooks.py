@@ -29,6 +29,7 @@ TIMED = [
     "prompt-compression:ratio=3,compressor=phi-2",
     "offload:fraction=0.1",
     "offload:fraction=0.05,overlap=false",
+    "eager-launch:per_launch_us=40",
 ]
 
 

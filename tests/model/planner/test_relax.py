@@ -32,6 +32,7 @@ CASES = {
     "tpot": dict(ttft_p99_s=2.0, tpot_p99_s=0.002),  # TPOT alone binds
     "ttft": dict(ttft_p99_s=0.004, tpot_p99_s=0.2),  # TTFT alone binds
     "both": dict(ttft_p99_s=0.004, tpot_p99_s=0.002),
+    "tpot mean": dict(ttft_p99_s=2.0, tpot_mean_s=0.002),  # a mean SLO, the same way
 }
 
 
@@ -42,7 +43,7 @@ def test_relaxation_is_the_smallest_loosening_that_admits_a_plan(case: str) -> N
     assert p.recommended is None and p.relaxation is not None
     relax = p.relaxation
     loosen = {x["slo"]: x for x in relax["loosen"]}
-    names = {"tpot": {"tpot_p99_s"}, "ttft": {"ttft_p99_s"}}.get(case)
+    names = {"tpot": {"tpot_p99_s"}, "ttft": {"ttft_p99_s"}, "tpot mean": {"tpot_mean_s"}}.get(case)
     assert names is None or set(loosen) == names  # only the binding SLO is loosened
     for x in loosen.values():
         assert x["to_s"] > x["from_s"] and x["factor"] == pytest.approx(x["to_s"] / x["from_s"])

@@ -73,6 +73,12 @@ def add_parser(sub: Any) -> None:
         help=f"0 = no simulation; at most {MAX_SIM_REQUESTS:,} (~2 GB)",
     )
     p.add_argument("--seed", type=non_negative, default=0)
+    p.add_argument(
+        "--explain-alternatives",
+        action="store_true",
+        help="when infeasible, also re-plan with more GPUs, other GPU types and a lower rate "
+        "(~14 re-sweeps; by default only when the first sweep is fast)",
+    )
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output")
     out.add_argument("--md", action="store_true", help="markdown report on stdout")
@@ -108,7 +114,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     bar = LazyProgress(err, "sweeping configurations")
     try:
         result = plan(space, workload, simulate_requests=args.sim_requests, seed=args.seed,
-                      progress=bar)  # fmt: skip
+                      progress=bar, alternatives=args.explain_alternatives or None)  # fmt: skip
     finally:
         bar.close()
     if args.csv:

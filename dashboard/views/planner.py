@@ -15,6 +15,7 @@ from dashboard.figures.planner import pareto_figure, rejected_figure
 from dashboard.numbers import fmt_sig
 from hardware.errors import RooflensError
 from hardware.presets import gpu_ids
+from model.planner.explain import ALTERNATIVES_HINT
 from model.planner.serving import MODES
 from model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 
@@ -109,8 +110,11 @@ def render(ctx: Context) -> None:
     result, feasible = compute.capacity_plan(progress=progress, **request)
     bar.empty()
     rec = result["recommended"]
+    relax = result.get("relaxation")
     if rec is None:
         st.error("No configuration meets this load and its SLOs.")
+        if relax:  # the nearest feasible relaxation, from this sweep (model/planner/relax.py)
+            st.info(relax["line"])
     else:
         gpus = f"{rec['n_gpus']:,} GPU" + ("s" if rec["n_gpus"] != 1 else "")
         values = (
@@ -124,7 +128,8 @@ def render(ctx: Context) -> None:
         for column, (label, value) in zip(st.columns(len(values)), values, strict=True):
             column.metric(label, value, border=True)
     for line in result["explanation"]:
-        st.markdown(f"- {line}")
+        if not (line.startswith(ALTERNATIVES_HINT) or (relax and line == relax["line"])):
+            st.markdown(f"- {line}")  # the CLI's hint to re-plan is no widget here
     pareto = pd.DataFrame(result["pareto"])
     fig = pareto_figure(feasible, pareto, rec)
     if len(feasible):

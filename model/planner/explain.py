@@ -1,6 +1,7 @@
 """Plain-language reasons: what binds the recommended configuration (memory, capacity, TTFT,
 TPOT) and why fewer GPUs would not do; and, when nothing is feasible, what is nearest: more
-GPUs, other GPU types, the largest rate the requested hardware sustains, the SLOs it can meet.
+GPUs, other GPU types, the largest rate the requested hardware sustains, the SLOs it can meet
+(the loosened SLOs themselves come from relax.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import numpy as np
 
 from model.planner.curves import Curves
 from model.planner.grid import REASONS, classify, evaluate
+from model.planner.relax import nearest_relaxation, relaxation_line
 from model.planner.serving import LengthStats
 from model.planner.space import SweepSpace
 from model.planner.sweep import SweepResult, records
@@ -146,10 +148,18 @@ def explain_recommendation(
 Replanner = Callable[[SweepSpace, ServingWorkload], SweepResult]
 
 
+ALTERNATIVES_HINT = "More GPUs, other GPU types and the largest sustainable rate were not tried"
+CHEAP_SWEEP_S = 0.25  # a first sweep this fast makes the ~14 re-sweeps of the alternatives cheap
+
+
 def explain_infeasible(
-    space: SweepSpace, w: ServingWorkload, result: SweepResult, replan: Replanner
-) -> tuple[list[str], list[dict[str, Any]]]:
-    """Why nothing is feasible, and the nearest feasible alternatives (each re-planned)."""
+    space: SweepSpace, w: ServingWorkload, result: SweepResult, replan: Replanner,
+    alternatives: bool | None = None,
+) -> tuple[list[str], list[dict[str, Any]], dict[str, Any] | None]:  # fmt: skip
+    """Why nothing is feasible, the nearest feasible relaxation of the SLOs (relax.py, from
+    this sweep's own rows), and the nearest alternatives (each a re-plan: more GPUs, other GPU
+    types, a lower rate). alternatives=None runs those re-plans only when no SLO relaxation
+    exists and the first sweep was fast (CHEAP_SWEEP_S); True always, False never."""
     n = max(result.n_configs, 1)
     lines = [
         f"No configuration of {space.model} on {', '.join(space.gpus)} (at most "
@@ -174,20 +184,32 @@ def explain_infeasible(
         )
     elif result.skipped:
         lines.append("Skipped: " + "; ".join(result.skipped) + ".")
-    near = result.rows
-    if len(near):
-        miss = records(near.sort_values(["cost_per_hour"]))[0]
+    relax = nearest_relaxation(result, space, w)
+    if relax is not None:
+        miss = relax["nearest"]
         lines.append(
             f"Nearest miss: {describe(miss)} reaches TTFT p99 {fmt_time(miss['ttft_p99_s'])} "
-            f"and TPOT p99 {fmt_time(miss['tpot_p99_s'])}."
+            f"and TPOT p99 {fmt_time(miss['tpot_p99_s'])} (at worst "
+            f"{miss['slo_ratio']:.3g}× its SLO, the closest of any configuration that fits and "
+            "keeps up)."
         )
-    alternatives = nearest_alternatives(space, w, replan)
-    alternatives.sort(key=lambda a: (a.get("feasible") is False, a.get("cost_per_hour", 0.0)))
-    for alt in alternatives:
-        lines.append(f"Alternative ({alt['change']}): {alt['summary']}")
+        relax["line"] = relaxation_line(relax, describe)
+        lines.append(relax["line"])
+    if alternatives is None:
+        alternatives = relax is None and result.elapsed_s <= CHEAP_SWEEP_S
     if not alternatives:
+        lines.append(
+            f"{ALTERNATIVES_HINT} (each is a re-sweep, together at least 14× this one's "
+            f"{result.elapsed_s:.2g} s): rooflens plan --explain-alternatives tries them."
+        )
+        return lines, [], relax
+    found = nearest_alternatives(space, w, replan)
+    found.sort(key=lambda a: (a.get("feasible") is False, a.get("cost_per_hour", 0.0)))
+    for alt in found:
+        lines.append(f"Alternative ({alt['change']}): {alt['summary']}")
+    if not found:
         lines.append("No alternative within 512 GPUs of any preset type meets these SLOs.")
-    return lines, alternatives
+    return lines, found, relax
 
 
 def nearest_alternatives(

@@ -43,6 +43,7 @@ class Plan:
     simulations: list[dict[str, Any]] = field(default_factory=list)
     elapsed_s: float = 0.0
     verified: bool | None = None  # the recommendation passed the simulation (None: not run)
+    relaxation: dict[str, Any] | None = None  # infeasible: the nearest SLO loosening (relax.py)
 
     def to_dict(self) -> dict[str, Any]:
         w = self.workload
@@ -69,6 +70,7 @@ class Plan:
             "rejected": self.sweep.rejected,
             "explanation": self.explanation,
             "alternatives": self.alternatives,
+            "relaxation": self.relaxation,
             "simulations": self.simulations,
             "notes": self.sweep.notes,
         }
@@ -133,8 +135,11 @@ def plan(
     max_simulations: int = MAX_SIMULATIONS,
     progress: Callable[[int, int], None] | None = None,
     explain: bool = True,
+    alternatives: bool | None = None,
 ) -> Plan:
-    """Sweep, recommend, simulate and explain. simulate_requests=0 skips the simulation."""
+    """Sweep, recommend, simulate and explain. simulate_requests=0 skips the simulation;
+    `alternatives` (infeasible only): re-plan with more GPUs, other types, a lower rate: None
+    only when cheap (explain.explain_infeasible), True always, False never."""
     check_simulation(simulate_requests, seed)  # before the sweep: memory and seed (request.py)
     start = time.perf_counter()
     sweep = run_sweep(space, workload, progress)
@@ -147,7 +152,8 @@ def plan(
     front = frontier(feasible)
     pareto = records(front)
     attach_goodput([r for r in (rec, *pareto) if r is not None], sweep, space, workload)
-    alternatives: list[dict[str, Any]] = []
+    alts: list[dict[str, Any]] = []
+    relax: dict[str, Any] | None = None
     sims: list[dict[str, Any]] = []
     checks: list[str] = []
     verified_flag: bool | None = None
@@ -187,7 +193,7 @@ def plan(
     if explain and rec is not None:
         lines = explain_recommendation(rec, sweep.curves[group_of(rec)], space, workload)
     elif explain:
-        lines, alternatives = explain_infeasible(space, workload, sweep, run_sweep)
+        lines, alts, relax = explain_infeasible(space, workload, sweep, run_sweep, alternatives)
     if rec is not None:
         lines.append(goodput_line(rec, workload))
     lines += checks
@@ -198,8 +204,8 @@ def plan(
             f"({rec['output_tokens_per_joule']:.3g} tokens/J), GPU boards busy at the planned "
             "batch; idle + utilisation-weighted power up to TDP."
         )
-    return Plan(space, workload, sweep, rec, pareto, lines, alternatives, sims,
-                time.perf_counter() - start, verified_flag)  # fmt: skip
+    return Plan(space, workload, sweep, rec, pareto, lines, alts, sims,
+                time.perf_counter() - start, verified_flag, relax)  # fmt: skip
 
 
 def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, chunk: int) -> Any:

@@ -51,3 +51,21 @@ def shrink(preset: str, **extra: object) -> ModelSpec:
         "vision": TINY_VISION if m.vision else None,
     }
     return type(m).model_validate({**m.model_dump(), **dims, **extra})
+
+
+# A Llama-style step's operators in order, written out by hand (the independent expectation the
+# e2e scopes and results are checked against).
+LLAMA_OPS = (
+    "embed",
+    "norm.attn",
+    "attn.qkv_proj",
+    "attn.rope",
+    "attn.core",
+    "attn.o_proj",
+    "norm.mlp",
+    "mlp.up_gate",
+    "mlp.act",
+    "mlp.down",
+    "norm.final",
+    "lm_head",
+)

@@ -20,24 +20,10 @@ from validate.cpu import measure_cpu, save_cpu_spec
 from validate.store import PROVENANCE_COLUMNS, load_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from e2e_specs import TINY, shrink
+from e2e_specs import LLAMA_OPS, TINY, shrink
 
 BATCHES, CONTEXTS = (1, 4), (64, 256)
-OPS = {
-    "embed",
-    "norm.attn",
-    "attn.qkv_proj",
-    "attn.rope",
-    "attn.core",
-    "attn.o_proj",
-    "norm.mlp",
-    "mlp.up_gate",
-    "mlp.act",
-    "mlp.down",
-    "norm.final",
-    "lm_head",
-    "unattributed",
-}
+OPS = {*LLAMA_OPS, "unattributed"}
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from validate.e2e.predict import PhasePrediction, RunSetup, predict_phase
 from validate.e2e.run import UNATTRIBUTED, RunConfig, _row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from e2e_specs import PRESETS, shrink
+from e2e_specs import LLAMA_OPS, PRESETS, shrink
 
 
 def _scopes_seen(model: Decoder, step) -> set[str]:  # type: ignore[no-untyped-def]
@@ -77,20 +77,7 @@ def test_attribution_puts_time_under_each_scope_and_not_more_than_the_step():
     spec = shrink("llama-3-8b", d_model=128, head_dim=32, d_ff=256)
     model = Decoder(spec, batch=1, capacity=65).init_weights()
     prompt = torch.randint(0, 97, (1, 64))
-    names = [
-        "embed",
-        "norm.attn",
-        "attn.qkv_proj",
-        "attn.rope",
-        "attn.core",
-        "attn.o_proj",
-        "norm.mlp",
-        "mlp.up_gate",
-        "mlp.act",
-        "mlp.down",
-        "norm.final",
-        "lm_head",
-    ]
+    names = list(LLAMA_OPS)
     with torch.inference_mode():
         times = attribute(lambda: model(prompt, 0), model.scopes, "cpu", names, runs=3)
     assert set(times) == set(names) and all(t > 0 for t in times.values())

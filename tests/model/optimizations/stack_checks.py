@@ -59,3 +59,14 @@ def assert_same_prediction(a: Prediction, b: Prediction) -> None:
     assert list(fa["name"]) == list(fb["name"])
     for column in ("flops", "bytes", "time_s"):
         assert fa[column].to_numpy() == pytest.approx(fb[column].to_numpy(), rel=1e-12), column
+
+
+def assert_grid_prices_like_points(pipeline: Any, B: Any, L: Any) -> None:
+    """The capacity planner prices (B, L) grids in one call: every hook must broadcast, so a
+    B × L grid of decode steps equals pricing each point alone."""
+    grid = step_time_s(pipeline.price_step(Step("decode", B, 1.0, L)))
+    assert grid.shape == (B.shape[0], L.shape[1])
+    for i, b in enumerate(B[:, 0]):
+        for j, ell in enumerate(L[0]):
+            point = step_time_s(pipeline.price_step(Step("decode", b, 1.0, ell)))
+            assert grid[i, j] == pytest.approx(float(point))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from stack_checks import assert_grid_prices_like_points
 
 from hardware.errors import RooflensError
 from model.api import make_pipeline, make_scenario, run
 from model.optimizations.early_exit import EarlyExit, is_layer_op
-from model.pricing import step_time_s
 from model.steps import Step
 
 SC = make_scenario("llama-2-7b", "a100-sxm-80gb", batch=1, prompt_len=256, output_len=32)
@@ -73,9 +73,4 @@ def test_grids_price_like_single_points() -> None:
     pipeline = make_pipeline(SC, [EarlyExit(mean_layers=0.6)])
     B = np.array([[1.0], [8.0], [64.0]])
     L = np.array([[300.0, 900.0]])
-    grid = step_time_s(pipeline.price_step(Step("decode", B, 1.0, L)))
-    assert grid.shape == (3, 2)
-    for i, b in enumerate(B[:, 0]):
-        for j, ell in enumerate(L[0]):
-            point = step_time_s(pipeline.price_step(Step("decode", b, 1.0, ell)))
-            assert grid[i, j] == pytest.approx(float(point))
+    assert_grid_prices_like_points(pipeline, B, L)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from stack_checks import assert_grid_prices_like_points
 
 from hardware.errors import RooflensError
 from model.api import make_pipeline, make_scenario, run
@@ -180,9 +181,4 @@ def test_grids_price_like_single_points() -> None:
     pipeline = make_pipeline(sc, [MoE(imbalance=1.5, capacity_factor=2.0, hierarchical=True)])
     B = np.array([[1.0], [16.0], [256.0]])
     L = np.array([[300.0, 900.0]])
-    grid = step_time_s(pipeline.price_step(Step("decode", B, 1.0, L)))
-    assert grid.shape == (3, 2)
-    for i, b in enumerate(B[:, 0]):
-        for j, ell in enumerate(L[0]):
-            point = step_time_s(pipeline.price_step(Step("decode", b, 1.0, ell)))
-            assert grid[i, j] == pytest.approx(float(point))
+    assert_grid_prices_like_points(pipeline, B, L)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+
+SpecT = TypeVar("SpecT", bound=BaseModel)
 
 
 class RooflensError(ValueError):
@@ -42,3 +45,12 @@ def validation_message(err: ValidationError, what: str, known: Iterable[str] | N
     if unknown:
         parts.append(f"{unknown} field{'s' if unknown > 1 else ''} it does not know")
     return f"invalid {what}: " + "; ".join(parts)
+
+
+def validated(cls: type[SpecT], data: Any, what: str) -> SpecT:
+    """`cls` validated from plain data (a preset, a spec file, a profile); a bad field is one
+    RooflensError naming `what` and the field, never the input (`validation_message`)."""
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        raise RooflensError(validation_message(exc, what, cls.model_fields)) from None

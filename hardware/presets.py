@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
-from hardware.errors import RooflensError, unknown_name_error, validation_message
+from hardware.errors import RooflensError, unknown_name_error, validated
 from hardware.spec import GPUSpec, LinkSpec, SystemSpec
 
 PRESET_DIR = Path(__file__).parent / "presets"
@@ -97,12 +96,7 @@ def _where(exc: Exception) -> str:
 
 
 def gpu_from_dict(data: dict[str, Any], origin: str) -> GPUSpec:
-    try:
-        return GPUSpec.model_validate(data)
-    except ValidationError as exc:
-        raise RooflensError(
-            validation_message(exc, f"GPU spec {origin}", GPUSpec.model_fields)
-        ) from None
+    return validated(GPUSpec, data, f"GPU spec {origin}")
 
 
 @cache

@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hardware.errors import RooflensError, unknown_name_error, validation_message
+from hardware.errors import RooflensError, unknown_name_error, validated, validation_message
 from hardware.presets import (
     PRESET_DIR,
     default_system,
@@ -88,10 +88,7 @@ def _resolve_gpu(ref: str | dict[str, Any], origin: str, base_dir: Path) -> GPUS
 
 def build_system(data: dict[str, Any], origin: str, base_dir: Path = Path(".")) -> SystemSpec:
     """Validate a system mapping and resolve its GPU and link references into a SystemSpec."""
-    try:
-        spec = SystemFile.model_validate(data)
-    except ValidationError as exc:
-        raise RooflensError(validation_message(exc, f"system spec {origin}")) from None
+    spec = validated(SystemFile, data, f"system spec {origin}")
     gpu = _resolve_gpu(spec.gpu, origin, base_dir)
     inter = None if spec.inter_node is None else _resolve_link(spec.inter_node, origin)
     try:

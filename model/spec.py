@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from hardware.errors import RooflensError, validation_message
+from hardware.errors import validated
 from hardware.spec import Spec
 from model.dtypes import STORAGE_DTYPES
 from model.spec_vision import VisionSpec
@@ -270,9 +270,4 @@ _FREE_HEAD_DIM = {"gemma", "gemma3", "qwen3", "qwen3-moe", "gpt-oss", "phi", "mi
 def model_from_dict(data: dict[str, Any], origin: str) -> ModelSpec:
     """A ModelSpec from plain data (a preset file, a spec file, an imported HF config); a bad
     field is one RooflensError naming `origin` and the field."""
-    try:
-        return ModelSpec.model_validate(data)
-    except ValidationError as exc:
-        raise RooflensError(
-            validation_message(exc, f"model spec {origin}", ModelSpec.model_fields)
-        ) from None
+    return validated(ModelSpec, data, f"model spec {origin}")

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from hardware.errors import RooflensError, validation_message
+from hardware.errors import RooflensError, validated
 from hardware.presets import read_data_file
 from model.planner.curves import Curves
 
@@ -54,10 +54,7 @@ def read_profile(path: str | Path) -> ServingProfile:
             f"{path} is not a serving profile (kind: {KIND}); make one with "
             "`rooflens validate serve RESULT --model M --gpu G --fit --out FILE`"
         )
-    try:
-        return ServingProfile.model_validate(data)
-    except ValidationError as exc:
-        raise RooflensError(validation_message(exc, f"serving profile {path}")) from None
+    return validated(ServingProfile, data, f"serving profile {path}")
 
 
 def with_step_overhead(c: Curves, overhead_s: float) -> Curves:

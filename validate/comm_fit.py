@@ -36,10 +36,9 @@ from model.comm import (
 )
 from model.io import atomic_write_text
 from model.units import fmt_bytes
+from validate import aiconfigurator
 
-NCCL_TABLE = Path("aiconfigurator-a100/comm/nccl/2.27.3/nccl_perf.parquet")
 VIDUR_NETWORK = Path("vidur/network")
-NCCL_DTYPE_BYTES = {"half": 2, "int8": 1}
 NCCL_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather",
             "reduce_scatter": "reduce_scatter", "alltoall": "all_to_all"}  # fmt: skip
 SIZE_BUCKETS = (0, 64e3, 1e6, 16e6, np.inf)
@@ -64,16 +63,17 @@ def a100_systems() -> dict[str, SystemSpec]:
 
 
 def load_nccl(measured_dir: Path) -> pd.DataFrame:
-    """NCCL rows as source, collective, n_gpus, per_node, bytes, measured_s, system."""
-    raw = pd.read_parquet(measured_dir / NCCL_TABLE)
+    """NCCL rows as source, collective, n_gpus, per_node, bytes, measured_s, system, read by the
+    one NCCL loader (validate/aiconfigurator.py)."""
+    raw = aiconfigurator.load_nccl(measured_dir)
     return pd.DataFrame(
         {
             "source": "nccl-a100",
-            "collective": raw["op_name"].map(NCCL_OPS),
-            "n_gpus": raw["num_gpus"].astype(int),
-            "per_node": raw["num_gpus"].astype(int),
-            "bytes": raw["message_size"] * raw["nccl_dtype"].map(NCCL_DTYPE_BYTES),
-            "measured_s": raw["latency"] * 1e-3,
+            "collective": raw["op"].map(NCCL_OPS),
+            "n_gpus": raw["n_gpus"].astype(int),
+            "per_node": raw["n_gpus"].astype(int),
+            "bytes": raw["message_bytes"],
+            "measured_s": raw["measured_s"],
             "system": "a100_dgx",
         }
     )

@@ -20,7 +20,7 @@ Ordering convention for `order` (one value per optimization, used for every hook
 - 0–9: table rebuilds (no-kv-cache re-emits the table, so every other transform must follow);
 - 10–29: scenario/spec transforms (gqa, mqa, quant's precision, sliding-window, pruning);
 - 30–69: table transforms (eager-attention, flash-decoding, sparsity, fusion; offload at 60
-  reads the final weight bytes);
+  reads the final weight bytes; eager-launch at 65 counts the final table's kernel launches);
 - 70–79: KV-cache layout (paged-kv, contiguous-kv);
 - 80–99: step structure (`result`: speculative decoding, early exit), last.
 A switch-off of the default stack (no-kv-cache, eager-attention, contiguous-kv) also sets the

@@ -2,7 +2,8 @@
 
 One module per kernel; each holds the `@triton.jit` kernel(s), a launcher whose asserts state
 the input contract, a plain-torch reference `<op>_ref` that runs on CPU, and `<op>_cost`
-returning (FLOPs, minimum HBM bytes), FLOPs counted 2 per multiply-add.
+returning (FLOPs, minimum HBM bytes), FLOPs counted 2 per multiply-add. The modules in
+`SHARED_MODULES` hold what several kernels share and are no kernel of their own.
 
 Importing this package needs neither CUDA nor a GPU. To run the kernels on CPU, set
 TRITON_INTERPRET=1 before importing it: Triton reads the variable when a kernel is decorated.
@@ -22,6 +23,10 @@ from kernels import (
     w4a16_gemm,
     w8a16_gemm,
 )
+
+# Helpers several kernels share: dtype tables (common), the split-KV combine and workspace that
+# both decode launchers use (split_kv).
+SHARED_MODULES = ("common", "split_kv")
 
 
 class KernelEntry(NamedTuple):

@@ -28,15 +28,14 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.decode_attention import (
+from kernels.decode_attention import attend_one_ref, decode_attention_cost
+from kernels.split_kv import (
     LOG2_E,
     _block_n,
     _online_softmax_step,
     _store_partial,
-    attend_one_ref,
     check_decode_inputs,
     combine_splits,
-    decode_attention_cost,
     decode_workspace,
     default_num_splits,
 )

@@ -36,6 +36,7 @@ from kernels import (
     gemm,
     paged_decode_attention,
     rmsnorm,
+    split_kv,
     w4a16_gemm,
     w8a16_gemm,
 )
@@ -114,7 +115,7 @@ def _attention_launches(dtype: str) -> Iterator[Launch]:
             warps,
             stages,
         )
-        block_n = decode_attention._block_n(head_dim)
+        block_n = split_kv._block_n(head_dim)
         split = dict(
             GQA_GROUP=8, BLOCK_H=16, HEAD_DIM=head_dim, BLOCK_N=block_n, INPUT_PRECISION="ieee"
         )
@@ -142,7 +143,7 @@ def _attention_launches(dtype: str) -> Iterator[Launch]:
         )
         yield Launch(
             f"decode_attention combine D={head_dim}",
-            decode_attention._combine_kernel,
+            split_kv._combine_kernel,
             dict(partials, o_ptr=p),
             dict(NUM_SPLITS=5, BLOCK_SPLITS=8, HEAD_DIM=head_dim),
             4,

@@ -7,16 +7,17 @@ import inspect
 from pathlib import Path
 
 import kernels
-from kernels import KERNELS, PREDICT_OP
+from kernels import KERNELS, PREDICT_OP, SHARED_MODULES
 
 KERNELS_DIR = Path(kernels.__file__).parent
 TESTS_DIR = Path(__file__).parent
 
 
 def test_registry_names_line_up_with_modules_and_tests() -> None:
-    modules = {p.stem for p in KERNELS_DIR.glob("*.py")} - {"__init__", "common"}
+    modules = {p.stem for p in KERNELS_DIR.glob("*.py")} - {"__init__", *SHARED_MODULES}
     assert set(KERNELS) == modules
     assert set(PREDICT_OP) == modules
+    assert all((KERNELS_DIR / f"{name}.py").is_file() for name in SHARED_MODULES)
     for name in KERNELS:
         assert (TESTS_DIR / f"test_{name}.py").is_file(), f"no tests/kernels/test_{name}.py"
 

@@ -24,12 +24,10 @@ from model.ops import Num
 from model.pricing import PricedOp, step_time_s
 from model.steps import Prediction, Step, StepPricer, phase_result, with_updates
 
-SETTING = "pp_microbatches"
-
 
 def microbatches(pipeline: StepPricer) -> int:
     sc = pipeline.scenario
-    chosen = int(sc.settings.get(SETTING, 0))
+    chosen = sc.applied.pp_microbatches
     return max(1, min(chosen or sc.parallel.pp, sc.workload.batch))
 
 

@@ -17,6 +17,7 @@ import pytest
 from model.api import make_scenario, run
 from model.planner.costs import CurveCosts
 from model.planner.curves import Curves, Group, build_curves
+from model.planner.plan import recheck
 from model.planner.workload import LengthDist, ServingWorkload
 from model.presets import get_model
 
@@ -79,3 +80,15 @@ def test_a_prompt_holds_the_first_stage_for_one_gpipe_slot() -> None:
     assert hold < one / 3  # a quarter of the layers plus one send
     alone = CurveCosts(curves(1))
     assert alone.prefill_hold_s(np.array([float(P)]))[0] == alone.prefill_s(np.array([float(P)]))[0]
+
+
+def test_recheck_replays_a_pp_row_at_its_batch() -> None:
+    """The recommendation's re-check (and its energy) runs predict on the row's sequences in
+    flight, which is what the planner's curves priced; it used to run batch / PP."""
+    row = {"gpu": GPU, "tp": TP, "pp": 4, "ep": 1, "weight_dtype": "bf16", "act_dtype": "bf16",
+           "kv_dtype": "bf16", "opts": "", "batch": 12}  # fmt: skip
+    single, full = recheck(row, MODEL, W, "ideal", 2048)
+    c = curves(4)
+    assert full.scenario.workload.batch == 12
+    assert full.tpot_s == pytest.approx(np.interp(12, c.tokens, c.decode_s), rel=1e-9)
+    assert single.ttft_s == pytest.approx(c.prefill_s[0], rel=1e-9)

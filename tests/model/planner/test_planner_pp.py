@@ -18,6 +18,7 @@ from model.api import make_scenario, run
 from model.planner.costs import CurveCosts
 from model.planner.curves import Curves, Group, build_curves
 from model.planner.plan import recheck
+from model.planner.sim import simulate
 from model.planner.workload import LengthDist, ServingWorkload
 from model.presets import get_model
 
@@ -92,3 +93,18 @@ def test_recheck_replays_a_pp_row_at_its_batch() -> None:
     assert full.scenario.workload.batch == 12
     assert full.tpot_s == pytest.approx(np.interp(12, c.tokens, c.decode_s), rel=1e-9)
     assert single.ttft_s == pytest.approx(c.prefill_s[0], rel=1e-9)
+
+
+def test_the_simulation_queues_prompts_on_the_stage_slot() -> None:
+    """Single-token requests make a colocated PP replica an M/D/1 queue whose server is the
+    first stage (held one slot H per prompt) while each prompt still takes S to its token:
+    mean TTFT = S + λH²/(2(1 − λH)) (Pollaczek–Khinchine), at a load λH = 0.6 that one prompt
+    at a time (H = S) could not carry."""
+    costs = CurveCosts(curves(4))
+    n, prompt = 20_000, np.array([float(P)])
+    S, H = float(costs.prefill_s(prompt)[0]), float(costs.prefill_hold_s(prompt)[0])
+    lam = 0.6 / H
+    arrivals = np.cumsum(np.random.default_rng(0).exponential(1.0 / lam, n))
+    r = simulate(costs, "colocated", arrivals, np.full(n, float(P)), np.ones(n), 10**6)
+    assert r.ttft_mean_s == pytest.approx(S + lam * H * H / (2 * (1 - lam * H)), rel=0.03)
+    assert lam * S > 1.0

@@ -86,6 +86,7 @@ class Applied(Spec):
 
     decoding: str = Field(
         default="",
+        pattern=r"^[a-z0-9-]*$",
         description="the optimization that replaced the decode step (speculative, medusa, "
         "lookahead); '' = plain one-token decoding",
     )

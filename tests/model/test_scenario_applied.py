@@ -46,6 +46,8 @@ def test_the_record_is_bounded_and_closed() -> None:
     sc = make_scenario("llama-2-7b", "h100-sxm")
     with pytest.raises(RooflensError, match="pp_microbatches"):
         with_applied(sc, pp_microbatches=-1)
+    with pytest.raises(RooflensError, match="decoding"):
+        with_applied(sc, decoding="Speculative Decoding")  # an optimization's name, or ''
     with pytest.raises(ValidationError):
         Applied.model_validate({"prune_from": 7})
     with pytest.raises(ValidationError):

@@ -19,7 +19,10 @@ number of arrivals during a request's decode; the simulation (sim.py) checks all
 Step-structure optimizations enter through the curves: t(B) is the time per output token (a
 draft-and-verify iteration / τ), and a chunked step of B sequences holds B·w of the token
 budget (w: the verification width) and lasts an iteration. With expert parallelism the rate
-arrays are per attention group (sweep.py divides by replicas × ep/tp).
+arrays are per attention group (sweep.py divides by replicas × ep/tp). With pipeline
+parallelism a prompt holds the first stage for one GPipe slot H = stage_hold_s (the next prompt
+enters behind it), so the prefill queues serve in H, while the prompt's own TTFT is all of S
+(model/pipeline_parallel.py).
 """
 
 from __future__ import annotations

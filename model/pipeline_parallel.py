@@ -14,6 +14,10 @@ send, a stage takes s = t/pp + h (stages are equal: layers divide evenly):
 
 m = 1 is the plain pass (PP adds memory capacity, never speed); m = pp keeps every stage busy
 in decode. The default is m = min(pp, B); `--opt pp-microbatches:n=M` sets it.
+
+This is the one place PP's timing lives: `rooflens predict` (apply_pipeline_parallel) and the
+planner (model/planner/curves.py: decode cycle and prefill; serving.py and sim.py: how long a
+prompt holds a stage) both read it, and neither prices a send itself.
 """
 
 from __future__ import annotations
@@ -24,27 +28,54 @@ from model.ops import Num
 from model.pricing import PricedOp, step_time_s
 from model.steps import Prediction, Step, StepPricer, phase_result, with_updates
 
-SETTING = "pp_microbatches"
+
+def microbatch_count(batch: Num, pp: int, chosen: int = 0) -> Num:
+    """Micro-batches m the B sequences are cut into: `chosen` (--opt pp-microbatches) or pp,
+    at most B and at least 1 (arrays of B welcome: the planner's grid of concurrencies)."""
+    out = np.maximum(1.0, np.minimum(float(chosen or pp), batch))
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def microbatches(pipeline: StepPricer) -> int:
     sc = pipeline.scenario
-    chosen = int(sc.settings.get(SETTING, 0))
-    return max(1, min(chosen or sc.parallel.pp, sc.workload.batch))
+    return int(microbatch_count(sc.workload.batch, sc.parallel.pp, sc.applied.pp_microbatches))
 
 
-def _pass_and_hop(priced: list[PricedOp], pp: int) -> tuple[Num, Num]:
-    """(pass time without stage sends, one send) of a priced step."""
+def send_s(priced: list[PricedOp], pp: int) -> Num:
+    """One stage-to-stage send of a priced step: its `pp.send_recv` rows (model/ops.py, the
+    only place a send is priced) over their pp − 1 count; 0 when pp = 1."""
+    if pp == 1:
+        return 0.0
     sends = [p for p in priced if p.op.name == "pp.send_recv"]
-    hop: Num = sum((p.total_s for p in sends), 0.0) / (pp - 1)
-    return step_time_s(priced) - hop * (pp - 1), hop
+    total: Num = sum((p.total_s for p in sends), 0.0)
+    return total / (pp - 1)
 
 
-def stage_times(t_pass: Num, hop: Num, pp: int, m: int) -> tuple[Num, Num]:
+def stage_share_s(pass_s: Num, pp: int) -> Num:
+    """The time one stage spends on a pass of the whole layer stack: pass/pp (Scenario checks
+    that pp divides the layers, so stages are equal)."""
+    return pass_s / pp
+
+
+def stage_times(t_pass: Num, hop: Num, pp: int, m: Num) -> tuple[Num, Num]:
     """(time until the last of m micro-batches is through, per-token cycle in steady decode)."""
-    slot = t_pass / pp + hop
+    slot = stage_share_s(t_pass, pp) + hop
     through = t_pass + (pp - 1) * hop
     return through + (m - 1) * slot, np.maximum(through, m * slot)
+
+
+def step_cycle_s(step_s: Num, priced: list[PricedOp], pp: int, m: Num) -> Num:
+    """Per-token cycle of steady decode when one micro-batch's step (its pp − 1 sends
+    included, as `priced` holds them) takes `step_s`: stage_times on (step − sends, one send)."""
+    hop = send_s(priced, pp)
+    return stage_times(step_s - (pp - 1) * hop, hop, pp, m)[1]
+
+
+def stage_hold_s(through_s: Num, hop_s: Num, pp: int) -> Num:
+    """How long one micro-batch that takes `through_s` across all stages (sends included)
+    holds the first stage, i.e. how soon the next can enter: a slot, (through − (pp − 1)·h)/pp
+    + h. The planner queues prompts' prefills on it."""
+    return stage_share_s(through_s - (pp - 1) * hop_s, pp) + hop_s
 
 
 def apply_pipeline_parallel(pred: Prediction, pipeline: StepPricer) -> Prediction:
@@ -56,10 +87,11 @@ def apply_pipeline_parallel(pred: Prediction, pipeline: StepPricer) -> Predictio
     m = microbatches(pipeline)
     B, P = float(w.batch) / m, float(w.prompt_len)
     prefill = pipeline.price_step(Step("prefill", B, P, P))
-    ttft_s, _ = stage_times(*_pass_and_hop(prefill, pp), pp, m)
+    hop = send_s(prefill, pp)
+    ttft_s, _ = stage_times(step_time_s(prefill) - (pp - 1) * hop, hop, pp, m)
     kv_lens = pipeline.decode_kv_lens()
     decode = pipeline.price_step(Step("decode", B, 1.0, kv_lens if kv_lens.size else P + 1.0))
-    _, cycle_s = stage_times(*_pass_and_hop(decode, pp), pp, m)
+    cycle_s = step_cycle_s(step_time_s(decode), decode, pp, m)
     tpot_s = float(np.mean(cycle_s)) if kv_lens.size else 0.0
     ttft_s = float(ttft_s)
     bubble = (pp - 1) / (m + pp - 1)

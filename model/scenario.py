@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field, model_validator
 
 from hardware.spec import GPUSpec, Spec, SystemSpec
@@ -81,6 +79,44 @@ class Workload(Spec):
     )
 
 
+class Applied(Spec):
+    """What the optimizations applied to a scenario leave for later pipeline stages: set by
+    their `scenario` hooks (model/optimizations/), read by their `result`/`timing` hooks and by
+    pipeline parallelism. Zero or empty means "not applied"."""
+
+    decoding: str = Field(
+        default="",
+        pattern=r"^[a-z0-9-]*$",
+        description="the optimization that replaced the decode step (speculative, medusa, "
+        "lookahead); '' = plain one-token decoding",
+    )
+    pp_microbatches: int = Field(
+        default=0, ge=0, description="micro-batches per pipeline-parallel batch (0 = min(pp, B))"
+    )
+    kv_window_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="positions a sequence's KV cache holds at most under --opt sliding-window "
+        "(window + sinks); 0 = the model's own window, if any",
+    )
+    prune_from_params: int = Field(
+        default=0, ge=0, description="parameters before --opt prune (0 = not pruned)"
+    )
+    distill_from_params: int = Field(
+        default=0, ge=0, description="the teacher's parameters under --opt distill (0 = none)"
+    )
+    prompt_len_before_compression: int = Field(
+        default=0,
+        ge=0,
+        description="prompt tokens P before --opt prompt-compression (0 = not compressed)",
+    )
+
+
+def with_applied(sc: Scenario, **changes: int | str) -> Scenario:
+    """`sc` with fields of its `applied` record changed (each checked against its bounds)."""
+    return sc.model_copy(update={"applied": sc.applied.model_copy(update=changes)})
+
+
 class Scenario(Spec):
     model: ModelSpec
     system: SystemSpec
@@ -89,9 +125,9 @@ class Scenario(Spec):
     parallel: Parallelism = Parallelism()
     profile: str = "ideal"
     overhead_bytes: float = Field(default=DEFAULT_OVERHEAD_BYTES, ge=0)
-    settings: dict[str, Any] = Field(
-        default_factory=dict,
-        description="state optimizations leave for later pipeline stages",
+    applied: Applied = Field(
+        default=Applied(),
+        description="what optimizations' scenario hooks leave for later stages (never user input)",
     )
 
     @property

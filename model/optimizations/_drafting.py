@@ -21,13 +21,12 @@ from model.ops import Num
 from model.optimizations._timing import scalar_timing
 from model.pipeline import Pipeline as DraftPipeline
 from model.pricing import PricedOp
+from model.scenario import with_applied
 from model.steps import Prediction, Step, StepPricer, StepTiming, phase_result, with_updates
 
 if TYPE_CHECKING:
     from model.optimizations.base import Optimization
     from model.scenario import Scenario
-
-DECODING_SETTING = "decoding_algorithm"
 
 # Which of the target's optimizations a draft model runs with too. A draft served next to the
 # target runs on the same engine and kernels: the same attention pattern (a sliding window or
@@ -54,12 +53,12 @@ TARGET_ONLY = frozenset(
 
 def claim_decoding(sc: Scenario, name: str) -> Scenario:
     """Mark the scenario's decode step as replaced by `name`; two such methods do not stack."""
-    other = sc.settings.get(DECODING_SETTING)
+    other = sc.applied.decoding
     if other and other != name:
         raise RooflensError(
             f"--opt {name} and --opt {other} both replace the decode step; use one of them"
         )
-    return sc.model_copy(update={"settings": {**sc.settings, DECODING_SETTING: name}})
+    return with_applied(sc, decoding=name)
 
 
 def draft_pipeline(pipeline: StepPricer, draft_sc: Scenario) -> StepPricer:

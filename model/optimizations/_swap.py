@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hardware.errors import RooflensError, validation_message
-from model.scenario import Parallelism, Scenario
+from model.scenario import Applied, Parallelism, Scenario
 from model.spec import ModelSpec
 
 
@@ -34,7 +34,7 @@ def side_scenario(sc: Scenario, spec: ModelSpec, tp: int, what: str) -> Scenario
     its own tensor parallelism, no pipeline or expert parallelism, and no optimizations."""
     try:
         return Scenario.model_validate(
-            {**dict(sc), "model": spec, "parallel": Parallelism(tp=tp), "settings": {}}
+            {**dict(sc), "model": spec, "parallel": Parallelism(tp=tp), "applied": Applied()}
         )
     except ValidationError as exc:
         raise RooflensError(validation_message(exc, what)) from None

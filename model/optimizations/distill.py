@@ -22,6 +22,7 @@ from model.optimizations._swap import with_model
 from model.optimizations.base import Optimization, Param
 from model.params import count_params
 from model.presets import get_model
+from model.scenario import with_applied
 from model.spec import ModelSpec
 from model.steps import Prediction, StepPricer
 
@@ -74,10 +75,10 @@ class Distill(Optimization):
             return sc
         new = with_model(sc, spec, "distilled student")
         teacher = count_params(sc.model).total
-        return new.model_copy(update={"settings": {**new.settings, "distill_from": teacher}})
+        return with_applied(new, distill_from_params=teacher)
 
     def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
-        before = sc.settings.get("distill_from")
+        before = sc.applied.distill_from_params
         if not before:
             return pred
         after = count_params(sc.model).total

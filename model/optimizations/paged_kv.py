@@ -47,7 +47,7 @@ def paged_tokens(tokens: Num, prompt: float, block: int, samples: int) -> Num:
 
 def kv_window_tokens(sc: Scenario) -> int:
     """Positions a sequence can ever hold: the window (+ sinks) if any, else 0 (unbounded)."""
-    return int(sc.settings.get("kv_window_tokens", sc.model.sliding_window))
+    return sc.applied.kv_window_tokens or sc.model.sliding_window
 
 
 class PagedKV(Optimization):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from model.optimizations.base import Optimization, Param
-from model.pipeline_parallel import SETTING
+from model.scenario import with_applied
 
 if TYPE_CHECKING:
     from model.scenario import Scenario
@@ -30,4 +30,4 @@ class PPMicrobatches(Optimization):
     def scenario(self, sc: Scenario) -> Scenario:
         if not self["n"]:
             return sc
-        return sc.model_copy(update={"settings": {**sc.settings, SETTING: self["n"]}})
+        return with_applied(sc, pp_microbatches=self["n"])

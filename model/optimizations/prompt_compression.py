@@ -26,12 +26,11 @@ from model.optimizations.base import Optimization, Param
 from model.pipeline import Pipeline as CompressorPipeline
 from model.presets import get_model
 from model.pricing import step_time_s
+from model.scenario import with_applied
 from model.steps import Prediction, Step, StepPricer, StepTiming, with_updates
 
 if TYPE_CHECKING:
     from model.scenario import Scenario
-
-SETTING = "prompt_compression_original_len"
 
 
 class PromptCompression(Optimization):
@@ -58,7 +57,8 @@ class PromptCompression(Optimization):
             return sc
         P = sc.workload.prompt_len
         workload = sc.workload.model_copy(update={"prompt_len": int(self.prompt_tokens(P))})
-        return sc.model_copy(update={"workload": workload, "settings": {**sc.settings, SETTING: P}})
+        compressed = sc.model_copy(update={"workload": workload})
+        return with_applied(compressed, prompt_len_before_compression=P)
 
     def compressor_s(self, sc: Scenario, batch: Num, prompt_in: Num) -> Num:
         """The compressor's prefill over the full prompts (logits at every position); 0 when
@@ -66,7 +66,7 @@ class PromptCompression(Optimization):
         if not self["compressor"]:
             return 0.0
 
-        P = int(sc.settings[SETTING])
+        P = sc.applied.prompt_len_before_compression
         full = sc.model_copy(update={"workload": sc.workload.model_copy(update={"prompt_len": P})})
         small = side_scenario(full, get_model(self["compressor"]), sc.parallel.tp,
                               "prompt compressor")  # fmt: skip
@@ -84,7 +84,7 @@ class PromptCompression(Optimization):
         if self["ratio"] == 1.0:
             return pred
 
-        P, P2 = int(sc.settings[SETTING]), sc.workload.prompt_len
+        P, P2 = sc.applied.prompt_len_before_compression, sc.workload.prompt_len
         note = f"prompt-compression: {P} → {P2} prompt tokens (R={self['ratio']:g})"
         extra_s = float(self.compressor_s(sc, float(sc.workload.batch), float(P)))
         if self["compressor"]:

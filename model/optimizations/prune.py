@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 from model.optimizations._swap import with_model
 from model.optimizations.base import Optimization, Param
 from model.params import count_params
+from model.scenario import with_applied
 from model.spec import ModelSpec
 from model.steps import Prediction, StepPricer
 
@@ -78,10 +79,10 @@ class Prune(Optimization):
         spec = pruned_spec(sc.model, self["heads"], self["ffn"])
         new = with_model(sc, spec, "pruned model", check_spec=False)
         original = count_params(sc.model).total
-        return new.model_copy(update={"settings": {**new.settings, "prune_from": original}})
+        return with_applied(new, prune_from_params=original)
 
     def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
-        before = sc.settings.get("prune_from")
+        before = sc.applied.prune_from_params
         if not before:
             return pred
         after = count_params(sc.model).total

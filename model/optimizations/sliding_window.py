@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from hardware.errors import RooflensError
 from model.optimizations.base import Optimization, Param
+from model.scenario import with_applied
 
 if TYPE_CHECKING:
     from model.scenario import Scenario
@@ -81,5 +82,4 @@ class SlidingWindow(Optimization):
                 f"max context {sc.model.max_context}"
             )
         model = sc.model.with_window(span)  # every layer, full ones included
-        settings = {**sc.settings, "kv_window_tokens": span}
-        return sc.model_copy(update={"model": model, "settings": settings})
+        return with_applied(sc.model_copy(update={"model": model}), kv_window_tokens=span)

@@ -127,7 +127,7 @@ class Speculative(Optimization):
     def draft_scenario(self, sc: Scenario) -> Scenario:
         tp = self["draft_tp"] or sc.parallel.tp
         spec = self.draft_spec(sc.model)
-        if sc.settings.get("kv_window_tokens") and sc.context_tokens > spec.max_context:
+        if sc.applied.kv_window_tokens and sc.context_tokens > spec.max_context:
             # a windowed (StreamingLLM) target runs past its context; its draft, under the
             # same window, does too (sliding_window.streaming_spec states the assumption)
             spec = spec.model_copy(update={"max_context": sc.context_tokens})

@@ -7,6 +7,7 @@ from typing import Protocol
 
 import numpy as np
 
+from model.pipeline_parallel import stage_hold_s, stage_share_s
 from model.planner.curves import Curves
 
 
@@ -15,7 +16,6 @@ class StepCosts(Protocol):
     step-structure optimization it is a 1/τ share of an iteration that gives τ tokens and
     feeds the target w rows per sequence (`tokens_per_step`, `rows_per_sequence`)."""
 
-    pp: int
     tokens_per_step: float
     rows_per_sequence: float
     prompt_row_fraction: float  # prompt rows computed per prompt token (1 − prefix-cache hit)
@@ -28,7 +28,15 @@ class StepCosts(Protocol):
 
     def prefill_s(self, prompt_tokens: np.ndarray) -> np.ndarray: ...
 
-    def prefill_extra_s(self, prompt_tokens: np.ndarray) -> np.ndarray: ...
+    def prefill_hold_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
+        """How long each prompt's prefill holds the first pipeline stage (all of prefill_s
+        without PP)."""
+        ...
+
+    def prefill_extra_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
+        """A prompt's work outside the body rows (attention, side models), one stage's share
+        of it: what a chunked prompt adds to the steps it rides in."""
+        ...
 
     def target_tokens(self, prompt_tokens: np.ndarray) -> np.ndarray: ...
 
@@ -65,8 +73,15 @@ class CurveCosts:
     def prefill_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
         return np.interp(prompt_tokens, self.c.prefill_grid_tokens, self.c.prefill_grid_s)
 
+    def prefill_hold_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
+        c = self.c
+        hop = np.interp(prompt_tokens, c.prefill_grid_tokens, c.prefill_hop_grid_s)
+        return np.asarray(stage_hold_s(self.prefill_s(prompt_tokens), hop, self.pp))
+
     def prefill_extra_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
-        return np.interp(prompt_tokens, self.c.prefill_grid_tokens, self.c.prefill_extra_grid_s)
+        c = self.c
+        extra = np.interp(prompt_tokens, c.prefill_grid_tokens, c.prefill_extra_grid_s)
+        return np.asarray(stage_share_s(extra, self.pp))
 
     def target_tokens(self, prompt_tokens: np.ndarray) -> np.ndarray:
         c = self.c

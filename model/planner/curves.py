@@ -14,13 +14,15 @@ hook maps a request's prompt to what the target prefills; their `timing` hook ad
 prefills such as a draft's or a prompt compressor's). B and L go into `Pipeline.price_step` as
 numpy arrays, so each curve is one call (DESIGN.md step 4).
 
-Pipeline parallelism (PP stages, PP micro-batches in flight; Megatron-LM, Narayanan et al. 2021)
-prices a step of M tokens as the full layer stack run on one micro-batch of M/PP, plus PP−1
-activation sends; a lone prompt's prefill traverses all stages (latency S) but holds each stage
-for S/PP only. Expert parallelism (ep a multiple of tp; DeepSeek-V3 §3.4, vLLM/SGLang DP
-attention): a replica is max(tp, ep)·pp GPUs holding E/ep experts each, running ep/tp attention
-groups of TP GPUs side by side; the curves are one attention group's (the cost pipeline prices
-the all-to-all dispatch/combine and the experts read by all groups' tokens).
+Pipeline parallelism (model/pipeline_parallel.py, as `rooflens predict`): the M sequences run as
+m = min(PP, M) micro-batches of M/m, and a token's time is the GPipe decode cycle of one
+micro-batch's step, whose pp.send_recv rows are the stage sends (priced once, in model/ops.py);
+a lone prompt's prefill traverses all stages (latency S) but holds the first stage for one slot
+(`stage_hold_s`, from the prefill's send `prefill_hop_s`). Expert parallelism (ep a multiple
+of tp; DeepSeek-V3 §3.4, vLLM/SGLang DP attention): a replica is max(tp, ep)·pp GPUs holding
+E/ep experts each, running ep/tp attention groups of TP GPUs side by side; the curves are one
+attention group's (the cost pipeline prices the all-to-all dispatch/combine and the experts read
+by all groups' tokens).
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ import numpy as np
 
 from hardware.errors import RooflensError
 from model.api import make_pipeline, make_scenario
-from model.dtypes import dtype_bytes
 from model.memory import (
     activation_bytes,
     kv_bytes_per_sequence,
@@ -42,6 +43,7 @@ from model.memory import (
 from model.ops import Num
 from model.optimizations import Optimization
 from model.pipeline import Pipeline
+from model.pipeline_parallel import microbatch_count, send_s, step_cycle_s
 from model.planner.kv_tiers import prefix_plan
 from model.planner.prices import price_per_gpu_hour
 from model.planner.workload import ServingWorkload
@@ -90,6 +92,7 @@ class Curves:
     kv_len_mean: float
     prompt_points: np.ndarray  # equal-probability prompt lengths the target prefills
     prefill_s: np.ndarray  # one prompt's time to first token at each point
+    prefill_hop_s: np.ndarray  # one stage-to-stage send of that prefill (0 without PP)
     prefill_extra_s: np.ndarray  # its part outside the body rows: attention, side models
     prefill_p99_s: float  # at the p99 prompt
     prompt_p99_tokens: float  # the p99 prompt as the target prefills it
@@ -98,6 +101,7 @@ class Curves:
     prefill_grid_target_tokens: np.ndarray  # the same as the target prefills them
     prefill_grid_s: np.ndarray
     prefill_extra_grid_s: np.ndarray
+    prefill_hop_grid_s: np.ndarray  # one stage-to-stage send of that prefill (0 without PP)
     weights_bytes: float
     kv_bytes_per_token: float  # per GPU
     kv_tokens_per_sequence: float  # held at the end of a mean request (P + O − 1)
@@ -167,7 +171,7 @@ def build_curves(
             tokens = opt.prompt_tokens(tokens)
         return tokens
 
-    pp = float(group.pp)
+    pp = group.pp
     points_in = workload.prompt.points(N_POINTS)
     points = np.asarray(target(points_in), dtype=np.float64)
     kv_len = float(np.mean(points)) + workload.kv_len_mean_tokens() - workload.prompt.mean()
@@ -187,9 +191,10 @@ def build_curves(
     )
     rows = np.maximum(lengths_target * (1.0 - prefix.hit), 1.0)  # prompt rows computed
 
-    # Plain steps: decode at B = M/PP sequences (one micro-batch), L at the mean and twice it;
+    # Plain steps: decode at B = M/m sequences (one micro-batch), L at the mean and twice it;
     # prefill of one prompt at each length. Then the optimizations' step-structure hooks.
-    B, kv_lens = (M / pp)[:, None], np.array([[kv_len, 2 * kv_len]])
+    m = np.asarray(microbatch_count(M, pp))[:, None]
+    B, kv_lens = M[:, None] / m, np.array([[kv_len, 2 * kv_len]])
     decode = pipe.price_step(Step("decode", B, 1.0, kv_lens))
     prefill = pipe.price_step(Step("prefill", 1.0, rows, lengths_target))
     plain_prefill_s = _total(prefill, lengths.shape)
@@ -199,18 +204,11 @@ def build_curves(
     for opt in pipe.opts:
         t = opt.timing(t, sc, pipe)
 
-    hop_link = sc.system.link_for(group.gpus_per_replica)
-    act_b = dtype_bytes(sc.precision.act_dtype)
-
-    def pp_send_s(tokens: np.ndarray) -> np.ndarray:
-        """PP−1 point-to-point sends of the [tokens, D] activations between stages."""
-        per_hop = tokens * sc.model.d_model * act_b / hop_link.bytes_per_s + hop_link.latency_s
-        return (pp - 1.0) * per_hop
-
+    # one micro-batch's pass without attention and lm_head, its sends included (once)
     body = _total(decode, (M.size, 2))[:, 0] - _total(decode, (M.size, 2), NOT_BODY)[:, 0]
-    body = body + pp_send_s(M / pp)
     tau, width = float(t.tokens_per_step), float(t.rows_per_sequence)
-    per_token = np.broadcast_to(t.tpot_s, (M.size, 2)) + (pp_send_s(M / pp * width) / tau)[:, None]
+    cycle = step_cycle_s(t.decode_step_s, t.decode_priced, pp, m)
+    per_token = np.broadcast_to(cycle / tau, (M.size, 2))
     # Non-decreasing in M (running maximum): the cost model's Flash-Decoding split heuristic
     # makes a few batches cheaper than smaller ones (on an H100, 17 sequences of 8 KV heads
     # fill the SMs unsplit while 16 split and pay a combine kernel), which would let latency
@@ -221,9 +219,9 @@ def build_curves(
     slope = (per_token[:, 1] - per_token[:, 0]) / (kv_len * M)
 
     load = prefix.load_s_per_token * prefix.hit * lengths_target  # cached KV back to HBM
-    pre_total = np.broadcast_to(t.prefill_s, lengths.shape) + pp_send_s(rows) + load
+    pre_total = np.broadcast_to(t.prefill_s, lengths.shape) + load
     pre_extra = _total(prefill, lengths.shape, ("attn.core",)) + pre_total - plain_prefill_s
-    pre_extra = pre_extra - pp_send_s(rows)
+    hop = np.broadcast_to(np.asarray(send_s(prefill, pp), dtype=np.float64), lengths.shape).copy()
 
     # per layer kind (memory.py); a shared prefix counts once, in `fixed`
     per_sequence = kv_bytes_per_sequence(sc, pipe) - mem.kv_bytes_per_token * prefix.shared_tokens
@@ -244,6 +242,7 @@ def build_curves(
         prompt_points=points,
         prefill_s=np.interp(points_in, lengths, pre_total),
         prefill_extra_s=np.interp(points_in, lengths, pre_extra),
+        prefill_hop_s=np.interp(points_in, lengths, hop),
         prefill_p99_s=float(np.interp(prompt_p99, lengths, pre_total)),
         prompt_p99_tokens=float(target(prompt_p99)),
         prefill_extra_p99_s=float(np.interp(prompt_p99, lengths, pre_extra)),
@@ -251,6 +250,7 @@ def build_curves(
         prefill_grid_target_tokens=lengths_target,
         prefill_grid_s=pre_total,
         prefill_extra_grid_s=pre_extra,
+        prefill_hop_grid_s=hop,
         weights_bytes=mem.weights_bytes,
         kv_bytes_per_token=mem.kv_bytes_per_token,
         kv_tokens_per_sequence=per_sequence / max(mem.kv_bytes_per_token, 1e-30),

@@ -157,7 +157,9 @@ class PairCosts(CurveCosts):
     def __init__(self, cp: Curves, cd: Curves):
         super().__init__(cd)
         self.prefill_side = CurveCosts(cp)
-        self.pp = cp.group.pp
 
     def prefill_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
         return self.prefill_side.prefill_s(prompt_tokens)
+
+    def prefill_hold_s(self, prompt_tokens: np.ndarray) -> np.ndarray:
+        return self.prefill_side.prefill_hold_s(prompt_tokens)

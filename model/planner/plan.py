@@ -209,7 +209,9 @@ def plan(
 
 
 def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, chunk: int) -> Any:
-    """(prediction at batch 1, prediction at the batch cap) from model.api.run."""
+    """(prediction at batch 1, prediction at the batch cap) from model.api.run. The cap is the
+    replica's sequences in flight, which `predict` cuts into PP micro-batches itself (the
+    planner's curves price a PP group the same way, model/pipeline_parallel.py)."""
     from model.api import make_scenario, run
 
     common = dict(
@@ -221,8 +223,7 @@ def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, c
     )  # fmt: skip
     opts = list(group_of(row).opts)
     single = run(make_scenario(model, row["gpu"], batch=1, **common), opts)  # type: ignore[arg-type]
-    per_stage = int(np.ceil(row["batch"] / int(row["pp"])))
-    full = run(make_scenario(model, row["gpu"], batch=per_stage, **common), opts)  # type: ignore[arg-type]
+    full = run(make_scenario(model, row["gpu"], batch=int(row["batch"]), **common), opts)  # type: ignore[arg-type]
     return single, full
 
 

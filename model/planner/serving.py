@@ -19,7 +19,10 @@ number of arrivals during a request's decode; the simulation (sim.py) checks all
 Step-structure optimizations enter through the curves: t(B) is the time per output token (a
 draft-and-verify iteration / τ), and a chunked step of B sequences holds B·w of the token
 budget (w: the verification width) and lasts an iteration. With expert parallelism the rate
-arrays are per attention group (sweep.py divides by replicas × ep/tp).
+arrays are per attention group (sweep.py divides by replicas × ep/tp). With pipeline
+parallelism a prompt holds the first stage for one GPipe slot H = stage_hold_s (the next prompt
+enters behind it), so the prefill queues serve in H, while the prompt's own TTFT is all of S
+(model/pipeline_parallel.py).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from model.pipeline_parallel import stage_hold_s, stage_share_s
 from model.planner.curves import Curves
 from model.planner.workload import Z99, ServingWorkload
 
@@ -102,9 +106,10 @@ def _queue(
 
 def colocated(c: Curves, L: LengthStats, rate: np.ndarray, cap: np.ndarray) -> Metrics:
     """Prefill (alone, prioritised) stalls decode; decode runs the rest of the time."""
-    pp = c.group.pp
-    S, S2 = float(np.mean(c.prefill_s)), float(np.mean(c.prefill_s**2))
-    rho, wait, w99 = _queue(rate, S / pp, S2 / pp**2)
+    S = float(np.mean(c.prefill_s))
+    hold = stage_hold_s(c.prefill_s, c.prefill_hop_s, c.group.pp)  # a prompt holds stage 1
+    H, H2 = float(np.mean(hold)), float(np.mean(hold**2))
+    rho, wait, w99 = _queue(rate, H, H2)
     free = np.clip(1.0 - rho, 1e-12, None)
     step = c.decode_s
     demand = rate * L.output_mean / free
@@ -114,7 +119,7 @@ def colocated(c: Curves, L: LengthStats, rate: np.ndarray, cap: np.ndarray) -> M
     stable = (rho < 1.0) & (demand <= interp(cap, c.tokens, c.tokens / step)) & (batch_p99 <= cap)
     tpot = t / free
     stalls = poisson_p99(rate * L.output_mean * tpot)
-    tpot_p99 = interp(cap, c.tokens, step) + stalls * (S / pp) / max(L.output_mean - 1.0, 1.0)
+    tpot_p99 = interp(cap, c.tokens, step) + stalls * H / max(L.output_mean - 1.0, 1.0)
     return Metrics(
         stable=stable,
         mean_batch=batch,
@@ -203,7 +208,7 @@ def _extra(c: Curves, batch: np.ndarray, prompt: np.ndarray | float, extra_s: np
     return (
         full * (interp(rows + room, c.tokens, c.body_s) - base)
         + (interp(rows + rest, c.tokens, c.body_s) - base)
-        + extra_s / c.group.pp
+        + stage_share_s(extra_s, c.group.pp)
     )
 
 
@@ -221,9 +226,9 @@ def disaggregated(
     `prefill`: the prefill replicas' curves when they run another group (mixed GPUs, mixed.py);
     c is the decode side's."""
     cp = c if prefill is None else prefill
-    pp = cp.group.pp
-    S, S2 = float(np.mean(cp.prefill_s)), float(np.mean(cp.prefill_s**2))
-    rho, wait, w99 = _queue(rate_prefill, S / pp, S2 / pp**2)
+    S = float(np.mean(cp.prefill_s))
+    hold = stage_hold_s(cp.prefill_s, cp.prefill_hop_s, cp.group.pp)
+    rho, wait, w99 = _queue(rate_prefill, float(np.mean(hold)), float(np.mean(hold**2)))
     per_token, latency = kv_transfer(cp, c)
     xfer_mean = float(np.mean(cp.prompt_points)) * per_token + latency
     xfer_p99 = cp.prompt_p99_tokens * per_token + latency

@@ -91,18 +91,19 @@ def replay(
     prefill replica takes `arrival_s`, the decode replica `decode_arrival_s`. `concurrency`
     (colocated and chunked): closed-loop clients, at most that many requests in flight."""
     if mode != "disaggregated":
-        return _replica(costs, mode, arrival_s, prompts, outputs, costs.prefill_s(prompts), cap,
-                        chunk_tokens, concurrency)  # fmt: skip
-    lat = costs.prefill_s(prompts)
+        return _replica(costs, mode, arrival_s, prompts, outputs, costs.prefill_s(prompts),
+                        costs.prefill_hold_s(prompts), cap, chunk_tokens, concurrency)  # fmt: skip
+    lat, hold = costs.prefill_s(prompts), costs.prefill_hold_s(prompts)
     xfer = np.zeros_like(lat) if kv_transfer_s is None else kv_transfer_s
     ready = np.empty_like(lat)
     free_at = 0.0
-    for i in range(arrival_s.size):  # Lindley: FCFS prefill, the stage held lat / PP
+    for i in range(arrival_s.size):  # Lindley: FCFS prefill, the first stage held `hold`
         begin = max(float(arrival_s[i]), free_at)
-        free_at = begin + lat[i] / costs.pp
+        free_at = begin + hold[i]
         ready[i] = begin + lat[i] + xfer[i]
     dec = arrival_s if decode_arrival_s is None else decode_arrival_s
-    d = _replica(costs, "colocated", dec, prompts, outputs, np.zeros_like(lat), cap, chunk_tokens)
+    none = np.zeros_like(lat)
+    d = _replica(costs, "colocated", dec, prompts, outputs, none, none, cap, chunk_tokens)
     return Trace(arrival_s, ready, d.first_s, d.finish_s, d.itl_gap_s, d.itl_tokens,
                  d.batch_area, d.span_s)  # fmt: skip
 
@@ -153,18 +154,21 @@ def _replica(
     prompts: np.ndarray,
     outputs: np.ndarray,
     prefill_lat_s: np.ndarray,
+    prefill_hold_s: np.ndarray,
     cap: int,
     chunk_tokens: int,
     concurrency: int | None = None,
 ) -> Trace:
-    """The Trace of one replica (a request's decode starts with its first token)."""
+    """The Trace of one replica (a request's decode starts with its first token). A prompt's
+    prefill takes `prefill_lat_s` to its first token and stalls the running sequences for
+    `prefill_hold_s` (the first stage's slot: all of it without PP)."""
     n = arrival_s.size
     first, finish, sent = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
     limit = n if concurrency is None else concurrency
     gaps: list[np.ndarray] = []  # inter-token gaps of running sequences, and their token counts
     counts: list[np.ndarray] = []
     stall, stalled = 0.0, 0  # prefill time waited since their last token, by how many
-    pre_extra = costs.prefill_extra_s(prompts) / costs.pp
+    pre_extra = costs.prefill_extra_s(prompts)  # one stage's share
     target = costs.target_tokens(prompts)  # what the target caches
     rows = np.maximum(target * costs.prompt_row_fraction, 1.0)  # and computes (prefix cache)
     tau, width = costs.tokens_per_step, costs.rows_per_sequence
@@ -201,11 +205,11 @@ def _replica(
         if mode == "colocated" and waiting and b < cap:
             i = waiting.popleft()
             join(i, t + prefill_lat_s[i])
-            area += b * prefill_lat_s[i] / costs.pp  # the running sequences stall, still held
+            area += b * prefill_hold_s[i]  # the running sequences stall, still held
             if b:  # the sequences running before a run of prefills wait for all of them
                 stalled = stalled if stall else b
-                stall += prefill_lat_s[i] / costs.pp
-            t += prefill_lat_s[i] / costs.pp
+                stall += prefill_hold_s[i]
+            t += prefill_hold_s[i]
             continue
         busy_rows = b * width
         if mode == "chunked" and (prefilling or (waiting and b < cap)) and busy_rows < chunk_tokens:

@@ -1,6 +1,7 @@
 """CI regression, blocking layer: predictions for a fixed scenario set equal the committed
 snapshot within 1e-9 relative. An intended change regenerates it in the same commit:
-`python -m validate.golden --update` (and says why in the commit message)."""
+`python -m validate.golden --update`, with the reason and the proving test in
+validate/golden_reasons.yaml (tests/validate/test_golden_reasons.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ def test_predictions_match_the_golden_snapshot():
     assert set(expected) == set(SCENARIOS)
     diff = differences(expected, snapshot(), rel_tol=1e-9)
     assert not diff, (
-        "predictions moved (run `python -m validate.golden --update` if intended):\n"
-        + "\n".join(diff[:20])
+        "predictions moved (if intended: explain them in validate/golden_reasons.yaml and run "
+        "`python -m validate.golden --update`):\n" + "\n".join(diff[:20])
     )
 
 

@@ -19,7 +19,6 @@ from model.presets import get_model
 class Linear:
     """Prefill takes const + k·P seconds; a decode step takes tau (any batch)."""
 
-    pp = 1
     tokens_per_step = 1.0
     rows_per_sequence = 1.0
     prompt_row_fraction = 1.0
@@ -35,6 +34,9 @@ class Linear:
 
     def prefill_s(self, prompts: np.ndarray) -> np.ndarray:
         return self.const + self.k * np.asarray(prompts, dtype=float)
+
+    def prefill_hold_s(self, prompts: np.ndarray) -> np.ndarray:
+        return self.prefill_s(prompts)  # one stage: the prefill holds it throughout
 
     def prefill_extra_s(self, prompts: np.ndarray) -> np.ndarray:
         return np.zeros(np.shape(prompts))

@@ -3,8 +3,9 @@ by walking the fields of `model.request.ScenarioRequest` (flag, help, default, b
 all come from the schema), and the Scenario they build through `model.api.scenario_of`. A new
 scenario option is a new field there, not a line here.
 
-`memory` sizes one context: its `--context` stands for prompt_len with output_len 1, and the
-fields marked `memory=False` (output length, images, activation dtype, profile) are left out.
+`memory` sizes one context: its `--context` stands for prompt_len with output_len 1 (the field's
+`memory` entry), and the fields marked `memory=False` (output length, images, activation dtype,
+profile) are left out.
 """
 
 from __future__ import annotations
@@ -17,18 +18,16 @@ from model.api import scenario_of
 from model.request import ScenarioRequest, choices, meta
 from model.scenario import Scenario
 
-# `memory`'s one length: the positions each sequence holds (prompt_len, with output_len 1).
-CONTEXT = {"flag": "--context", "default": 2048, "help": "tokens held per sequence"}
-
 
 def add_scenario_args(p: argparse.ArgumentParser, memory_only: bool = False) -> None:
     """The scenario's options; `memory` takes one --context in place of the workload's."""
     for name, field in ScenarioRequest.model_fields.items():
         shown = meta(field)
-        if memory_only and name == "prompt_len":
-            p.add_argument(CONTEXT["flag"], dest=name, type=count, default=CONTEXT["default"],
-                           help=f"{CONTEXT['help']} (default {CONTEXT['default']})")  # fmt: skip
-        if memory_only and not shown.get("memory", True):
+        alias = shown.get("memory", True) if memory_only else True
+        if isinstance(alias, dict):  # memory's --context stands for prompt_len
+            p.add_argument(alias["flag"], dest=name, type=count, default=alias["default"],
+                           help=f"{alias['help']} (default {alias['default']})")  # fmt: skip
+        if not alias or isinstance(alias, dict):
             continue
         options: dict[str, Any] = {"dest": name, "help": field.description}
         if field.is_required():

@@ -46,6 +46,9 @@ from model.request import meta
 SAME_AS_ACT = "same as activations"
 LAST_VALID = "last_valid_settings"
 EMPTY_LIST = "none"  # a page's list widget left empty, in a link (the planner's "every GPU")
+# Numbers with a place of their own in the sidebar; every other number the schema has gets its
+# widget under "More settings", so a new numeric field needs no line here.
+DRAWN_ABOVE = ("batch", "prompt_len", "output_len", "tp", "price_per_gpu_hour")
 
 
 @dataclass
@@ -198,10 +201,11 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
         slots["profile"] = in_force = st.empty()
         opts = optimizations(st.session_state.model_ref)
         slots["opts"] = st.empty()
+        more = [name for name in MINIMUMS if name not in DRAWN_ABOVE]
         with st.expander("More settings"):
-            for name in ("pp", "ep", "group_size", "overhead_gb", "prefill_chunk"):
+            for name in more:
                 _number(st, name)
-        slots["pp"] = slots["ep"] = slots["overhead_gb"] = slots["prefill_chunk"] = st.empty()
+        slots.update(dict.fromkeys(more, st.empty()))
         _number(st, "price_per_gpu_hour", described=True)
         s = _settings(model, gpu, opts)
         ctx = _checked(s, problems, slots)
@@ -264,7 +268,7 @@ def _checked(s: Settings, problems: list[str], slots: dict[str, Any]) -> Context
         prediction(s)
     except RooflensError as exc:
         name, text = locate(str(exc))
-        slots[name].error(text, icon="⚠️")
+        slots.get(name, slots["model"]).error(text, icon="⚠️")
         last = st.session_state.get(LAST_VALID)
         return Context(last or s, None, problems, typed=s, invalid=text)
     st.session_state[LAST_VALID] = s

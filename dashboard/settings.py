@@ -48,7 +48,12 @@ class _Dashboard(ScenarioRequest):
         ge=0,
         description="your rental or amortised price, $ per GPU-hour; 0 uses the GPU's listed "
         "on-demand price (model/planner/prices.yaml, with its source) where there is one",
-        json_schema_extra={"query": "price", "unit": "$/GPU-hour", "step": 0.1},
+        json_schema_extra={
+            "query": "price",
+            "label": "Price ($ per GPU-hour, 0 = listed)",
+            "unit": "$/GPU-hour",
+            "step": 0.1,
+        },
     )
 
     @field_validator("opts")

@@ -9,13 +9,13 @@ described with its unit and bounded. Every face is derived from it, not declared
 - `model.api.scenario_of`, which turns a request into the validated engine-side `Scenario`.
 
 How a face shows a field is in its `json_schema_extra` (read it with `meta`): `flag` (the CLI
-option), `query` (the dashboard link's key when it is not the field's name: short and stable,
-shared links depend on it), `unit`,
-`choices` (a key of CHOICES), `preset` (a key of PRESETS: the field names a preset), `memory`
-(False: `rooflens memory` leaves it out), `step` (the sidebar's increment). A value out of
-bounds or choices is one line, `bad_value`, the same on every face. Where faces differ in a
-default (the dashboard opens on a 70B model at batch 8, TP 4, calibrated), the face keeps a table
-of overrides (`with_defaults`) and nothing else.
+option), `label` (the dashboard widget's words, unit included), `query` (the link's key when it
+is not the field's name: short and stable, shared links depend on it), `unit`, `choices` (a key
+of CHOICES), `preset` (a key of PRESETS: the field names a preset), `memory` (False: `rooflens
+memory` leaves it out; a dict: the flag, default and help it has there) and `step` (the
+sidebar's increment). A value out of bounds or choices is one line, `bad_value`, the same on
+every face. Where faces differ in a default (the dashboard opens on a 70B model at batch 8,
+TP 4, calibrated), the face keeps a table of overrides (`with_defaults`) and nothing else.
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ PRESETS: dict[str, Callable[[], list[str]]] = {
 
 
 OVERHEAD_GIB = DEFAULT_OVERHEAD_BYTES / 2**30
+# `rooflens memory` sizes one context: --context stands for prompt_len (with output_len 1).
+MEMORY_CONTEXT = {"flag": "--context", "default": 2048, "help": "tokens held per sequence"}
 
 
 def _field(default: Any, description: str, *, ge: float | None = None, **shown: Any) -> Any:
@@ -62,58 +64,79 @@ class ScenarioRequest(Spec):
     """What one prediction is for, in the user's terms; `model.api.scenario_of` builds it."""
 
     model: str = _field(
-        ..., "model preset id, spec file or HF config.json", flag="--model", preset="model"
-    )
+        ..., "model preset id, spec file or HF config.json",
+        flag="--model", label="Model", preset="model",
+    )  # fmt: skip
     gpu: str = _field(
-        ..., "GPU or system preset id, or a JSON/YAML spec", flag="--gpu", preset="gpu"
-    )
-    batch: int = _field(1, "concurrent sequences", ge=1, flag="--batch", unit="sequences", step=1)
+        ..., "GPU or system preset id, or a JSON/YAML spec",
+        flag="--gpu", label="GPU", preset="gpu",
+    )  # fmt: skip
+    batch: int = _field(
+        1, "concurrent sequences", ge=1,
+        flag="--batch", label="Batch (sequences)", unit="sequences", step=1,
+    )  # fmt: skip
     prompt_len: int = _field(
-        512, "prompt tokens per sequence", ge=1, flag="--prompt-len", query="prompt",
-        unit="tokens", step=128, memory=False,
+        512, "prompt tokens per sequence", ge=1,
+        flag="--prompt-len", label="Prompt (tokens)", query="prompt", unit="tokens", step=128,
+        memory=MEMORY_CONTEXT,
     )  # fmt: skip
     output_len: int = _field(
-        128, "output tokens per sequence", ge=1, flag="--output-len", query="output",
-        unit="tokens", step=64, memory=False,
+        128, "output tokens per sequence", ge=1,
+        flag="--output-len", label="Output (tokens)", query="output", unit="tokens", step=64,
+        memory=False,
     )  # fmt: skip
     images: int = _field(
         0, "images per prompt (vision-language models): their tokens join the prompt", ge=0,
-        flag="--images", unit="images", step=1, memory=False,
+        flag="--images", label="Images per prompt", unit="images", step=1, memory=False,
     )  # fmt: skip
     weight_dtype: str | None = _field(
         None, "weight storage dtype; default: the model's native dtype (bf16; fp8 for "
-        "DeepSeek-V3)", flag="--weight-dtype", query="wdtype", choices="storage",
+        "DeepSeek-V3)", flag="--weight-dtype", label="Weights", query="wdtype", choices="storage",
     )  # fmt: skip
     act_dtype: str | None = _field(
         None, "activation dtype; default: fp8 with fp8 weights on GPUs with fp8 units, else bf16",
-        flag="--act-dtype", query="adtype", choices="activation", memory=False,
+        flag="--act-dtype", label="Activations", query="adtype", choices="activation",
+        memory=False,
     )  # fmt: skip
     kv_dtype: str | None = _field(
-        None, "KV-cache dtype; default: the activations'", flag="--kv-dtype", query="kvdtype",
-        choices="storage",
+        None, "KV-cache dtype; default: the activations'",
+        flag="--kv-dtype", label="KV cache", query="kvdtype", choices="storage",
     )  # fmt: skip
     group_size: int = _field(
         128, "weights sharing one scale in int8/int4/nf4 quantization", ge=1,
-        flag="--group-size", query="group", unit="weights", step=32,
+        flag="--group-size", label="Quantization group (weights)", query="group",
+        unit="weights", step=32,
     )  # fmt: skip
-    tp: int = _field(1, "tensor-parallel GPUs", ge=1, flag="--tp", unit="GPUs", step=1)
-    pp: int = _field(1, "pipeline-parallel stages", ge=1, flag="--pp", unit="stages", step=1)
-    ep: int = _field(1, "expert-parallel degree", ge=1, flag="--ep", unit="GPUs", step=1)
+    tp: int = _field(
+        1, "tensor-parallel GPUs", ge=1,
+        flag="--tp", label="Tensor-parallel GPUs (TP)", unit="GPUs", step=1,
+    )  # fmt: skip
+    pp: int = _field(
+        1, "pipeline-parallel stages", ge=1,
+        flag="--pp", label="Pipeline stages (PP)", unit="stages", step=1,
+    )  # fmt: skip
+    ep: int = _field(
+        1, "expert-parallel degree", ge=1,
+        flag="--ep", label="Expert-parallel degree (EP)", unit="GPUs", step=1,
+    )  # fmt: skip
     profile: str = _field(
-        "ideal", "pricing profile: ideal (datasheet peaks, a lower bound) or calibrated "
-        "(fitted efficiencies and overheads)", flag="--profile", choices="profile", memory=False,
+        "ideal", "pricing profile: ideal (datasheet peaks, a lower bound on time) or calibrated "
+        "(efficiencies and per-call overheads fitted on measured kernels, hardware/calibration/)",
+        flag="--profile", label="Profile", choices="profile", memory=False,
     )  # fmt: skip
     overhead_gb: float | None = _field(
-        None, f"runtime memory overhead (CUDA context, workspaces), GB; default "
-        f"{OVERHEAD_GIB:g} GiB", ge=0, flag="--overhead-gb", unit="GB",
+        None, f"runtime memory overhead (CUDA context, workspaces), GB; default {OVERHEAD_GIB:g} "
+        "GiB", ge=0, flag="--overhead-gb", label="Runtime overhead (GB)", unit="GB",
     )  # fmt: skip
     prefill_chunk: int = _field(
         DEFAULT_PREFILL_CHUNK_TOKENS, "tokens prefilled at once; sizes activation memory "
-        "(0 = no chunking)", ge=0, flag="--prefill-chunk", query="chunk", unit="tokens",
+        "(0 = no chunking)", ge=0,
+        flag="--prefill-chunk", label="Prefill chunk (tokens, 0 = none)", query="chunk",
+        unit="tokens",
     )  # fmt: skip
     opts: tuple[str, ...] = _field(
         (), "optimizations, each NAME[:k=v,...] (see `rooflens list optimizations`)",
-        flag="--opt", query="opt",
+        flag="--opt", label="Optimizations", query="opt",
     )  # fmt: skip
 
     def __init__(self, **values: Any) -> None:

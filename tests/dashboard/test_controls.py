@@ -8,14 +8,11 @@ from dashboard.controls import SAME_AS_ACT
 from dashboard.settings import CHOICES, FIELDS, MINIMUMS
 from model.request import meta
 
-# Fields the sidebar has no widget for: a link or the CLI sets them (images per prompt).
-NO_WIDGET = {"images"}
-
 
 def test_number_widgets_have_the_schema_bounds(app) -> None:  # type: ignore[no-untyped-def]
     at = app()
     widgets = {w.key: w for w in at.sidebar.number_input}
-    assert set(widgets) == set(MINIMUMS) - NO_WIDGET
+    assert set(widgets) == set(MINIMUMS)  # every number of the schema has its widget
     for name, widget in widgets.items():
         assert widget.min == MINIMUMS[name], name
         assert widget.max is None, name

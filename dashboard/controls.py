@@ -205,7 +205,9 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
         with st.expander("More settings"):
             for name in more:
                 _number(st, name)
-        slots.update(dict.fromkeys(more, st.empty()))
+        below = st.empty()
+        for name in more:  # group_size's errors stay beside the weights' dtype
+            slots.setdefault(name, below)
         _number(st, "price_per_gpu_hour", described=True)
         s = _settings(model, gpu, opts)
         ctx = _checked(s, problems, slots)

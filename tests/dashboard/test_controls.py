@@ -30,3 +30,11 @@ def test_choice_widgets_offer_the_schema_choices(app) -> None:  # type: ignore[n
         *CHOICES["kv_dtype"],
     )
     assert tuple(at.sidebar.radio(key="profile").options) == CHOICES["profile"]
+
+
+def test_an_error_about_a_field_is_told_in_its_widget_words(app) -> None:  # type: ignore[no-untyped-def]
+    at = app(images="2")  # the default model has no vision encoder
+    assert at.sidebar.number_input(key="images").value == 2
+    assert [e.value for e in at.sidebar.error] == [
+        "“Images per prompt” = 2: llama-3-70b has no vision encoder"
+    ]

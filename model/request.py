@@ -48,8 +48,6 @@ PRESETS: dict[str, Callable[[], list[str]]] = {
     "model": model_ids,
     "gpu": lambda: [*gpu_ids(), *system_ids()],  # a GPU or a system preset (dgx-h100)
 }
-
-
 OVERHEAD_GIB = DEFAULT_OVERHEAD_BYTES / 2**30
 # `rooflens memory` sizes one context: --context stands for prompt_len (with output_len 1).
 MEMORY_CONTEXT = {"flag": "--context", "default": 2048, "help": "tokens held per sequence"}
@@ -150,8 +148,8 @@ class ScenarioRequest(Spec):
         try:
             super().__init__(**values)
         except ValidationError as exc:
-            what = "scenario"
-            raise RooflensError(validation_message(exc, what, type(self).model_fields)) from None
+            known = type(self).model_fields  # an unknown field's message names the one meant
+            raise RooflensError(validation_message(exc, "scenario", known)) from None
 
     def with_(self, **changes: Any) -> Any:
         """A copy with `changes`, checked like a new request."""

@@ -30,7 +30,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     sc = scenario_from_args(args)
     stack = split_stack(args.stack) if args.stack else list(DEFAULT_STACK)
-    stages = waterfall(sc, stack, args.opt)
+    stages = waterfall(sc, stack, args.opts)
     if args.json:
         print_json(stages)
         return 0
@@ -47,7 +47,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     title = (
         f"From naive to full stack: {sc.model.id} on {sc.gpu.id} ({args.profile}), batch "
         f"{w.batch}, prompt {w.prompt_len}, output {w.output_len}"
-        + (f", common opts {', '.join(args.opt)}" if args.opt else "")
+        + (f", common opts {', '.join(args.opts)}" if args.opts else "")
     )
     console.print(table(title, ["stage", "TTFT", "TPOT", f"throughput @{w.batch}", "memory",
                                 "max batch", "throughput @max", "TPOT vs prev",

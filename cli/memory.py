@@ -23,7 +23,7 @@ def add_parser(sub: Any) -> None:
 
 def cmd_memory(args: argparse.Namespace) -> int:
     sc = scenario_from_args(args, memory_only=True)
-    pipeline = make_pipeline(sc, args.opt)
+    pipeline = make_pipeline(sc, args.opts)
     mem = pipeline.memory()
     if args.json:
         print_json(mem.to_dict())
@@ -41,16 +41,16 @@ def cmd_memory(args: argparse.Namespace) -> int:
             ["capacity", fmt_bytes(mem.capacity_bytes)],
             ["fits", "yes" if mem.fits else "NO"],
             ["KV per token", fmt_bytes(mem.kv_bytes_per_token)],
-            [f"max batch at {args.context:,} tokens", f"{mem.max_batch:,} sequences"],
+            [f"max batch at {args.prompt_len:,} tokens", f"{mem.max_batch:,} sequences"],
         ]
         title = (
             f"Memory per GPU: {sc.model.id} on {sc.gpu.id}, batch {args.batch}, "
-            f"context {args.context:,}, weights {weights_text(sc)}, "
+            f"context {args.prompt_len:,}, weights {weights_text(sc)}, "
             f"KV {sc.precision.kv_dtype}, TP {sc.parallel.tp}"
         )
         console.print(table(title, ["", "bytes"], rows))
     if not mem.fits:
-        complain_does_not_fit(sc, mem, args.opt)
+        complain_does_not_fit(sc, mem, args.opts)
         return EXIT_DOES_NOT_FIT
     return 0
 

@@ -15,7 +15,8 @@ from cli.render import LazyProgress, console
 
 
 def add_parser(sub: Any) -> None:
-    from model.planner.request import MAX_SIM_REQUESTS
+    from model.planner.request import MAX_SIM_REQUESTS, SCENARIO_OPTIONS
+    from model.request import CHOICES, ScenarioRequest
 
     sim_requests = whole(0, MAX_SIM_REQUESTS, "fewer simulated requests keep memory under ~2 GB")
     p = sub.add_parser("plan", help="capacity plan: cheapest GPUs meeting a load and its SLOs")
@@ -42,16 +43,20 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--tpot-slo", type=positive_number, help="p99 time per output token target, s")
     p.add_argument("--ttft-slo-mean", type=positive_number, help="mean TTFT target, s")
     p.add_argument("--tpot-slo-mean", type=positive_number, help="mean TPOT target, s")
-    p.add_argument("--tp", default="1,2,4,8", help="tensor-parallel degrees (default 1,2,4,8)")
-    p.add_argument("--pp", default="1", help="pipeline-parallel degrees (default 1)")
-    p.add_argument("--ep", default="1", help="expert-parallel degrees (default 1)")
-    p.add_argument("--weight-dtypes", default="bf16,fp8", help="default bf16,fp8")
-    p.add_argument("--kv-dtypes", default="bf16,fp8", help="default bf16,fp8")
+    for option, (name, default) in SCENARIO_OPTIONS.items():  # described in model/request.py
+        what = ScenarioRequest.model_fields[name].description
+        if option == "--profile":
+            p.add_argument(option, default=default, choices=CHOICES["profile"],
+                           help=f"{what} (default {default})")  # fmt: skip
+        elif option == "--chunk":
+            p.add_argument(option, type=positive, default=int(default),
+                           help=f"chunked-prefill token budget (default {default})")  # fmt: skip
+        else:
+            p.add_argument(option, default=default,
+                           help=f"{what}, comma-separated (default {default})")  # fmt: skip
     p.add_argument("--max-batch", help="batch caps to try (default 1..1024)")
     p.add_argument("--modes", default="colocated,chunked,disaggregated", help="schedulers")
     p.add_argument("--max-gpus", type=positive, default=64, help="GPUs at most (default 64)")
-    p.add_argument("--chunk", type=positive, default=2048, help="chunked-prefill token budget")
-    p.add_argument("--profile", default="calibrated", choices=("ideal", "calibrated"))
     p.add_argument("--opt", action="append", default=[], metavar="NAME[:k=v,...]")
     p.add_argument("--sweep-opt", action="append", default=[], help="tried on and off")
     p.add_argument("--price", action="append", default=[], metavar="GPU=USD", help="per GPU-hour")

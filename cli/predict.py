@@ -34,14 +34,14 @@ def add_parser(sub: Any) -> None:
 
 def cmd_predict(args: argparse.Namespace) -> int:
     sc = scenario_from_args(args)
-    pipeline = make_pipeline(sc, args.opt)
+    pipeline = make_pipeline(sc, args.opts)
     pred = pipeline.predict()
     if not pred.memory.fits and not args.ignore_memory:
-        complain_does_not_fit(pipeline.scenario, pred.memory, args.opt)
+        complain_does_not_fit(pipeline.scenario, pred.memory, args.opts)
         return EXIT_DOES_NOT_FIT
     from model.contributions import contributions
 
-    effects = contributions(sc, args.opt, pred)
+    effects = contributions(sc, args.opts, pred)
     from model.energy import energy
 
     power = energy(pred, args.usd_per_kwh)
@@ -54,7 +54,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         + (f" (with {w.images_per_prompt} image(s))" if w.images_per_prompt else "")
         + ", "
         f"output {w.output_len}, weights {weights_text(sc)}, KV {sc.precision.kv_dtype}, "
-        f"TP {sc.parallel.tp}" + (f", opts {', '.join(args.opt)}" if args.opt else "")
+        f"TP {sc.parallel.tp}" + (f", opts {', '.join(args.opts)}" if args.opts else "")
     )
     headline = [
         ["TTFT (prefill)", fmt_time(pred.ttft_s), pred.prefill.bound + "-bound"],

@@ -9,7 +9,7 @@ when state is seeded through `st.session_state`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
@@ -27,7 +27,10 @@ from dashboard.labels import (
 from dashboard.opt_widgets import OPT_KEY, optimizations
 from dashboard.settings import (
     BASELINE_PARAM,
+    CHOICES,
     DEFAULTS,
+    FIELDS,
+    MINIMUMS,
     PAGE_PARAM,
     UPLOAD_PREFIX,
     Settings,
@@ -36,13 +39,16 @@ from dashboard.settings import (
 )
 from hardware.errors import RooflensError
 from hardware.presets import get_gpu
-from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
 from model.optimizations import parse_opt
 from model.presets import get_model, model_ids
+from model.request import meta
 
 SAME_AS_ACT = "same as activations"
 LAST_VALID = "last_valid_settings"
 EMPTY_LIST = "none"  # a page's list widget left empty, in a link (the planner's "every GPU")
+# Numbers with a place of their own in the sidebar; every other number the schema has gets its
+# widget under "More settings", so a new numeric field needs no line here.
+DRAWN_ABOVE = ("batch", "prompt_len", "output_len", "tp", "price_per_gpu_hour")
 
 
 @dataclass
@@ -81,9 +87,9 @@ def url_state(ctx: Context, key: str, default: Any) -> str:
 def _seed_from_url(pages: list[str]) -> list[str]:
     params = {k: st.query_params.get_all(k) for k in st.query_params.keys()}
     s, problems = from_query(params)
-    for f in fields(Settings):
-        if f.name != "opts":
-            st.session_state[f.name] = getattr(s, f.name)
+    for name in FIELDS:
+        if name != "opts":
+            st.session_state[name] = getattr(s, name)
     st.session_state.kv_dtype = s.kv_dtype or SAME_AS_ACT
     for name, value in (("model", s.model), ("gpu", s.gpu)):
         known = model_ids() if name == "model" else gpu_choices()
@@ -176,40 +182,33 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
         slots["model"] = slots["gpu"] = st.empty()
         topology = st.empty()
         st.session_state.model_ref = model.removeprefix(UPLOAD_PREFIX)
-        st.number_input(LABELS["batch"], min_value=1, step=1, key="batch")
+        _number(st, "batch")
         slots["batch"] = st.empty()
         left, right = st.columns(2)
-        left.number_input(LABELS["prompt_len"], min_value=1, step=128, key="prompt_len")
-        right.number_input(LABELS["output_len"], min_value=1, step=64, key="output_len")
+        _number(left, "prompt_len")
+        _number(right, "output_len")
         slots["prompt_len"] = slots["output_len"] = st.empty()
         st.button("Longest context the model holds", on_click=_longest_context)
         left, right = st.columns(2)
-        left.selectbox(LABELS["weight_dtype"], STORAGE_DTYPES, key="weight_dtype")
-        right.selectbox(LABELS["act_dtype"], ACTIVATION_DTYPES, key="act_dtype")
+        _choice(left, "weight_dtype", CHOICES["weight_dtype"])
+        _choice(right, "act_dtype", CHOICES["act_dtype"])
         slots["weight_dtype"] = slots["act_dtype"] = slots["group_size"] = st.empty()
-        st.selectbox(LABELS["kv_dtype"], [SAME_AS_ACT, *STORAGE_DTYPES], key="kv_dtype")
+        _choice(st, "kv_dtype", [SAME_AS_ACT, *CHOICES["kv_dtype"]])
         slots["kv_dtype"] = st.empty()
-        st.number_input(LABELS["tp"], min_value=1, step=1, key="tp")
+        _number(st, "tp")
         slots["tp"] = st.empty()
         _profile_widget()
         slots["profile"] = in_force = st.empty()
         opts = optimizations(st.session_state.model_ref)
         slots["opts"] = st.empty()
+        more = [name for name in MINIMUMS if name not in DRAWN_ABOVE]
         with st.expander("More settings"):
-            st.number_input(LABELS["pp"], min_value=1, step=1, key="pp")
-            st.number_input(LABELS["ep"], min_value=1, step=1, key="ep")
-            st.number_input(LABELS["group_size"], min_value=1, step=32, key="group_size")
-            st.number_input(LABELS["overhead_gb"], min_value=0.0, key="overhead_gb")
-            st.number_input(LABELS["prefill_chunk"], min_value=0, key="prefill_chunk")
-        slots["pp"] = slots["ep"] = slots["overhead_gb"] = slots["prefill_chunk"] = st.empty()
-        st.number_input(
-            LABELS["price_per_gpu_hour"],
-            min_value=0.0,
-            step=0.1,
-            key="price_per_gpu_hour",
-            help="your rental or amortised price; 0 uses the GPU's listed on-demand price "
-            "(model/planner/prices.yaml, with its source) where there is one",
-        )
+            for name in more:
+                _number(st, name)
+        below = st.empty()
+        for name in more:  # group_size's errors stay beside the weights' dtype
+            slots.setdefault(name, below)
+        _number(st, "price_per_gpu_hour", described=True)
         s = _settings(model, gpu, opts)
         ctx = _checked(s, problems, slots)
         if not ctx.invalid:
@@ -230,38 +229,36 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
 
 
 def _profile_widget() -> None:
-    st.radio(
-        LABELS["profile"],
-        ("ideal", "calibrated"),
-        key="profile",
-        horizontal=True,
-        help="calibrated (the default, as the capacity planner's): efficiencies and per-call "
-        "overheads fitted on measured kernels (hardware/calibration/, see the Validation page); "
-        "ideal: datasheet peaks and bandwidth, a lower bound on time",
+    st.radio(LABELS["profile"], CHOICES["profile"], key="profile", horizontal=True,
+             help=FIELDS["profile"].description)  # fmt: skip
+
+
+def _number(where: Any, name: str, described: bool = False) -> None:
+    """A Settings number's widget: its bound and step (and help, when `described`: a label
+    that says it all needs none) are the schema field's."""
+    f = FIELDS[name]
+    kind = int if f.annotation is int else float
+    low = MINIMUMS.get(name)
+    where.number_input(
+        LABELS[name],
+        key=name,
+        min_value=None if low is None else kind(low),
+        step=meta(f).get("step"),
+        help=f.description if described else None,
     )
+
+
+def _choice(where: Any, name: str, options: Any) -> None:
+    where.selectbox(LABELS[name], options, key=name)
 
 
 def _settings(model: str, gpu: str, opts: tuple[str, ...]) -> Settings:
+    """The Settings the widgets hold (a field without a widget, e.g. images, keeps what the
+    link gave it)."""
     state = st.session_state
-    return Settings(
-        model=model,
-        gpu=gpu,
-        batch=int(state.batch),
-        prompt_len=int(state.prompt_len),
-        output_len=int(state.output_len),
-        weight_dtype=state.weight_dtype,
-        act_dtype=state.act_dtype,
-        kv_dtype="" if state.kv_dtype == SAME_AS_ACT else state.kv_dtype,
-        tp=int(state.tp),
-        pp=int(state.pp),
-        ep=int(state.ep),
-        group_size=int(state.group_size),
-        profile=state.profile,
-        overhead_gb=float(state.overhead_gb),
-        prefill_chunk=int(state.prefill_chunk),
-        opts=opts,
-        price_per_gpu_hour=float(state.price_per_gpu_hour),
-    )
+    values = {n: state.get(n, getattr(DEFAULTS, n)) for n in FIELDS if n not in ("model", "gpu")}
+    values["kv_dtype"] = None if values["kv_dtype"] == SAME_AS_ACT else values["kv_dtype"]
+    return Settings(**{**values, "model": model, "gpu": gpu, "opts": opts})
 
 
 def _checked(s: Settings, problems: list[str], slots: dict[str, Any]) -> Context:
@@ -273,7 +270,7 @@ def _checked(s: Settings, problems: list[str], slots: dict[str, Any]) -> Context
         prediction(s)
     except RooflensError as exc:
         name, text = locate(str(exc))
-        slots[name].error(text, icon="⚠️")
+        slots.get(name, slots["model"]).error(text, icon="⚠️")
         last = st.session_state.get(LAST_VALID)
         return Context(last or s, None, problems, typed=s, invalid=text)
     st.session_state[LAST_VALID] = s

@@ -6,52 +6,23 @@ from __future__ import annotations
 
 import re
 
-from dashboard.settings import UPLOAD_PREFIX, Settings
+from dashboard.settings import FIELDS, UPLOAD_PREFIX, Settings
 from hardware.presets import gpu_ids
 from hardware.profiles import get_profile
 from hardware.systems import get_system, system_ids
 from model.advice import FIT_TP, FitAdvice
+from model.request import meta
 from model.scenario import Scenario
 from model.units import fmt_rate, fmt_time
 
-LABELS: dict[str, str] = {
-    "model": "Model",
-    "gpu": "GPU",
-    "batch": "Batch (sequences)",
-    "prompt_len": "Prompt (tokens)",
-    "output_len": "Output (tokens)",
-    "weight_dtype": "Weights",
-    "act_dtype": "Activations",
-    "kv_dtype": "KV cache",
-    "tp": "Tensor-parallel GPUs (TP)",
-    "pp": "Pipeline stages (PP)",
-    "ep": "Expert-parallel degree (EP)",
-    "group_size": "Quantization group (weights)",
-    "profile": "Profile",
-    "overhead_gb": "Runtime overhead (GB)",
-    "prefill_chunk": "Prefill chunk (tokens, 0 = none)",
-    "opts": "Optimizations",
-    "price_per_gpu_hour": "Price ($ per GPU-hour, 0 = listed)",
-}
-# CLI flag -> the Settings field whose widget sets it (cli.py's option names).
+# The widgets' words (units included) and the CLI flag -> the Settings field whose widget sets
+# it: both from the schema's field metadata (model/request.py).
+LABELS: dict[str, str] = {name: meta(f)["label"] for name, f in FIELDS.items()}
 FLAG_FIELDS: dict[str, str] = {
-    "--tp": "tp",
-    "--pp": "pp",
-    "--ep": "ep",
-    "--batch": "batch",
-    "--prompt-len": "prompt_len",
-    "--output-len": "output_len",
-    "--context": "prompt_len",
-    "--weight-dtype": "weight_dtype",
-    "--act-dtype": "act_dtype",
-    "--kv-dtype": "kv_dtype",
-    "--group-size": "group_size",
-    "--prefill-chunk": "prefill_chunk",
-    "--overhead-gb": "overhead_gb",
-    "--profile": "profile",
-    "--model": "model",
-    "--gpu": "gpu",
-    "--opt": "opts",
+    flag: name
+    for name, f in FIELDS.items()
+    for flag in (meta(f).get("flag"), (meta(f).get("memory") or {}).get("flag"))
+    if flag
 }
 _FLAG = re.compile(r"(--[a-z][a-z-]*)(?: (\d[\d.]*)\b)?")
 

@@ -1,7 +1,9 @@
 """One dashboard scenario as plain, hashable data, and its round trip through URL query parameters.
 
-`Settings` holds exactly what the sidebar sets; `scenario_kwargs()` hands it to
-`model.api.make_scenario`. Query parameters carry only the fields that differ from the defaults,
+`Settings` is the scenario schema (model/request.py's `ScenarioRequest`) with the dashboard's
+defaults and its price; its link keys, choices, minimums and preset fields are read from the
+schema's field metadata, not declared here. `request()` hands it to `model.api.scenario_of`.
+Query parameters carry only the fields that differ from the defaults,
 so a shared link stays short; a value the URL gets wrong is reported and replaced by its
 default, never guessed. Uploaded spec files (`upload:` references) live on the server that
 received them and are left out of links.
@@ -14,96 +16,50 @@ none can name a file on the server (tests/dashboard/test_url_security.py).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from pydantic import Field, field_validator
+
 from hardware.errors import RooflensError
-from hardware.presets import gpu_ids
-from hardware.profiles import PROFILES
-from hardware.systems import system_ids
-from model.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
 from model.optimizations import parse_opt
 from model.presets import model_ids
-from model.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS
+from model.request import (
+    PRESETS,
+    ScenarioRequest,
+    bad_value,
+    choices,
+    lower_bound,
+    meta,
+    with_defaults,
+)
+from model.scenario import DEFAULT_OVERHEAD_BYTES
 
 UPLOAD_PREFIX = "upload:"
-# field name -> query parameter name (short, stable: shared links depend on them)
-QUERY_NAMES: dict[str, str] = {
-    "model": "model",
-    "gpu": "gpu",
-    "batch": "batch",
-    "prompt_len": "prompt",
-    "output_len": "output",
-    "weight_dtype": "wdtype",
-    "act_dtype": "adtype",
-    "kv_dtype": "kvdtype",
-    "tp": "tp",
-    "pp": "pp",
-    "ep": "ep",
-    "group_size": "group",
-    "profile": "profile",
-    "overhead_gb": "overhead_gb",
-    "prefill_chunk": "chunk",
-    "opts": "opt",
-    "price_per_gpu_hour": "price",
-}
-# Allowed values, checked when a link is read (the sidebar's widgets accept nothing else).
-CHOICES: dict[str, tuple[str, ...]] = {
-    "weight_dtype": STORAGE_DTYPES,
-    "act_dtype": ACTIVATION_DTYPES,
-    "kv_dtype": ("", *STORAGE_DTYPES),
-    "profile": PROFILES,
-}
-MINIMUMS: dict[str, float] = {
-    "batch": 1,
-    "prompt_len": 1,
-    "output_len": 1,
-    "tp": 1,
-    "pp": 1,
-    "ep": 1,
-    "group_size": 1,
-    "overhead_gb": 0.0,
-    "prefill_chunk": 0,
-    "price_per_gpu_hour": 0.0,
-}
-# Fields that name a preset: a link may name only these (uploads stay on their server).
-PRESET_IDS: dict[str, Callable[[], list[str]]] = {
-    "model": model_ids,
-    "gpu": lambda: [*gpu_ids(), *system_ids()],  # a GPU or a system preset (dgx-h100)
-}
 BASELINE_PARAM = "baseline"
 PAGE_PARAM = "page"
 
 
-@dataclass(frozen=True)
-class Settings:
-    """What one prediction is for, as the sidebar sets it (units in the names)."""
+class _Dashboard(ScenarioRequest):
+    """The scenario request plus what only the dashboard sets (a price), and its helpers."""
 
-    model: str = "llama-3-70b"  # preset id, or UPLOAD_PREFIX + path of an uploaded file
-    gpu: str = "h100-sxm"
-    batch: int = 8
-    prompt_len: int = 512
-    output_len: int = 128
-    weight_dtype: str = "bf16"
-    act_dtype: str = "bf16"
-    kv_dtype: str = ""  # "" = the activation dtype (what engines do)
-    tp: int = 4
-    pp: int = 1
-    ep: int = 1
-    group_size: int = 128
-    profile: str = "calibrated"  # as `rooflens plan` and the planner page
-    overhead_gb: float = DEFAULT_OVERHEAD_BYTES / 1e9
-    prefill_chunk: int = DEFAULT_PREFILL_CHUNK_TOKENS
-    opts: tuple[str, ...] = field(default_factory=tuple)  # `name[:k=v,...]`, sorted
-    price_per_gpu_hour: float = 0.0  # $ per GPU-hour; 0 = not set
+    price_per_gpu_hour: float = Field(
+        0.0,
+        ge=0,
+        description="your rental or amortised price, $ per GPU-hour; 0 uses the GPU's listed "
+        "on-demand price (model/planner/prices.yaml, with its source) where there is one",
+        json_schema_extra={
+            "query": "price",
+            "label": "Price ($ per GPU-hour, 0 = listed)",
+            "unit": "$/GPU-hour",
+            "step": 0.1,
+        },
+    )
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "opts", tuple(sorted(self.opts)))
-
-    def with_(self, **changes: Any) -> Settings:
-        return replace(self, **changes)
+    @field_validator("opts")
+    @classmethod
+    def _canonical_opts(cls, opts: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(sorted(opts))  # one link, one cache entry, whatever the order picked
 
     @property
     def n_gpus(self) -> int:
@@ -118,86 +74,103 @@ class Settings:
     def gpu_ref(self) -> str:
         return self.gpu.removeprefix(UPLOAD_PREFIX)
 
+    def request(self) -> ScenarioRequest:
+        """The scenario request these settings make (`model.api.scenario_of` builds it)."""
+        values = {name: getattr(self, name) for name in ScenarioRequest.model_fields}
+        return ScenarioRequest(**{**values, "model": self.model_ref, "gpu": self.gpu_ref})
+
     def scenario_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `model.api.make_scenario` after its model and gpu arguments."""
-        return {
-            "batch": self.batch,
-            "prompt_len": self.prompt_len,
-            "output_len": self.output_len,
-            "weight_dtype": self.weight_dtype,
-            "act_dtype": self.act_dtype,
-            "kv_dtype": self.kv_dtype or None,
-            "group_size": self.group_size,
-            "tp": self.tp,
-            "pp": self.pp,
-            "ep": self.ep,
-            "profile": self.profile,
-            "overhead_bytes": self.overhead_gb * 1e9,
-            "prefill_chunk_tokens": self.prefill_chunk,
-        }
+        return {k: v for k, v in dict(self.request()).items() if k not in ("model", "gpu")}
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = dict(self)
         out["opts"] = list(self.opts)
         return out
 
 
+# Where the dashboard opens: what the capacity planner and a 70B deployment look like (the
+# CLI's defaults are the schema's own). kv_dtype None = the activations' dtype.
+DASHBOARD_DEFAULTS: dict[str, Any] = {
+    "model": "llama-3-70b",  # preset id, or UPLOAD_PREFIX + path of an uploaded file
+    "gpu": "h100-sxm",
+    "batch": 8,
+    "weight_dtype": "bf16",
+    "act_dtype": "bf16",
+    "tp": 4,
+    "profile": "calibrated",  # as `rooflens plan` and the planner page
+    "overhead_gb": DEFAULT_OVERHEAD_BYTES / 1e9,
+}
+Settings = with_defaults(_Dashboard, DASHBOARD_DEFAULTS, "Settings")
+Settings.__doc__ = "What one prediction is for, as the sidebar sets it (ScenarioRequest's fields)."
+FIELDS = Settings.model_fields
 DEFAULTS = Settings()
 
+# field name -> query parameter name (short, stable: shared links depend on them)
+QUERY_NAMES: dict[str, str] = {name: meta(f).get("query", name) for name, f in FIELDS.items()}
+# Allowed values, checked when a link is read (the sidebar's widgets accept nothing else).
+CHOICES: dict[str, tuple[str, ...]] = {
+    name: allowed for name, f in FIELDS.items() if (allowed := choices(f)) is not None
+}
+MINIMUMS: dict[str, float] = {
+    name: bound[0] for name, f in FIELDS.items() if (bound := lower_bound(f)) is not None
+}
+# Fields that name a preset: a link may name only these (uploads stay on their server).
+PRESET_IDS: dict[str, Callable[[], list[str]]] = {
+    name: PRESETS[meta(f)["preset"]] for name, f in FIELDS.items() if "preset" in meta(f)
+}
 
-def to_query(s: Settings) -> dict[str, str | list[str]]:
+
+def to_query(s: Any) -> dict[str, str | list[str]]:
     """Query parameters for the fields that differ from the defaults (uploads left out)."""
     out: dict[str, str | list[str]] = {}
-    for f in fields(Settings):
-        value, default = getattr(s, f.name), getattr(DEFAULTS, f.name)
+    for name in FIELDS:
+        value, default = getattr(s, name), getattr(DEFAULTS, name)
         if value == default:
             continue
         if isinstance(value, str) and value.startswith(UPLOAD_PREFIX):
             continue
-        key = QUERY_NAMES[f.name]
+        key = QUERY_NAMES[name]
         out[key] = list(value) if isinstance(value, tuple) else _text(value)
     return out
 
 
-def from_query(params: Mapping[str, Sequence[str]]) -> tuple[Settings, list[str]]:
+def from_query(params: Mapping[str, Sequence[str]]) -> tuple[Any, list[str]]:
     """Settings from query parameters (each a list of values), and what could not be read."""
     values: dict[str, Any] = {}
     problems: list[str] = []
-    for f in fields(Settings):
-        key = QUERY_NAMES[f.name]
+    for name, f in FIELDS.items():
+        key = QUERY_NAMES[name]
         raw = list(params.get(key, []))
         if not raw:
             continue
-        default = getattr(DEFAULTS, f.name)
-        if isinstance(default, tuple):
-            values[f.name] = tuple(_opts_from_link(key, raw, problems))
+        default = getattr(DEFAULTS, name)
+        if name == "opts":
+            values[name] = tuple(_opts_from_link(key, raw, problems))
             continue
         text = raw[-1]
-        if isinstance(default, str):
+        if choices(f) is not None or name in PRESET_IDS:
             if text.startswith(UPLOAD_PREFIX):
                 problems.append(f"{key}: uploaded files cannot come from a link; using the default")
                 continue
-            if f.name in PRESET_IDS and text not in PRESET_IDS[f.name]():
+            if name in PRESET_IDS and text not in PRESET_IDS[name]():
                 problems.append(f"{key}={text!r} is not a preset; using {default}")
                 continue
-            allowed = CHOICES.get(f.name)
-            if allowed is not None and text not in allowed:
-                problems.append(f"{key}={text!r} is not one of {', '.join(allowed)}; using default")
+            if not text and default is None:
+                continue  # an empty choice: the default (kvdtype= means "same as activations")
+            value: Any = text
+        else:
+            kind = int if f.annotation is int else float
+            try:
+                value = kind(text)
+            except ValueError:
+                problems.append(f"{key}={text!r} is not a valid {kind.__name__}; using {default}")
                 continue
-            values[f.name] = text
+        problem = bad_value(Settings, name, value)
+        if problem:
+            problems.append(f"{key}: {problem}; using {default}")
             continue
-        try:
-            value = type(default)(text)
-        except ValueError:
-            kind = type(default).__name__
-            problems.append(f"{key}={text!r} is not a valid {kind}; using {default}")
-            continue
-        if not (math.isfinite(value) and value >= MINIMUMS[f.name]):
-            problems.append(
-                f"{key}={text!r} is not a finite number ≥ {MINIMUMS[f.name]:g}; using {default}"
-            )
-            continue
-        values[f.name] = value
+        values[name] = value
     return Settings(**values), problems
 
 
@@ -219,11 +192,11 @@ def _opts_from_link(key: str, raw: Sequence[str], problems: list[str]) -> list[s
     return kept
 
 
-def baseline_to_param(s: Settings) -> str:
+def baseline_to_param(s: Any) -> str:
     return json.dumps(to_query(s), separators=(",", ":"), sort_keys=True)
 
 
-def baseline_from_param(text: str) -> tuple[Settings | None, list[str]]:
+def baseline_from_param(text: str) -> tuple[Any, list[str]]:
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError):

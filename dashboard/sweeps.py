@@ -14,7 +14,7 @@ import pandas as pd
 from dashboard.settings import Settings
 from hardware.errors import RooflensError
 from model.advice import FitAdvice, fit_fixes
-from model.api import make_pipeline, make_scenario, run
+from model.api import make_pipeline, run, scenario_of
 from model.optimizations.sliding_window import streaming_spec
 from model.presets import get_model
 from model.scenario import Scenario
@@ -29,7 +29,7 @@ MIN_GRID_CONTEXT = 512
 
 def scenario(s: Settings) -> Scenario:
     spec, _ = streaming_spec(get_model(s.model_ref), s.opts, s.prompt_len + s.output_len - 1)
-    return make_scenario(spec, s.gpu_ref, **s.scenario_kwargs())
+    return scenario_of(s.request(), spec)
 
 
 def streaming_note(s: Settings) -> str:
@@ -101,9 +101,7 @@ def tp_sweep(s: Settings) -> pd.DataFrame:
     rows = []
     for tp in TP_GRID:
         try:
-            sc = make_scenario(
-                get_model(s.model_ref), s.gpu_ref, **s.with_(tp=tp).scenario_kwargs()
-            )
+            sc = scenario_of(s.with_(tp=tp).request(), get_model(s.model_ref))
         except RooflensError:
             continue  # this TP does not divide the heads: not a valid point, left out
         rows.append(_row(run(sc, s.opts)))

@@ -159,8 +159,8 @@ def build_curves(
         pp=group.pp,
         ep=group.ep,
         profile=profile,
-        overhead_bytes=overhead_bytes,
-        prefill_chunk_tokens=max(chunk_tokens, math.ceil(prompt_p99)),
+        overhead_gb=overhead_bytes / 1e9,
+        prefill_chunk=max(chunk_tokens, math.ceil(prompt_p99)),
     )
     pipe = make_pipeline(sc, opts)
     sc = pipe.scenario

@@ -16,18 +16,26 @@ from pydantic import ValidationError
 
 from hardware.errors import RooflensError, validation_message
 from hardware.presets import get_gpu, gpu_ids
-from model.dtypes import STORAGE_DTYPES
-from model.planner.prices import (
-    default_prices,
-    parse_price,
-    price_per_gpu_hour,
-    read_price_file,
-)
+from model.planner.prices import default_prices, parse_price, price_per_gpu_hour, read_price_file
 from model.planner.serving import MODES
 from model.planner.space import DEFAULT_MAX_BATCHES, SweepSpace
 from model.planner.trace import RequestTrace, read_trace
 from model.planner.workload import SLO, LengthDist, ServingWorkload
+from model.request import ScenarioRequest, bad_value
+from model.request import flag as schema_flag
 
+# `rooflens plan`'s scenario options -> (the ScenarioRequest field whose description, bound and
+# choices they take; the planner's default, which sweeps TP and fp8 and prices calibrated).
+# --chunk, the chunked scheduler's token budget, is also ≥ 1 (SweepSpace: no budget, no share).
+SCENARIO_OPTIONS: dict[str, tuple[str, str]] = {
+    "--tp": ("tp", "1,2,4,8"),
+    "--pp": ("pp", "1"),
+    "--ep": ("ep", "1"),
+    "--weight-dtypes": ("weight_dtype", "bf16,fp8"),
+    "--kv-dtypes": ("kv_dtype", "bf16,fp8"),
+    "--profile": ("profile", "calibrated"),
+    "--chunk": ("prefill_chunk", "2048"),
+}
 MAX_CONFIGS = 50_000_000  # about 2 GB at ~40 bytes a configuration
 # The simulation holds ~80 bytes per request (8 GB measured at 1e8): 2e7 is about 1.6 GB.
 MAX_SIM_REQUESTS = 20_000_000
@@ -51,15 +59,14 @@ def _items(text: str, what: str) -> list[str]:
     return items
 
 
-def int_list(text: str, what: str) -> tuple[int, ...]:
+def int_list(text: str, what: str, lowest: int | None = 1) -> tuple[int, ...]:
     try:
         values = tuple(int(v) for v in _items(text, what))
     except ValueError:
-        raise RooflensError(
-            f"{what}: expected integers separated by commas, got '{text}'"
-        ) from None
-    if not values or min(values) < 1:
-        raise RooflensError(f"{what}: expected positive integers, got '{text}'")
+        message = f"{what}: expected integers separated by commas, got '{text}'"
+        raise RooflensError(message) from None
+    if lowest is not None and min(values) < lowest:
+        raise RooflensError(f"{what}: expected integers ≥ {lowest}, got '{text}'")
     return values
 
 
@@ -70,6 +77,22 @@ def str_list(
     bad = [v for v in values if allowed is not None and v not in allowed]
     if bad:
         raise RooflensError(f"{what}: '{bad[0]}' is not one of {', '.join(allowed or ())}")
+    return values
+
+
+def scenario_values(text: str, option: str) -> tuple[Any, ...]:
+    """The values of a comma list `rooflens plan` tries, each checked as its ScenarioRequest
+    field (SCENARIO_OPTIONS): the bound and choices of `predict`'s option."""
+    name = SCENARIO_OPTIONS[option][0]
+    field = ScenarioRequest.model_fields[name]
+    if field.annotation is int:
+        values: tuple[Any, ...] = int_list(text, option, lowest=None)
+    else:
+        values = tuple(_items(text, option))
+    for value in values:
+        problem = bad_value(ScenarioRequest, name, value)
+        if problem:  # in this option's name: `--weight-dtypes 'fp5' is not one of ...`
+            raise RooflensError(problem.replace(schema_flag(ScenarioRequest, name), option, 1))
     return values
 
 
@@ -122,16 +145,16 @@ def build_request(
     tpot_slo: float | None = None,
     ttft_slo_mean: float | None = None,
     tpot_slo_mean: float | None = None,
-    tp: str = "1,2,4,8",
-    pp: str = "1",
-    ep: str = "1",
-    weight_dtypes: str = "bf16,fp8",
-    kv_dtypes: str = "bf16,fp8",
+    tp: str = SCENARIO_OPTIONS["--tp"][1],
+    pp: str = SCENARIO_OPTIONS["--pp"][1],
+    ep: str = SCENARIO_OPTIONS["--ep"][1],
+    weight_dtypes: str = SCENARIO_OPTIONS["--weight-dtypes"][1],
+    kv_dtypes: str = SCENARIO_OPTIONS["--kv-dtypes"][1],
     max_batch: str | None = None,
     modes: str = "colocated,chunked,disaggregated",
     max_gpus: int = 64,
-    chunk: int = 2048,
-    profile: str = "calibrated",
+    chunk: int = int(SCENARIO_OPTIONS["--chunk"][1]),
+    profile: str = SCENARIO_OPTIONS["--profile"][1],
     opts: Sequence[str] = (),
     sweep_opts: Sequence[str] = (),
     prices: Sequence[str] = (),
@@ -176,11 +199,11 @@ def build_request(
         space = SweepSpace(
             model=model,
             gpus=gpu_list(gpus, overrides),
-            tp=int_list(tp, "--tp"),
-            pp=int_list(pp, "--pp"),
-            ep=int_list(ep, "--ep"),
-            weight_dtypes=str_list(weight_dtypes, "--weight-dtypes", STORAGE_DTYPES),
-            kv_dtypes=str_list(kv_dtypes, "--kv-dtypes", STORAGE_DTYPES),
+            tp=scenario_values(tp, "--tp"),
+            pp=scenario_values(pp, "--pp"),
+            ep=scenario_values(ep, "--ep"),
+            weight_dtypes=scenario_values(weight_dtypes, "--weight-dtypes"),
+            kv_dtypes=scenario_values(kv_dtypes, "--kv-dtypes"),
             modes=str_list(modes, "--modes", MODES),
             max_gpus=max_gpus,
             chunk_tokens=chunk,

@@ -3,10 +3,19 @@ trip, and a bad value is reported and replaced by its default rather than guesse
 
 from __future__ import annotations
 
-from dataclasses import fields
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 
 from dashboard.settings import (
+    CHOICES,
     DEFAULTS,
+    FIELDS,
+    MINIMUMS,
+    PRESET_IDS,
     QUERY_NAMES,
     UPLOAD_PREFIX,
     Settings,
@@ -15,7 +24,9 @@ from dashboard.settings import (
     from_query,
     to_query,
 )
+from hardware.errors import RooflensError
 from model.api import make_scenario
+from model.request import ScenarioRequest, bad_value, choices, lower_bound
 
 
 def _as_params(query: dict[str, str | list[str]]) -> dict[str, list[str]]:
@@ -28,15 +39,18 @@ def test_defaults_make_an_empty_link() -> None:
 
 
 def test_every_field_round_trips() -> None:
-    changed = Settings(
+    values = dict(
         model="llama-2-7b", gpu="a100-sxm-80gb", batch=3, prompt_len=1000, output_len=77,
         weight_dtype="int4", act_dtype="fp16", kv_dtype="fp8", tp=2, pp=2, ep=2,
-        group_size=64, profile="ideal", overhead_gb=2.25, prefill_chunk=0,
+        group_size=64, profile="ideal", overhead_gb=2.25, prefill_chunk=0, images=2,
         opts=("quant:scheme=gptq", "fusion"), price_per_gpu_hour=1.75,
     )  # fmt: skip
+    for name in set(FIELDS) - set(values):  # a field added later: a number off its default
+        values[name] = getattr(DEFAULTS, name) + 3
+    changed = Settings(**values)
     query = to_query(changed)
     # every field differs from its default, so every field is in the link, under its name
-    assert set(query) == {QUERY_NAMES[f.name] for f in fields(Settings)}
+    assert set(query) == {QUERY_NAMES[name] for name in FIELDS}
     assert from_query(_as_params(query)) == (changed, [])
 
 
@@ -67,8 +81,83 @@ def test_baseline_round_trips_through_one_parameter() -> None:
 
 
 def test_scenario_kwargs_match_make_scenario() -> None:
-    s = DEFAULTS.with_(kv_dtype="", act_dtype="fp16", overhead_gb=2.0)
+    s = DEFAULTS.with_(kv_dtype=None, act_dtype="fp16", overhead_gb=2.0)
     sc = make_scenario(s.model, s.gpu, **s.scenario_kwargs())
-    assert sc.precision.kv_dtype == "fp16"  # "" means: same as the activations
+    assert sc.precision.kv_dtype == "fp16"  # None means: same as the activations
     assert sc.overhead_bytes == 2.0e9
     assert sc.parallel.tp == DEFAULTS.tp and sc.workload.batch == DEFAULTS.batch
+
+
+# The keys links carried before the schema (issue 14): links shared then must keep working.
+OLD_KEYS = {
+    "model": "model", "gpu": "gpu", "batch": "batch", "prompt_len": "prompt",
+    "output_len": "output", "weight_dtype": "wdtype", "act_dtype": "adtype",
+    "kv_dtype": "kvdtype", "tp": "tp", "pp": "pp", "ep": "ep", "group_size": "group",
+    "profile": "profile", "overhead_gb": "overhead_gb", "prefill_chunk": "chunk", "opts": "opt",
+    "price_per_gpu_hour": "price",
+}  # fmt: skip
+
+
+def test_every_schema_field_is_a_link_key_and_old_keys_still_read() -> None:
+    assert set(ScenarioRequest.model_fields) <= set(QUERY_NAMES)
+    assert len(set(QUERY_NAMES.values())) == len(QUERY_NAMES)
+    assert {name: QUERY_NAMES[name] for name in OLD_KEYS} == OLD_KEYS
+    old_link = {"model": ["llama-2-7b"], "prompt": ["1000"], "wdtype": ["int8"], "chunk": ["0"],
+                "overhead_gb": ["2.5"], "price": ["1.5"], "kvdtype": ["fp8"]}  # fmt: skip
+    settings, problems = from_query(old_link)
+    assert problems == []
+    assert (settings.model, settings.prompt_len, settings.weight_dtype) == (
+        "llama-2-7b",
+        1000,
+        "int8",
+    )
+    assert (settings.prefill_chunk, settings.overhead_gb, settings.price_per_gpu_hour) == (
+        0,
+        2.5,
+        1.5,
+    )
+    assert settings.kv_dtype == "fp8"
+
+
+def test_minimums_and_choices_are_the_schema_bounds() -> None:
+    for name, field in FIELDS.items():
+        bound = lower_bound(field)
+        assert MINIMUMS.get(name) == (None if bound is None else bound[0]), name
+        assert CHOICES.get(name) == choices(field), name
+
+
+@pytest.mark.parametrize("name", sorted(MINIMUMS))
+def test_a_link_out_of_bounds_gets_the_schema_message(name: str) -> None:
+    value = int(MINIMUMS[name]) - 1
+    settings, problems = from_query({QUERY_NAMES[name]: [str(value)]})
+    assert settings == DEFAULTS
+    message = bad_value(Settings, name, value if FIELDS[name].annotation is int else float(value))
+    assert problems == [f"{QUERY_NAMES[name]}: {message}; using {getattr(DEFAULTS, name)}"]
+    if name in ScenarioRequest.model_fields:  # the CLI and the schema say the same
+        with pytest.raises(RooflensError, match=re.escape(message)):
+            ScenarioRequest(model="m", gpu="g", **{name: value})
+
+
+def _values(name: str) -> st.SearchStrategy[object]:
+    field = FIELDS[name]
+    if name in PRESET_IDS:
+        return st.sampled_from(sorted(PRESET_IDS[name]())[:20])
+    if name in CHOICES:
+        none = [None] if getattr(DEFAULTS, name) is None else []
+        return st.sampled_from([*none, *CHOICES[name]])
+    if name == "opts":
+        return st.lists(
+            st.sampled_from(["fusion", "quant:scheme=gptq", "medusa"]), unique=True
+        ).map(tuple)
+    low = MINIMUMS[name]
+    if field.annotation is int:
+        return st.integers(int(low), 10**6)
+    return st.floats(low, 1e4, allow_nan=False).map(lambda x: float(f"{x:.10g}"))
+
+
+@hyp_settings(max_examples=40, deadline=None)
+@given(st.fixed_dictionaries({name: _values(name) for name in FIELDS}))
+def test_any_settings_round_trip_through_a_link(values: dict[str, object]) -> None:
+    s = Settings(**values)
+    assert from_query(_as_params(to_query(s))) == (s, [])
+    assert baseline_from_param(baseline_to_param(s)) == (s, [])

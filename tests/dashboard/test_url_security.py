@@ -5,7 +5,6 @@ module knows, the pinned baseline and every optimization parameter that names a 
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from hypothesis import strategies as st
 
 from dashboard.settings import (
     DEFAULTS,
+    FIELDS,
     QUERY_NAMES,
     UPLOAD_PREFIX,
     Settings,
@@ -51,7 +51,7 @@ def _path_strings(paths: dict[str, Path]) -> list[str]:
 
 
 def _strings_in(s: Settings) -> list[str]:
-    values = [str(getattr(s, f.name)) for f in fields(Settings)]
+    values = [str(getattr(s, name)) for name in FIELDS]
     return values + list(s.opts)
 
 

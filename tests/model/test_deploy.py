@@ -17,7 +17,7 @@ SCENARIOS = [
     ("llama-3-70b", dict(tp=8, kv_dtype="fp8", weight_dtype="fp8"), ("speculative",)),
     ("llama-3.1-70b", dict(tp=2, pp=2, weight_dtype="int4"), ("quant:scheme=gptq", "medusa")),
     ("mixtral-8x7b", dict(tp=2, ep=2, kv_dtype="int8"), ("lookahead",)),
-    ("llama-3-8b", dict(prefill_chunk_tokens=0), ()),
+    ("llama-3-8b", dict(prefill_chunk=0), ()),
 ]
 
 

@@ -150,8 +150,8 @@ def memory_needed_bytes(
         context,
         layers=layers,
         output_len=2,
-        overhead_bytes=overhead_bytes,
-        prefill_chunk_tokens=prefill_chunks(batch, context)[0] * context,  # the largest step
+        overhead_gb=overhead_bytes / 1e9,
+        prefill_chunk=prefill_chunks(batch, context)[0] * context,  # the largest step
     )
     return make_pipeline(sc).memory().total_bytes
 

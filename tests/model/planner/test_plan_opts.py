@@ -35,7 +35,7 @@ def curves(model: str, group: Group, opts: tuple[str, ...] = ()) -> Curves:
 
 def scenario(model: str, gpu: str, batch: int = 1, **kw: object):  # type: ignore[no-untyped-def]
     return make_scenario(model, gpu, batch=batch, prompt_len=800, output_len=200,
-                         profile="calibrated", prefill_chunk_tokens=2048, **kw)  # fmt: skip
+                         profile="calibrated", prefill_chunk=2048, **kw)  # fmt: skip
 
 
 @pytest.mark.parametrize("opt", OPTS)

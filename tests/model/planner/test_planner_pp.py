@@ -36,7 +36,7 @@ def curves(pp: int) -> Curves:
 
 def predict(pp: int, batch: int) -> tuple[float, float]:
     sc = make_scenario(MODEL, GPU, batch=batch, tp=TP, pp=pp, prompt_len=P, output_len=2,
-                       prefill_chunk_tokens=2048)  # fmt: skip
+                       prefill_chunk=2048)  # fmt: skip
     pred = run(sc)
     return pred.ttft_s, pred.tpot_s
 

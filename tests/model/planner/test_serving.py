@@ -39,7 +39,7 @@ def test_prefill_curve_matches_predict() -> None:
 
 def test_memory_cap_matches_memory_module() -> None:
     sc = make_scenario("llama-3-8b", "h100-sxm", prompt_len=512, output_len=128,
-                       prefill_chunk_tokens=2048, profile="calibrated")  # fmt: skip
+                       prefill_chunk=2048, profile="calibrated")  # fmt: skip
     assert CURVES.max_batch_memory == make_pipeline(sc).memory().max_batch
 
 

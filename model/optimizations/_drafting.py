@@ -18,7 +18,7 @@ import numpy as np
 
 from hardware.errors import RooflensError
 from model.ops import Num
-from model.optimizations._timing import scalar_timing
+from model.optimizations._timing import decode_tpot_s, scalar_timing
 from model.pipeline import Pipeline as DraftPipeline
 from model.pricing import PricedOp
 from model.scenario import with_applied
@@ -96,29 +96,6 @@ def price_verify(
     return pipeline.price_step(Step("verify", B, w, kv_lens + w - 1.0, lm_tokens=w))
 
 
-def retime_decode(
-    pred: Prediction,
-    priced: list[PricedOp],
-    step_s: Num,
-    tokens_per_step: float,
-    note: str,
-    ttft_s: float | None = None,
-) -> Prediction:
-    """A prediction whose decode emits `tokens_per_step` tokens per sequence every `step_s`
-    (and whose TTFT becomes `ttft_s` when given)."""
-    O = pred.scenario.workload.output_len
-    tpot_s = float(np.mean(step_s)) / tokens_per_step if O > 1 else 0.0
-    ttft_s = pred.ttft_s if ttft_s is None else ttft_s
-    return with_updates(
-        pred,
-        decode=phase_result("decode", priced, tpot_s),
-        ttft_s=ttft_s,
-        tpot_s=tpot_s,
-        e2e_s=ttft_s + tpot_s * (O - 1),
-        notes=[*pred.notes, note],
-    )
-
-
 def retime_with_timing(
     opt: Optimization,
     pred: Prediction,
@@ -130,8 +107,15 @@ def retime_with_timing(
     planner's grids and `predict` share one formula; `describe(timing, decode speedup)` writes
     the note."""
     t = opt.timing(scalar_timing(pred, pipeline), sc, pipeline)
-    tau = t.tokens_per_step
-    speedup = pred.tpot_s / (float(np.mean(t.decode_step_s)) / tau)
-    return retime_decode(
-        pred, t.decode_priced, t.decode_step_s, tau, describe(t, speedup), float(t.prefill_s)
+    per_token_s = decode_tpot_s(t, pipeline)
+    O = pred.scenario.workload.output_len
+    tpot_s = per_token_s if O > 1 else 0.0
+    ttft_s = float(t.prefill_s)
+    return with_updates(
+        pred,
+        decode=phase_result("decode", t.decode_priced, tpot_s),
+        ttft_s=ttft_s,
+        tpot_s=tpot_s,
+        e2e_s=ttft_s + tpot_s * (O - 1),
+        notes=[*pred.notes, describe(t, pred.tpot_s / per_token_s)],
     )

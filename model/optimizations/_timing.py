@@ -14,12 +14,19 @@ positions, as `Pipeline.decode_kv_lens`) takes `decode_step_s` and gives every s
 verification width); the time per output token is their ratio. Prefill of `prefill_batch`
 prompts of `prompt_tokens` (what the target sees; `prompt_tokens_in` is what the request sent)
 takes `prefill_s` (TTFT).
+
+Under pipeline parallelism (pp > 1) a scalar prediction's decode rows are one micro-batch's pass
+(model/pipeline_parallel.py re-times it before the `result` hooks run), so `scalar_timing` hands
+the hooks one micro-batch, B/m sequences, as the planner's grids do, and `decode_tpot_s` turns
+the hooks' step into the GPipe decode cycle: `predict` and the planner so agree with a
+step-structure optimization on top of PP too.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from model.pipeline_parallel import microbatches, step_cycle_s
 from model.pricing import step_time_s
 from model.steps import Prediction, StepPricer, StepTiming
 
@@ -33,8 +40,9 @@ def scalar_timing(
     kv_lens = pipeline.decode_kv_lens()
     if not kv_lens.size:
         kv_lens = np.array([w.prompt_len + 1.0])
+    m = microbatches(pipeline) if pipeline.scenario.parallel.pp > 1 else 1
     return StepTiming(
-        batch=float(w.batch),
+        batch=float(w.batch) / m,
         kv_lens=kv_lens,
         prefill_batch=float(w.batch),
         prompt_tokens=float(w.prompt_len),
@@ -44,3 +52,12 @@ def scalar_timing(
         decode_priced=pred.decode.priced,
         decode_step_s=step_time_s(pred.decode.priced),
     )
+
+
+def decode_tpot_s(t: StepTiming, pipeline: StepPricer) -> float:
+    """Mean time per output token of a scalar timing's decode: its step, as the GPipe cycle of
+    m micro-batches when pp > 1 (pipeline_parallel.step_cycle_s), over τ tokens per step."""
+    pp = pipeline.scenario.parallel.pp
+    m = microbatches(pipeline) if pp > 1 else 1
+    cycle = step_cycle_s(t.decode_step_s, t.decode_priced, pp, m)
+    return float(np.mean(cycle)) / t.tokens_per_step

@@ -33,7 +33,7 @@ import numpy as np
 
 from model.host import EAGER_LAUNCH_S, HOST_OP, exposed_host_s, step_launches
 from model.op import Num, Op
-from model.optimizations._timing import scalar_timing
+from model.optimizations._timing import decode_tpot_s, scalar_timing
 from model.optimizations.base import Optimization, Param
 from model.pricing import PricedOp
 from model.steps import Prediction, StepPricer, StepTiming
@@ -95,7 +95,7 @@ class EagerLaunch(Optimization):
         t = self.timing(base, sc, pipeline)
         O = sc.workload.output_len
         ttft = float(t.prefill_s)
-        tpot = float(np.mean(t.tpot_s)) if O > 1 else pred.tpot_s
+        tpot = decode_tpot_s(t, pipeline) if O > 1 else pred.tpot_s
         per = self["per_launch_us"] * 1e-6
         notes = [
             self._note("prefill", base.prefill_priced, float(base.prefill_s), per),

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from model.optimizations._timing import scalar_timing
+from model.optimizations._timing import decode_tpot_s, scalar_timing
 from model.optimizations.base import Optimization, Param
 from model.pricing import PricedOp
 from model.steps import MemoryBreakdown, Prediction, StepPricer, StepTiming
@@ -85,7 +85,7 @@ class Offload(Optimization):
         t = self.timing(scalar_timing(pred, pipeline), sc, pipeline)
         ttft = float(t.prefill_s)
         O = sc.workload.output_len
-        tpot = float(np.mean(t.tpot_s)) if O > 1 else pred.tpot_s
+        tpot = decode_tpot_s(t, pipeline) if O > 1 else pred.tpot_s
         prefill_host_s = F * float(weight_bytes_read(pred.prefill.priced)) / link
         note = (
             f"offload: {F:.0%} of the weights cross PCIe each step "

@@ -189,6 +189,13 @@ def build_request(
             {"max_batches": int_list(max_batch, "--max-batch")} if max_batch else {}
         )
         if serving_profile:
+            host = [o for o in (*opts, *sweep_opts) if o.split(":", 1)[0] == "eager-launch"]
+            if host:
+                # the fitted step overhead is the engine's host time per step already
+                raise RooflensError(
+                    f"--serving-profile's fitted step overhead already holds the engine's host "
+                    f"time per step; drop --opt {host[0]} (it would count that time twice)"
+                )
             extra.update(profile_terms(serving_profile, extra.get("max_batches")))
         extra["objective"] = objective
         extra["kv_offload"] = kv_offload

@@ -147,3 +147,17 @@ def test_a_prefix_cache_shortens_the_replayed_ttft(tmp_path: Path) -> None:
     # a 50 % hit removes half the prefill tokens: TTFT falls, but by at most half (the per-step
     # floors and the first step's other work stay)
     assert 0.5 * runs[0]["ttft_p50_s"] < runs[1]["ttft_p50_s"] < 0.95 * runs[0]["ttft_p50_s"]
+
+
+def test_plan_refuses_eager_launch_on_top_of_a_serving_profile(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A fitted profile's step overhead is the engine's measured host time per step; adding
+    `eager-launch`'s launches × per-launch cost would count it twice: refused, in one line."""
+    out = tmp_path / "profile.yaml"
+    assert cli.main(["validate", "serve", str(DATA / "sglang_simulated.jsonl"), "--model",
+                     "llama-3-8b", "--gpu", "h100-sxm", "--fit", "--out", str(out),
+                     "--json"]) == 0  # fmt: skip
+    capsys.readouterr()
+    code = cli.main(["plan", "--model", "llama-3-8b", "--gpus", "h100-sxm", "--rate", "1",
+                     "--serving-profile", str(out), "--opt", "eager-launch"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "count that time twice" in err and err.count("\n") == 1

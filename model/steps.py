@@ -126,6 +126,10 @@ class Prediction:
     e2e_s: float
     memory: MemoryBreakdown
     notes: list[str] = field(default_factory=list)
+    # The step times the last `timing`-defined `result` hook wrote (model/optimizations/_timing.py),
+    # so the next hook continues from them (τ, the iteration's rows, a copy or host term
+    # included) as the planner's chain of `timing` hooks does; None: rebuild from the figures.
+    timing: StepTiming | None = None
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -185,8 +189,14 @@ class Prediction:
         }
 
 
+TIMED_FIELDS = frozenset({"prefill", "decode", "ttft_s", "tpot_s", "e2e_s"})
+
+
 def with_updates(pred: Prediction, **changes: Any) -> Prediction:
-    """A copy of a prediction with fields replaced (for `result` hooks)."""
+    """A copy of a prediction with fields replaced (for `result` hooks). New times without a
+    new `timing` leave the old one stale, so it is dropped."""
+    if "timing" not in changes and TIMED_FIELDS & changes.keys():
+        changes["timing"] = None
     return replace(pred, **changes)
 
 

@@ -118,4 +118,5 @@ def retime_with_timing(
         tpot_s=tpot_s,
         e2e_s=ttft_s + tpot_s * (O - 1),
         notes=[*pred.notes, describe(t, pred.tpot_s / per_token_s)],
+        timing=t,
     )

@@ -34,8 +34,11 @@ from model.steps import Prediction, StepPricer, StepTiming
 def scalar_timing(
     pred: Prediction, pipeline: StepPricer, prompt_tokens_in: float = 0.0
 ) -> StepTiming:
-    """The timing of a scalar prediction: its prefill, its decode steps at every KV length
+    """The timing of a scalar prediction: the one the previous `timing`-defined hook left
+    (Prediction.timing), else its prefill and its decode steps at every KV length
     `Pipeline.predict` priced (P + 1 when there are none), as its `result` hooks see them."""
+    if pred.timing is not None:
+        return pred.timing
     w = pipeline.scenario.workload
     kv_lens = pipeline.decode_kv_lens()
     if not kv_lens.size:

@@ -19,10 +19,13 @@ Each subclass sets `name`, `summary`, `citation` and declares its parameters in 
 Ordering convention for `order` (one value per optimization, used for every hook):
 - 0–9: table rebuilds (no-kv-cache re-emits the table, so every other transform must follow);
 - 10–29: scenario/spec transforms (gqa, mqa, quant's precision, sliding-window, pruning);
-- 30–69: table transforms (eager-attention, flash-decoding, sparsity, fusion; offload at 60
-  reads the final weight bytes; eager-launch at 65 counts the final table's kernel launches);
+- 30–69: table transforms (eager-attention, flash-decoding, sparsity, fusion);
 - 70–79: KV-cache layout (paged-kv, contiguous-kv);
-- 80–99: step structure (`result`: speculative decoding, early exit), last.
+- 80–84: step structure (`result`/`timing`: speculative, Medusa, lookahead rebuild the decode
+  iteration from priced steps);
+- 85–89: costs charged on the final iteration, whatever built it: offload at 85 (the weight
+  copy of the final step), eager-launch at 87 (the host launches of every kernel it issues);
+- 90–99: what reads the finished timing (continuous batching).
 A switch-off of the default stack (no-kv-cache, eager-attention, contiguous-kv) also sets the
 class attribute `switches_off` (what it turns off); model/waterfall.py builds its baseline
 from those.

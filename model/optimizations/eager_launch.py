@@ -20,8 +20,11 @@ where it bites: llama-3-8b at batch 1 on an H100 issues 355 kernels a decode ste
 11 with split-KV attention, + 3), 2.66 ms at 7.5 µs, hidden under its 4.6 ms of weight reads;
 a 1B model, narrower weights or a slower host (20 µs a launch) make the step host-bound.
 
-Limits: U is one number per kernel (measure it with `rooflens validate e2e`); steps priced
-after this one by step-structure optimizations (a speculative draft's) are not charged.
+It runs after the step-structure optimizations (speculative, Medusa, lookahead) and offload, so
+the launches it charges are those of the whole iteration they build: a speculative draft's γ
+steps issue their kernels too.
+
+Limits: U is one number per kernel (measure it with `rooflens validate e2e`).
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ class EagerLaunch(Optimization):
     name = "eager-launch"
     summary = "the engine runs steps eagerly (no CUDA graphs): each step costs max(GPU, host)"
     citation = "PyTorch blog 2021, Accelerating PyTorch with CUDA Graphs; vLLM --enforce-eager"
-    order = 65  # after offload (60): the GPU step it hides behind includes the weight copy
+    order = 87  # after offload (85): the GPU step it hides behind includes the weight copy
     params: ClassVar[dict[str, Param]] = {
         "per_launch_us": Param(
             float,
@@ -109,6 +112,7 @@ class EagerLaunch(Optimization):
             tpot_s=tpot,
             e2e_s=ttft + tpot * (O - 1),
             notes=[*pred.notes, *notes],
+            timing=t,
         )
 
     def _note(self, phase: str, priced: list[PricedOp], device_s: float, per: float) -> str:

@@ -14,9 +14,13 @@ Formulas, per step with W the weight bytes the step reads and G the GPU time of 
 Decode reads all weights every step, so at PCIe's ~32–64 GB/s against HBM's 2–5 TB/s even a few
 per cent offloaded dominates TPOT; prefill amortises the copy over B·P tokens.
 
+With draft-and-verify decoding (speculative, Medusa, lookahead: order 80–82) the copy is charged
+on the whole iteration they build, so it runs after them: the target's weights cross PCIe once
+per iteration (one verify step); a speculative draft's weights stay on the GPU (its memory is
+added whole, speculative.py) and are not copied.
+
 Limits: the copy is charged on the step, not on operators (the operator table shows GPU work
-only); pinned host memory at full PCIe rate is assumed; optimizations that price extra steps
-after this one (speculative decoding) do not see the copy.
+only); pinned host memory at full PCIe rate is assumed.
 """
 
 from __future__ import annotations
@@ -38,10 +42,12 @@ if TYPE_CHECKING:
 
 
 def weight_bytes_read(priced: list[PricedOp]) -> Num:
-    """Weight bytes a step reads (per step; arrays over the decode grid)."""
+    """Target weight bytes a step reads (per step; arrays over the decode grid); a speculative
+    draft's rows (phase `draft`) read weights that stay on the GPU."""
     total: Num = 0.0
     for p in priced:
-        total = total + p.op.weight_bytes * p.op.count
+        if p.op.phase != "draft":
+            total = total + p.op.weight_bytes * p.op.count
     return total
 
 
@@ -49,7 +55,7 @@ class Offload(Optimization):
     name = "offload"
     summary = "keep a fraction of the weights in host memory, streamed over PCIe every step"
     citation = "Sheng et al. 2023, FlexGen (arXiv:2303.06865) §4"
-    order = 60  # after every table transform: the copy is of the final weight bytes
+    order = 85  # after every table transform and step structure: the final iteration's copy
     params: ClassVar[dict[str, Param]] = {
         "fraction": Param(float, 0.5, "share of the weights held in host memory, F", lo=0, hi=1),
         "overlap": Param(bool, True, "prefetch the next layer while this one computes"),
@@ -100,4 +106,5 @@ class Offload(Optimization):
             tpot_s=tpot,
             e2e_s=ttft + tpot * (O - 1),
             notes=[*pred.notes, note],
+            timing=t,
         )

@@ -56,6 +56,29 @@ def test_a_gpu_slower_than_its_peers_shows_as_bias_on_it_alone():
     assert 0.05 < cv.loc["a100-sxm-80gb", "bias"] < 1.0
 
 
+def eager_act_rows(gpu: str) -> pd.DataFrame:
+    """Eager SiLU-and-mul calls over five decades, timed as kernels that keep 4.3 bytes per
+    resident thread per microsecond in flight (A40: 0.55 TB/s, A100: 0.95 TB/s, both below a
+    device copy's 0.9 of HBM, as Vidur measured them)."""
+    n = np.unique(np.geomspace(1e3, 1e8, 40).astype(int)).astype(float)
+    frame = pd.DataFrame({"op": "elementwise", "elements_read": 2 * n, "elements_written": n,
+                          "dtype": "fp16", "eager": 1, "impl": "vidur:eager", "gpu": gpu,
+                          "source": "synthetic"})  # fmt: skip
+    terms = KindEfficiency(memory_fraction=0.9, overhead_s=2e-6, bytes_per_thread_us=4.3)
+    truth = Profile(name="truth", kinds={"elementwise": terms}, source="test")
+    frame["measured_s"] = predict_frame(frame, get_gpu(gpu), truth)["predicted_s"]
+    return frame
+
+
+def test_eager_kernels_learned_on_one_gpu_carry_to_the_other():
+    # Each fold learns from one GPU's eager rows, which an HBM fraction (0.78 of the A40's)
+    # explains as well as the per-thread roof: taking the HBM fraction predicted the held-out
+    # A100 38 % too fast (issue 11's cv table); the per-thread roof carries exactly.
+    table = pd.concat([eager_act_rows("a40"), eager_act_rows("a100-sxm-80gb")])
+    cv = cross_validate(table, "pooled", max_evals=600)
+    assert (cv["median"] < 0.01).all() and (cv["p90"] < 0.02).all(), cv
+
+
 def test_generation_rule_picks_the_nearest_measured_generation():
     measured = list(GPUS)
     assert reference_gpus(get_gpu("h200"), measured) == ["h100-sxm"]

@@ -16,16 +16,17 @@ validate/moe_configs.py); its error on every subset is recorded. The model
 priced during the fit is `model.pricing.price_op` on the ops of model/kernel_predict.py, the
 path `kernels predict` and the operator table price through, so a fitted profile reproduces
 its fit error exactly wherever it is applied. Kinds with no compute roof in practice fit the
-bandwidth fraction and overhead only (elementwise, embedding), plus the grid terms for norms
-(one program per row).
+bandwidth fraction, overhead and eager SM-side roof only (elementwise, embedding), plus the grid
+terms for norms (one program per row); where one GPU's eager rows cannot tell the SM-side roof
+from the HBM fraction, the HBM roof is a device copy's unless the rows clearly say otherwise.
 
 GPUs without measurements: `generic.yaml` is one fit pooled over every measured GPU, each row
 priced with its own GPU's datasheet (peaks, bandwidth, SM count) and each GPU weighted equally,
 so its terms are the dimensionless fractions and the latencies that carry across GPUs. A GPU's
 own file takes the kinds it has data for; its other kinds come from the generic fit.
 
-What each kind fits (its rows, terms, start and search coordinates) is validate/fit_terms.py;
-this module owns the search, its error diagnostics and the profile files.
+What each kind fits (rows, terms, starts, the copy prior) is validate/fit_terms.py; this
+module owns the search, its error diagnostics and the profile files.
 """
 
 from __future__ import annotations
@@ -175,18 +176,15 @@ def fit_kind(
 
         x, fx = minimise(objective, to_vector(start, terms), max_evals=max_evals)
         if start != default:  # also from the defaults: the pooled start may sit in a worse basin
-            x_default, f_default = minimise(
-                objective, to_vector(default, terms), max_evals=max_evals
-            )
-            if f_default < fx - 1e-4:  # clearly better, not a tie along a direction rows ignore
-                x, fx = x_default, f_default
+            x_dflt, f_dflt = minimise(objective, to_vector(default, terms), max_evals=max_evals)
+            if f_dflt < fx - 1e-4:  # clearly better, not a tie along a direction rows ignore
+                x, fx = x_dflt, f_dflt
         return {**fixed, **to_params(x, terms)}, fx
 
     found, fx = search(terms, held)
     if roofs:
-        # One GPU's eager rows cannot tell an HBM fraction from an SM-side roof (either explains
-        # a constant 0.5 TB/s): unless the rows clearly say otherwise, the HBM roof is a device
-        # copy's and the SM-side roof explains the rest (fit_terms.py COPY_FRACTION).
+        # One GPU's eager rows fit an HBM fraction as well as an SM-side roof: unless the rows
+        # clearly say otherwise, HBM streams at a device copy's (fit_terms.py COPY_FRACTION).
         free = tuple(t for t in terms if t != "memory_fraction")
         at_copy, f_copy = search(free, {"memory_fraction": COPY_FRACTION})
         if f_copy <= fx + COPY_PRIOR_TOLERANCE:

@@ -1,5 +1,6 @@
 """What `rooflens calibrate fit` fits for each operator kind: the measured ops a kind's rows
 are, the `KindEfficiency` terms it fits (hardware/profiles.py) and where the search starts,
+the prior that settles an eager kernel's SM-side roof against its HBM fraction (COPY_FRACTION),
 which kinds are fitted on a subset (the attention frontier, tuned MoE configs), and the map
 between valid terms and the unconstrained vector Nelder-Mead searches (logistic for fractions,
 exp for positive terms). The fit itself is validate/calibrate.py.
@@ -27,8 +28,10 @@ KIND_OPS: dict[str, tuple[str, ...]] = {
 }
 FULL_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power",
               "wave_latency_s", "saturation_blocks_per_sm")  # fmt: skip
-# Memory kinds measured as eager PyTorch kernels also fit their bytes per SM cycle (the
-# throughput roof of such kernels, model/pricing.py); it has no effect on fused calls.
+# Memory kinds measured as eager PyTorch kernels also fit their SM-side roof (model/pricing.py;
+# no effect on fused calls): the embedding gather its bytes per SM cycle (issue-bound on index
+# arithmetic), streaming norms and elementwise kernels their bytes per resident thread per µs
+# (bound by the loads they keep in flight: Vidur's A100/A40 speed ratio is their threads', 1.7x).
 MEMORY_TERMS = ("memory_fraction", "overhead_s", "bytes_per_sm_cycle")
 STREAM_TERMS = ("memory_fraction", "overhead_s", "bytes_per_thread_us")
 EAGER_ROOF_TERMS = ("bytes_per_sm_cycle", "bytes_per_thread_us")

@@ -13,7 +13,7 @@ import pytest
 from cli import main
 from hardware.presets import get_gpu
 from hardware.profiles import KindEfficiency, Profile
-from validate.cv import COLUMNS, cross_validate, overall
+from validate.cv import COLUMNS, cross_validate, overall, per_call
 from validate.datasets import load_kernels
 from validate.generation import profile_for, reference_gpus
 from validate.predict import predict_frame
@@ -132,6 +132,15 @@ def test_overall_leaves_out_cells_without_training_data():
                            "worst_p90": 0.5}  # fmt: skip
 
 
+def test_per_call_pools_every_folds_scored_calls():
+    assert per_call([np.array([0.1, -0.3]), np.array([0.2])]) == {
+        "rows": 3.0, "median": pytest.approx(0.2), "p90": pytest.approx(0.28)}  # fmt: skip
+    calls: list = []
+    table = pd.concat([eager_act_rows("a40"), eager_act_rows("a100-sxm-80gb")])
+    cv = cross_validate(table, "pooled", max_evals=300, calls=calls)
+    assert len(calls) == 2 and per_call(calls)["rows"] == cv["rows"].sum()
+
+
 def test_cv_cli_writes_csv_and_json(tmp_path, capsys):
     measured = tmp_path / "measured"
     for gpu in ("a100-sxm-80gb", "h100-sxm"):
@@ -144,6 +153,8 @@ def test_cv_cli_writes_csv_and_json(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert {c["held_out"] for c in report["cells"]} == {"a100-sxm-80gb", "h100-sxm"}
     assert report["overall"]["worst_median"] < 0.01
+    assert report["per_call"]["rows"] == sum(c["rows"] for c in report["cells"])
+    assert report["per_call"]["p90"] < 0.02
     written = pd.read_csv(out)
     assert list(written.columns) == list(COLUMNS) and len(written) == 2
     assert not list(tmp_path.glob(".cv.csv.*"))  # atomic: no temp file left behind

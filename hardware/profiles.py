@@ -9,10 +9,10 @@ without its own file uses `generic.yaml`, which validate/ derives from the measu
 
 Each kind's terms (`KindEfficiency`: achieved compute and bandwidth fractions, a fixed cost
 per call, the overlap power of the roofs, a latency per wave of thread blocks, the blocks per
-SM that saturate bandwidth, the bytes per SM cycle an eager PyTorch kernel moves) are defined
-by the formula in model/pricing.py. Kinds: the op kinds of model/op.py, plus
-`attention_decode` (one new token per sequence) and `moe` (fused MoE experts, model/moe.py),
-which take their own terms when fitted.
+SM that saturate bandwidth, the bytes per SM cycle an eager PyTorch kernel issues, the bytes
+per microsecond each of its resident threads keeps moving) are defined by the formula in
+model/pricing.py. Kinds: the op kinds of model/op.py, plus `attention_decode` (one new token
+per sequence) and `moe` (fused MoE experts, model/moe.py), which take their own terms when fitted.
 """
 
 from __future__ import annotations
@@ -54,6 +54,12 @@ class KindEfficiency(BaseModel):
         default=0.0,
         ge=0,
         description="bytes an eager (unfused PyTorch) kernel moves per SM per clock (0: off)",
+    )
+    bytes_per_thread_us: float = Field(
+        default=0.0,
+        ge=0,
+        description="bytes each resident thread of an eager (unfused PyTorch) kernel moves per "
+        "microsecond: the bytes it keeps in flight over the memory latency (0: off)",
     )
     wave_tail: float = Field(
         default=0.0,

@@ -89,6 +89,12 @@ class GPUSpec(Spec):
     boost_clock_hz: float | None = Field(
         default=None, gt=0, description="SM boost clock, Hz (None = unknown): sets SM throughput"
     )
+    max_threads_per_sm: int | None = Field(
+        default=None,
+        gt=0,
+        description="resident threads an SM holds at full occupancy (None = unknown): sets how "
+        "many loads an eager kernel keeps in flight",
+    )
     smem_per_sm_bytes: float = Field(
         gt=0,
         description="shared memory (SRAM) usable per SM, bytes; sets FlashAttention tile size",
@@ -127,7 +133,9 @@ class GPUSpec(Spec):
             "nvlink_bytes_per_s",
             "pcie_bytes_per_s",
         ] + [
-            f for f in ("tdp_watts", "idle_watts", "boost_clock_hz") if getattr(self, f) is not None
+            f
+            for f in ("tdp_watts", "idle_watts", "boost_clock_hz", "max_threads_per_sm")
+            if getattr(self, f) is not None
         ]
         if self.idle_watts is not None and self.tdp_watts is not None:
             if self.idle_watts >= self.tdp_watts:

@@ -16,10 +16,17 @@ The time of one kernel call under a profile's terms for its kind:
     time = busy + communication + overhead_s · kernels
 
 For an eager PyTorch kernel (`eager` in its shape: a harness that times unfused torch ops one
-by one, model/op.py memory_op) the bandwidth is min(HBM · memory_fraction, SMs · clock ·
-bytes_per_sm_cycle): such kernels keep too few bytes in flight per SM to reach HBM speed on a
-fast-memory part, so they track the SMs' load throughput (Vidur: embedding 0.30 TB/s on the
-A100's 2.0 TB/s HBM, 0.35 TB/s on the A40's 0.70 TB/s: about 2 bytes per SM cycle on both).
+by one, model/op.py memory_op) the bandwidth is also capped by the SM side, the lesser of:
+- issue: SMs × clock × bytes_per_sm_cycle. PyTorch's embedding gather (index_select) spends
+  integer index arithmetic on every 2-byte element, so it tracks the SMs' clock (Vidur: 0.30
+  TB/s on the A100's 2.0 TB/s HBM, 0.35 TB/s on the A40's 0.70 TB/s: 2.0 and 2.4 bytes per SM
+  cycle);
+- latency (Little's law, bandwidth = bytes in flight / memory latency): resident threads (SMs ×
+  max_threads_per_sm) × bytes_per_thread_us. Streaming kernels with a few loads in flight per
+  thread (norms, activations, RoPE) move a fixed number of bytes per resident thread per unit of
+  time, whatever the clock: Vidur's norms run at 0.68 TB/s on the A100 (221,184 resident
+  threads) and 0.415 TB/s on the A40 (129,024: 48 warps per SM on compute capability 8.6),
+  3.1 and 3.2 bytes per thread per microsecond, 0.33 and 0.60 of their HBM.
 
 C and M are the roofline (Williams, Waterman & Patterson, CACM 2009). The p-norm interpolates
 between perfect overlap of the roofs (p = ∞: the roofline's max, a lower bound) and none
@@ -158,8 +165,22 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
 
 
 def sm_throughput(gpu: GPUSpec, eff: KindEfficiency) -> float:
-    """Bytes/s an eager PyTorch kernel moves: SMs × clock × bytes per SM cycle (0 if unknown)."""
+    """Bytes/s an eager PyTorch kernel issues: SMs × clock × bytes per SM cycle (0 if unknown)."""
     return gpu.sm_count * (gpu.boost_clock_hz or 0.0) * eff.bytes_per_sm_cycle
+
+
+def thread_throughput(gpu: GPUSpec, eff: KindEfficiency) -> float:
+    """Bytes/s an eager PyTorch kernel keeps in flight (Little's law): resident threads (SMs ×
+    threads per SM) × bytes each moves per microsecond (0 if unknown)."""
+    threads = gpu.sm_count * (gpu.max_threads_per_sm or 0)
+    return threads * eff.bytes_per_thread_us * 1e6
+
+
+def eager_roof(gpu: GPUSpec, eff: KindEfficiency) -> float:
+    """The lesser of an eager kernel's SM-side roofs that the profile and the GPU state, bytes/s
+    (inf where none is known)."""
+    roofs = [r for r in (sm_throughput(gpu, eff), thread_throughput(gpu, eff)) if r > 0]
+    return min(roofs, default=float("inf"))
 
 
 def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
@@ -171,8 +192,8 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     # replaces the op's structural min(1, blocks / SMs).
     occupancy = 1.0 if eff.saturation_blocks_per_sm > 0 else op.bandwidth_fraction
     bandwidth = gpu.hbm_bytes_per_s * eff.memory_fraction * occupancy
-    if op.shape.get("eager") and eff.bytes_per_sm_cycle > 0 and gpu.boost_clock_hz:
-        bandwidth = np.minimum(bandwidth, sm_throughput(gpu, eff))
+    if op.shape.get("eager"):
+        bandwidth = np.minimum(bandwidth, eager_roof(gpu, eff))
     memory_s = op.bytes / bandwidth
     comm_s: Num = 0.0
     if op.kind == "comm":

@@ -16,16 +16,17 @@ validate/moe_configs.py); its error on every subset is recorded. The model
 priced during the fit is `model.pricing.price_op` on the ops of model/kernel_predict.py, the
 path `kernels predict` and the operator table price through, so a fitted profile reproduces
 its fit error exactly wherever it is applied. Kinds with no compute roof in practice fit the
-bandwidth fraction and overhead only (elementwise, embedding), plus the grid terms for norms
-(one program per row).
+bandwidth fraction, overhead and eager SM-side roof only (elementwise, embedding), plus the grid
+terms for norms (one program per row); where one GPU's eager rows cannot tell the SM-side roof
+from the HBM fraction, the HBM roof is a device copy's unless the rows clearly say otherwise.
 
 GPUs without measurements: `generic.yaml` is one fit pooled over every measured GPU, each row
 priced with its own GPU's datasheet (peaks, bandwidth, SM count) and each GPU weighted equally,
 so its terms are the dimensionless fractions and the latencies that carry across GPUs. A GPU's
 own file takes the kinds it has data for; its other kinds come from the generic fit.
 
-What each kind fits (its rows, terms, start and search coordinates) is validate/fit_terms.py;
-this module owns the search, its error diagnostics and the profile files.
+What each kind fits (rows, terms, starts, the copy prior) is validate/fit_terms.py; this
+module owns the search, its error diagnostics and the profile files.
 """
 
 from __future__ import annotations
@@ -45,12 +46,17 @@ from hardware.spec import SystemSpec
 from model.io import atomic_write_text
 from model.pricing import price_op
 from validate.fit_terms import (
+    COPY_FRACTION,
+    COPY_PRIOR_TOLERANCE,
+    EAGER_ROOF_TERMS,
     FRONTIER_KINDS,
     KIND_OPS,
     START,
     TUNED_KINDS,
+    Calls,
     interior,
     kind_rows,
+    roof_start,
     terms_for,
     to_params,
     to_vector,
@@ -97,6 +103,14 @@ def predicted_s(chunk: Chunk, eff: KindEfficiency, kind: str) -> np.ndarray:
     return out
 
 
+def _calls(chunk: Chunk) -> Calls:
+    nbytes, eager = np.zeros(len(chunk.measured_s)), np.zeros(len(chunk.measured_s), bool)
+    for b in chunk.batches:
+        nbytes[b.index] = np.broadcast_to(b.op.bytes, b.index.shape)
+        eager[b.index] = bool(b.op.shape.get("eager"))
+    return Calls(chunk.system.gpu, nbytes, chunk.measured_s, eager)
+
+
 def faster_than_peak(table: pd.DataFrame) -> pd.Series:
     """Rows measured faster than the ideal roofline of their own GPU (cache effects)."""
     out = pd.Series(False, index=table.index)
@@ -134,24 +148,48 @@ def fit_kind(
     by_size = kind.startswith("attention")
     chunks = [_chunk(g, by_size) for _, g in rows[keep].groupby("gpu")]
     terms = terms_for(kind)
-    start = dict(START)
+    default = dict(START)
+    start = dict(default)
     if pooled is not None:
         start.update({t: v for t in terms if interior(t, v := getattr(pooled, t))})
+    calls = [_calls(c) for c in chunks]
+    roofs = [t for t in terms if t in EAGER_ROOF_TERMS]
+    held: dict[str, float] = {}
+    if roofs and not any(c.eager.any() for c in calls):
+        # no eager rows: the SM-side roof prices nothing here, so it keeps its pooled value
+        held = {t: getattr(pooled, t) if pooled is not None else 0.0 for t in roofs}
+        terms, roofs = tuple(t for t in terms if t not in roofs), []
+    for term in roofs:
+        # On its flat side (HBM binds, the roof does not) the simplex stalls: start the roof
+        # where the rows' large calls put it, and once 10x above it (HBM-bound on every GPU).
+        start[term] = roof_start(calls, term)
+        default[term] = 10.0 * start[term]
 
     def errors(eff: KindEfficiency) -> list[np.ndarray]:
         return [np.log(predicted_s(c, eff, kind) / c.measured_s) for c in chunks]
 
-    def objective(x: np.ndarray) -> float:
-        eff = KindEfficiency(**to_params(x, terms))
-        per_gpu = [np.sum(c.weight * np.abs(e)) for c, e in zip(chunks, errors(eff), strict=True)]
-        return float(np.mean(per_gpu))
+    def search(terms: tuple[str, ...], fixed: dict[str, float]) -> tuple[dict[str, float], float]:
+        def objective(x: np.ndarray) -> float:
+            eff = KindEfficiency(**fixed, **to_params(x, terms))
+            errs = zip(chunks, errors(eff), strict=True)
+            return float(np.mean([np.sum(c.weight * np.abs(e)) for c, e in errs]))
 
-    x, fx = minimise(objective, to_vector(start, terms), max_evals=max_evals)
-    if start != START:  # also from the defaults: the pooled start may sit in a worse basin
-        x_default, f_default = minimise(objective, to_vector(START, terms), max_evals=max_evals)
-        if f_default < fx - 1e-4:  # clearly better, not a tie along a direction the rows ignore
-            x = x_default
-    params = {k: float(f"{v:.4g}") for k, v in to_params(x, terms).items()}
+        x, fx = minimise(objective, to_vector(start, terms), max_evals=max_evals)
+        if start != default:  # also from the defaults: the pooled start may sit in a worse basin
+            x_dflt, f_dflt = minimise(objective, to_vector(default, terms), max_evals=max_evals)
+            if f_dflt < fx - 1e-4:  # clearly better, not a tie along a direction rows ignore
+                x, fx = x_dflt, f_dflt
+        return {**fixed, **to_params(x, terms)}, fx
+
+    found, fx = search(terms, held)
+    if roofs:
+        # One GPU's eager rows fit an HBM fraction as well as an SM-side roof: unless the rows
+        # clearly say otherwise, HBM streams at a device copy's (fit_terms.py COPY_FRACTION).
+        free = tuple(t for t in terms if t != "memory_fraction")
+        at_copy, f_copy = search(free, {"memory_fraction": COPY_FRACTION})
+        if f_copy <= fx + COPY_PRIOR_TOLERANCE:
+            found = at_copy
+    params = {k: float(f"{v:.4g}") for k, v in found.items()}
     eff = KindEfficiency(**params)
     rel = np.abs(np.exp(np.concatenate(errors(eff))) - 1.0)
     stats = {

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from hardware.errors import RooflensError
@@ -48,10 +49,12 @@ def cross_validate(
     rule: str = "pooled",
     max_evals: int = 1500,
     progress: Callable[[str], None] | None = None,
+    calls: list[np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """One row per held-out GPU and operator class: rows scored, training rows of the class,
     median and p90 of |error|, median error (bias; negative = the model is too fast), the rule,
-    the GPUs whose fit priced it (`reference_gpus`), the GPUs trained on, and provenance."""
+    the GPUs whose fit priced it (`reference_gpus`), the GPUs trained on, and provenance.
+    `calls`, if given, receives each fold's per-call errors of the scored rows (`per_call`)."""
     if rule not in RULES:
         raise RooflensError(f"unknown rule '{rule}': use one of {', '.join(RULES)}")
     gpus = sorted(table["gpu"].astype(str).unique())
@@ -68,7 +71,11 @@ def cross_validate(
             get_gpu(held_out), train, pooled, rule=rule, max_evals=max_evals
         )
         scored, _ = best_of_impls(table[table["gpu"] == held_out])
-        summary = summarize(join(scored, ("ideal", profile)), ("gpu", "op"), subsets=True)
+        joined = join(scored, ("ideal", profile))
+        summary = summarize(joined, ("gpu", "op"), subsets=True)
+        if calls is not None:  # the rows summarize scores, fused MoE left out (no training rows)
+            kept = joined[~joined["below_ideal"] & joined["op"].ne("moe")]
+            calls.append(kept[f"error_{profile.name}"].to_numpy(float))
         frame = pd.DataFrame(
             {
                 "held_out": held_out,
@@ -87,6 +94,16 @@ def cross_validate(
         )
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
+
+
+def per_call(calls: list[np.ndarray]) -> dict[str, float]:
+    """Over every scored held-out call of every fold (fused MoE left out: no GPU but the A100
+    measured it): rows, and the median and p90 of |error|."""
+    error = np.abs(np.concatenate(calls)) if calls else np.zeros(0)
+    if not len(error):
+        return {"rows": 0.0, "median": float("nan"), "p90": float("nan")}
+    return {"rows": float(len(error)), "median": float(np.median(error)),
+            "p90": float(np.quantile(error, 0.9))}  # fmt: skip
 
 
 def overall(cv: pd.DataFrame) -> dict[str, float]:

@@ -12,14 +12,17 @@ from validate.datasets import DEFAULT_ROOT
 
 def cmd_cv(args: argparse.Namespace) -> int:
     from model.io import atomic_write_csv, to_json
-    from validate.cv import cross_validate, overall
+    from validate.cv import cross_validate, overall, per_call
 
     progress = None if args.json else console.print
-    cv = cross_validate(training_table_of(args), args.rule, args.max_evals, progress)
+    calls: list = []
+    cv = cross_validate(training_table_of(args), args.rule, args.max_evals, progress, calls)
+    calls_summary = per_call(calls)
     if args.output:
         atomic_write_csv(args.output, cv)
     if args.json:
-        print(to_json({"cells": cv.to_dict(orient="records"), "overall": overall(cv)}))
+        print(to_json({"cells": cv.to_dict(orient="records"), "overall": overall(cv),
+                       "per_call": calls_summary}))  # fmt: skip
         return 0
     shown = cv[["held_out", "op", "rows", "trained_rows", "median", "p90", "bias"]]
     shown = shown.rename(columns={"held_out": "held-out GPU", "trained_rows": "trained on (rows)",
@@ -32,6 +35,10 @@ def cmd_cv(args: argparse.Namespace) -> int:
         f"over {int(o['cells'])} GPU × class cells with training data: median "
         f"{100 * o['median_of_medians']:.1f} % (worst {100 * o['worst_median']:.1f} %),"
         f" p90 {100 * o['median_of_p90']:.1f} % (worst {100 * o['worst_p90']:.1f} %)"
+    )
+    console.print(
+        f"per call over {int(calls_summary['rows']):,} held-out rows (fused MoE left out): median "
+        f"{100 * calls_summary['median']:.1f} %, p90 {100 * calls_summary['p90']:.1f} %"
     )
     if args.output:
         console.print(f"wrote {args.output}")

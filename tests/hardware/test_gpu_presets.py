@@ -156,3 +156,25 @@ def test_malformed_file_gives_one_line_error(
 def test_missing_file_gives_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(RooflensError, match="file not found"):
         get_gpu(str(tmp_path / "nope.yaml"))
+
+
+# Resident threads per SM by chip (CUDA C++ Programming Guide, "Technical Specifications per
+# Compute Capability"): the data-centre dies (GV100 7.0, GA100 8.0, GH100 9.0, GB100 10.0) hold
+# 64 warps, the graphics dies (GA10x 8.6, AD10x 8.9) 48. Two parts of one generation differ.
+GRAPHICS_DIES = {"a10", "a10g", "a40", "rtx-3090", "l4", "l40s", "rtx-4090"}
+
+
+@pytest.mark.parametrize("gpu", ALL, ids=ids(ALL))
+def test_resident_threads_per_sm_follow_the_die(gpu: GPUSpec) -> None:
+    if gpu.vendor != "nvidia":
+        assert gpu.max_threads_per_sm is None  # unknown: the eager thread roof is off
+        return
+    assert gpu.max_threads_per_sm == (1536 if gpu.id in GRAPHICS_DIES else 2048)
+    assert "Compute Capability" in gpu.sources["max_threads_per_sm"]
+
+
+def test_resident_threads_need_a_source() -> None:
+    data = read_data_file(GPU_DIR / "a40.yaml")
+    data["sources"].pop("max_threads_per_sm")
+    with pytest.raises(ValueError, match="max_threads_per_sm"):
+        GPUSpec.model_validate(data)

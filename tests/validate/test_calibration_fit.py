@@ -12,7 +12,7 @@ import pytest
 from hardware.presets import get_gpu
 from hardware.profiles import KindEfficiency, Profile
 from validate.calibrate import fit_kind, fit_profile, write_profile
-from validate.fit_terms import kind_rows
+from validate.fit_terms import COPY_FRACTION, kind_rows
 from validate.predict import predict_frame
 
 TRUE = KindEfficiency(
@@ -77,3 +77,34 @@ def test_written_profile_loads_back(tmp_path):
     assert loaded.kinds == profile.kinds
     assert loaded.provenance["fit"]["gemm"]["rows"] == 80
     assert "default" in loaded.kinds
+
+
+def _eager_act(gpu_id: str, eff: KindEfficiency) -> pd.DataFrame:
+    """Vidur-like eager SiLU-and-mul calls over five decades of size, timed as `eff` prices."""
+    n = np.unique(np.geomspace(1e3, 1e8, 40).astype(int)).astype(float)
+    table = pd.DataFrame({"op": "elementwise", "elements_read": 2 * n, "elements_written": n,
+                          "dtype": "fp16", "eager": 1})  # fmt: skip
+    truth = Profile(name="truth", kinds={"elementwise": eff}, source="test")
+    table["measured_s"] = predict_frame(table, get_gpu(gpu_id), truth)["predicted_s"]
+    return table.assign(gpu=gpu_id, impl="vidur:eager", source="test")
+
+
+def test_one_gpus_eager_rows_go_to_the_sm_side_roof():
+    # The A40's eager activation at 0.54 TB/s (0.78 of its 0.696 TB/s) is explained as well by
+    # an HBM fraction of 0.78 as by a per-thread roof: the fit keeps a device copy's fraction
+    # and puts the roof where the rows are, 0.54e12 / (84 SMs x 1536 threads) per second.
+    rows = _eager_act("a40", KindEfficiency(memory_fraction=0.78, overhead_s=2e-6))
+    eff, stats = fit_kind(rows, "elementwise")
+    assert stats["median_abs_error"] < 0.005
+    assert eff.memory_fraction == COPY_FRACTION
+    assert eff.bytes_per_thread_us == pytest.approx(0.78 * 696e9 / (84 * 1536) / 1e6, rel=0.01)
+
+
+def test_rows_that_say_hbm_bound_keep_their_hbm_fraction():
+    # Both GPUs at half their HBM: one fraction explains both, no per-thread roof can (their
+    # resident threads are 1.71x apart, their HBM 2.93x), so the copy default gives way.
+    half = KindEfficiency(memory_fraction=0.5, overhead_s=2e-6)
+    table = pd.concat([_eager_act("a40", half), _eager_act("a100-sxm-80gb", half)])
+    eff, stats = fit_kind(table, "elementwise")
+    assert stats["median_abs_error"] < 0.01
+    assert eff.memory_fraction == pytest.approx(0.5, rel=0.02)

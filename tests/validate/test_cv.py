@@ -13,7 +13,8 @@ import pytest
 from cli import main
 from hardware.presets import get_gpu
 from hardware.profiles import KindEfficiency, Profile
-from validate.cv import COLUMNS, cross_validate, overall
+from validate.cv import COLUMNS, cross_validate, overall, per_call
+from validate.datasets import load_kernels
 from validate.generation import profile_for, reference_gpus
 from validate.predict import predict_frame
 
@@ -56,6 +57,52 @@ def test_a_gpu_slower_than_its_peers_shows_as_bias_on_it_alone():
     assert 0.05 < cv.loc["a100-sxm-80gb", "bias"] < 1.0
 
 
+def eager_act_rows(gpu: str) -> pd.DataFrame:
+    """Eager SiLU-and-mul calls over five decades, timed as kernels that keep 4.3 bytes per
+    resident thread per microsecond in flight (A40: 0.55 TB/s, A100: 0.95 TB/s, both below a
+    device copy's 0.9 of HBM, as Vidur measured them)."""
+    n = np.unique(np.geomspace(1e3, 1e8, 40).astype(int)).astype(float)
+    frame = pd.DataFrame({"op": "elementwise", "elements_read": 2 * n, "elements_written": n,
+                          "dtype": "fp16", "eager": 1, "impl": "vidur:eager", "gpu": gpu,
+                          "source": "synthetic"})  # fmt: skip
+    terms = KindEfficiency(memory_fraction=0.9, overhead_s=2e-6, bytes_per_thread_us=4.3)
+    truth = Profile(name="truth", kinds={"elementwise": terms}, source="test")
+    frame["measured_s"] = predict_frame(frame, get_gpu(gpu), truth)["predicted_s"]
+    return frame
+
+
+def test_eager_kernels_learned_on_one_gpu_carry_to_the_other():
+    # Each fold learns from one GPU's eager rows, which an HBM fraction (0.78 of the A40's)
+    # explains as well as the per-thread roof: taking the HBM fraction predicted the held-out
+    # A100 38 % too fast (issue 11's cv table); the per-thread roof carries exactly.
+    table = pd.concat([eager_act_rows("a40"), eager_act_rows("a100-sxm-80gb")])
+    cv = cross_validate(table, "pooled", max_evals=600)
+    assert (cv["median"] < 0.01).all() and (cv["p90"] < 0.02).all(), cv
+
+
+# Held-out error of the memory classes on the shared measurements (validate/results/cv.csv, the
+# eager kernels' per-thread roof, 2026-11-25) plus 1.5 / 2.5 points of headroom, as the in-sample
+# budget (validate/accuracy_budget.yaml). Before that roof: A100 43 / 38 / 69 %, A40 norm 31 %.
+MEMORY_CV_BUDGET = {
+    ("a100-sxm-80gb", "norm"): (0.092, 0.344),
+    ("a100-sxm-80gb", "elementwise"): (0.094, 0.277),
+    ("a100-sxm-80gb", "embedding"): (0.167, 0.248),
+    ("a40", "norm"): (0.049, 0.151),
+    ("a40", "elementwise"): (0.074, 0.356),
+    ("a40", "embedding"): (0.195, 0.293),
+    ("h100-sxm", "norm"): (0.081, 0.381),
+}
+
+
+def test_memory_classes_carry_to_the_held_out_gpu(measured_dir):
+    table = load_kernels(measured_dir)
+    table = table[table["op"].isin(["norm", "elementwise", "embedding"])]
+    cv = cross_validate(table, "pooled").set_index(["held_out", "op"])
+    assert set(cv.index) == set(MEMORY_CV_BUDGET)
+    for cell, (median, p90) in MEMORY_CV_BUDGET.items():
+        assert cv.loc[cell, "median"] <= median and cv.loc[cell, "p90"] <= p90, (cell, cv.loc[cell])
+
+
 def test_generation_rule_picks_the_nearest_measured_generation():
     measured = list(GPUS)
     assert reference_gpus(get_gpu("h200"), measured) == ["h100-sxm"]
@@ -85,6 +132,15 @@ def test_overall_leaves_out_cells_without_training_data():
                            "worst_p90": 0.5}  # fmt: skip
 
 
+def test_per_call_pools_every_folds_scored_calls():
+    assert per_call([np.array([0.1, -0.3]), np.array([0.2])]) == {
+        "rows": 3.0, "median": pytest.approx(0.2), "p90": pytest.approx(0.28)}  # fmt: skip
+    calls: list = []
+    table = pd.concat([eager_act_rows("a40"), eager_act_rows("a100-sxm-80gb")])
+    cv = cross_validate(table, "pooled", max_evals=300, calls=calls)
+    assert len(calls) == 2 and per_call(calls)["rows"] == cv["rows"].sum()
+
+
 def test_cv_cli_writes_csv_and_json(tmp_path, capsys):
     measured = tmp_path / "measured"
     for gpu in ("a100-sxm-80gb", "h100-sxm"):
@@ -97,6 +153,8 @@ def test_cv_cli_writes_csv_and_json(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert {c["held_out"] for c in report["cells"]} == {"a100-sxm-80gb", "h100-sxm"}
     assert report["overall"]["worst_median"] < 0.01
+    assert report["per_call"]["rows"] == sum(c["rows"] for c in report["cells"])
+    assert report["per_call"]["p90"] < 0.02
     written = pd.read_csv(out)
     assert list(written.columns) == list(COLUMNS) and len(written) == 2
     assert not list(tmp_path.glob(".cv.csv.*"))  # atomic: no temp file left behind

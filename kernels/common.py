@@ -1,4 +1,5 @@
-"""Helpers shared by every kernel module: dtype byte sizes and the interpreter switch.
+"""Helpers shared by every kernel module: dtype byte sizes, the interpreter switch, and the
+online-softmax fold both attention kernels run per KV block (flash_attention, split_kv).
 
 Nothing here touches CUDA, so importing `kernels` is safe on a machine without a GPU.
 """
@@ -8,6 +9,8 @@ from __future__ import annotations
 import os
 
 import torch
+import triton
+import triton.language as tl
 
 # Bytes per element, keyed by the names the validator's CSV files use and by torch dtypes.
 # int4 is half a byte: two values share one byte (see kernels/w4a16_gemm.py for the packing).
@@ -70,3 +73,16 @@ def interpreting() -> bool:
     this answer is only meaningful if the variable was set before `kernels` was imported.
     """
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+@triton.jit
+def softmax_fold(acc, m_i, l_i, s, v, INPUT_PRECISION: tl.constexpr):
+    """Fold one block of scores s [R, N] (log2 domain, masked keys at -inf) and values v [N, D]
+    into the running (acc [R, D], max m_i [R], sum l_i [R]); every row needs one finite score
+    by now (Milakov & Gimelshein 2018, online softmax; FlashAttention's rescaling)."""
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    p = tl.math.exp2(s - m_new[:, None])
+    alpha = tl.math.exp2(m_i - m_new)
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=INPUT_PRECISION)
+    return acc, m_new, l_i

@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.common import FLOAT_DTYPES, dtype_bytes, interpreting
+from kernels.common import FLOAT_DTYPES, dtype_bytes, interpreting, softmax_fold
 
 LOG2_E = 1.4426950408889634
 
@@ -61,12 +61,7 @@ def _attend_block(
         keep = (offs_n[None, :] <= offs_m[:, None]) & (offs_n[None, :] < seq_len)
         s = tl.where(keep, s, float("-inf"))
     # Every row sees key 0 in its first block, so m_new is finite after the first step.
-    m_new = tl.maximum(m_i, tl.max(s, axis=1))
-    p = tl.math.exp2(s - m_new[:, None])
-    alpha = tl.math.exp2(m_i - m_new)
-    l_i = l_i * alpha + tl.sum(p, axis=1)
-    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=INPUT_PRECISION)
-    return acc, m_new, l_i
+    return softmax_fold(acc, m_i, l_i, s, v, INPUT_PRECISION)
 
 
 @triton.jit

@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.common import FLOAT_DTYPES, interpreting
+from kernels.common import FLOAT_DTYPES, interpreting, softmax_fold
 
 LOG2_E = 1.4426950408889634
 
@@ -25,12 +25,7 @@ def _online_softmax_step(acc, m_i, l_i, q, kt, v, valid, qk_scale, INPUT_PRECISI
     """
     s = tl.dot(q, kt, input_precision=INPUT_PRECISION) * qk_scale  # [R, N]
     s = tl.where(valid[None, :], s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, axis=1))
-    p = tl.math.exp2(s - m_new[:, None])
-    alpha = tl.math.exp2(m_i - m_new)
-    l_i = l_i * alpha + tl.sum(p, axis=1)
-    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=INPUT_PRECISION)
-    return acc, m_new, l_i
+    return softmax_fold(acc, m_i, l_i, s, v, INPUT_PRECISION)
 
 
 @triton.jit

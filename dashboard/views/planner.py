@@ -20,6 +20,7 @@ from model.planner.serving import MODES
 from model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 
 DTYPES = ["bf16", "fp8", "int8", "int4"]
+PROGRESS_STEP = 0.05  # the progress bar moves in steps of this fraction of the sweep
 
 
 def _form(ctx: Context) -> dict[str, Any]:
@@ -103,9 +104,13 @@ def render(ctx: Context) -> None:
     st.header("Capacity planner")
     request = _form(ctx)
     bar = st.empty()
+    shown = [-1.0]  # the last fraction drawn
 
     def progress(done: int, total: int) -> None:
-        bar.progress(done / total, text=f"Sweeping configurations: group {done:,} of {total:,}")
+        # Every group would be a message and a redraw (288 for every GPU): draw each 5 %.
+        if done == total or done / total - shown[0] >= PROGRESS_STEP:
+            shown[0] = done / total
+            bar.progress(done / total, text=f"Sweeping configurations: group {done:,} of {total:,}")
 
     result, feasible = compute.capacity_plan(progress=progress, **request)
     bar.empty()

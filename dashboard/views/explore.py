@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import compute, tables
+from dashboard.charts import show
 from dashboard.controls import Context
 from dashboard.deploy_text import command_text, yaml_text
 from dashboard.export import download_row
@@ -57,7 +58,7 @@ def render(ctx: Context) -> None:
     for note in pred.notes:
         st.info(note)
     breakdown = breakdown_figure(compute.time_breakdown(s))
-    st.plotly_chart(breakdown, key="explore_breakdown")
+    show(breakdown, key="explore_breakdown")
     st.caption(
         "Each bar is one step (prefill = TTFT; one decode step = TPOT before speculation), split "
         "by operator class; a segment's bound is what limits most of its time. Host overhead is "
@@ -121,7 +122,7 @@ def _curve(s: Settings, pred: Prediction) -> go.Figure | None:
         return None
     crossover = decode_crossover(frame)
     fig = curve_figure(frame, crossover, pred.memory.max_batch, s.batch)
-    st.plotly_chart(fig, key="explore_curve")
+    show(fig, key="explore_curve")
     critical = (
         f"decode turns compute-bound at batch ≈ {crossover[1]:,} (the critical batch)"
         if crossover

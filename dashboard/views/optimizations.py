@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute
+from dashboard.charts import show
 from dashboard.controls import Context, url_state
 from dashboard.export import download_row
 from dashboard.figures.waterfall import (
@@ -91,7 +92,7 @@ def render(ctx: Context) -> None:
                     f"({', '.join(overridden)}), which is left out of this stack's stages."
                 )
             fig = waterfall_figure(result, metric, f"{title}: {metric.label}", y_range)
-            st.plotly_chart(fig, key=f"waterfall_{key}")
+            show(fig, key=f"waterfall_{key}")
             download_row(f"rooflens-waterfall-{key}", frame=pd.DataFrame(result), fig=fig)
     st.caption(
         "Bar labels: the metric after each stage, then how many times better it is than the "

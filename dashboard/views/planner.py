@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute
+from dashboard.charts import show
 from dashboard.controls import Context, url_state
 from dashboard.export import download_row
 from dashboard.figures.planner import pareto_figure, rejected_figure
@@ -138,9 +139,9 @@ def render(ctx: Context) -> None:
     pareto = pd.DataFrame(result["pareto"])
     fig = pareto_figure(feasible, pareto, rec)
     if len(feasible):
-        st.plotly_chart(fig, key="plan_pareto")
+        show(fig, key="plan_pareto")
     n_feasible = result["n_configs_evaluated"] - sum(result["rejected"].values())
-    st.plotly_chart(rejected_figure(result["rejected"], n_feasible), key="plan_rejected")
+    show(rejected_figure(result["rejected"], n_feasible), key="plan_rejected")
     st.caption(
         f"{result['n_configs_evaluated']:,} configurations in {result['sweep_s']:.2f} s "
         f"(plan total {result['elapsed_s']:.2f} s). " + " ".join(result["notes"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import compute, tables
+from dashboard.charts import show
 from dashboard.controls import Context
 from dashboard.export import download_row
 from dashboard.figures.roofline import roofline_figure, roofline_points
@@ -36,7 +37,7 @@ def render(ctx: Context) -> None:
         title=f"{gpu.name}: {pred.scenario.model.name}, batch {s.batch:,}, "
         f"prompt {s.prompt_len:,} tokens (marker area ∝ share of its phase's step time)",
     )
-    st.plotly_chart(fig, key="roofline_chart")
+    show(fig, key="roofline_chart")
     st.caption(
         "Ceilings are dense datasheet peaks per compute dtype; each operator computes on the "
         "unit its dtypes select. An operator below the roof takes longer than its roofline "

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute
+from dashboard.charts import show
 from dashboard.controls import Context, url_state
 from dashboard.export import download_row
 from dashboard.figures.validation import BAND, cv_figure, error_figure
@@ -69,7 +70,7 @@ def _measurements(source: str, section: str) -> None:
     if section != MEASURED[0]:
         parity, roofline = compute.validation_figures(source, tuple(gpus), tuple(ops))
         fig = parity if section == MEASURED[1] else roofline
-        st.plotly_chart(fig, key="validation_parity" if fig is parity else "validation_roofline")
+        show(fig, key="validation_parity" if fig is parity else "validation_roofline")
         st.caption(
             ("Error = predicted / measured − 1; dotted lines: ±20 %. " if section == MEASURED[1]
              else "Achieved TFLOP/s against FLOP/byte, under each GPU's roofline. ")
@@ -81,7 +82,7 @@ def _measurements(source: str, section: str) -> None:
         return
     summary = compute.validation_summary(source, tuple(gpus), tuple(ops))
     errors = error_figure(summary, profiles)
-    st.plotly_chart(errors, key="validation_errors")
+    show(errors, key="validation_errors")
     table = _summary_table(summary, profiles)
     narrow = {c: st.column_config.NumberColumn(width="small") for c in table.columns[2:]}
     st.dataframe(table, hide_index=True, width="stretch", column_config=narrow)
@@ -97,7 +98,7 @@ def _cross_validation() -> None:
         st.info(f"No cross-validation table at {CV_FILE}: run `rooflens validate cv -o {CV_FILE}`.")
         return
     cv = pd.read_csv(CV_FILE)
-    st.plotly_chart(cv_figure(cv), key="validation_cv")
+    show(cv_figure(cv), key="validation_cv")
     first = cv.iloc[0]
     st.caption(
         "Each measured GPU left out in turn: calibration fitted on the others "
@@ -125,7 +126,7 @@ def _e2e() -> None:
     labels = {r: f"{runs.loc[runs['run'] == r, 'model'].iloc[0]} · {r}" for r in names}
     run = left.selectbox("Run", names, format_func=labels.get, key="ve2e_run")
     phase = right.radio("Step", ("prefill", "decode"), horizontal=True, key="ve2e_phase")
-    st.plotly_chart(e2e_figure(runs[runs["run"] == run], phase), key="validation_e2e")
+    show(e2e_figure(runs[runs["run"] == run], phase), key="validation_e2e")
     st.caption(
         "`unattributed`: the step time no operator accounts for (host, gaps), beside "
         "the model's host term (model/host.py). Error = predicted / measured − 1."
@@ -180,7 +181,7 @@ def _kernel_benchmark() -> None:
         return
     gpus = sorted(results["gpu"].unique())
     gpu = st.selectbox("Benchmarked GPU", gpus, key="kbench_gpu") if len(gpus) > 1 else gpus[0]
-    st.plotly_chart(kernel_figure(results, load_kernel_targets(), gpu), key="kernel_benchmark")
+    show(kernel_figure(results, load_kernel_targets(), gpu), key="kernel_benchmark")
     first = results[results["gpu"] == gpu].iloc[0]
     st.caption(
         f"{first['device_name']}, commit {first['commit']}, {first['date']}; both sides timed by "

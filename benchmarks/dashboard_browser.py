@@ -7,6 +7,8 @@ Playwright (as tests/dashboard/test_browser.py does). For each page on a 70B mod
 the sidebar's batch to a value not seen before (so no cache hit) and times until the page is
 settled again: Streamlit's status widget gone, no stale element left, and the DOM quiet for
 QUIET_MS (the quiet wait itself is not counted: the time is that of the last DOM change).
+`cpu_ms` is the CPU time the server and the browser spent on one change (the quiet wait's
+polling included): on a machine shared with other work it varies far less than the wall time.
 Validation is timed on its first visit in the server process, picked in the sidebar as a user
 gets there (`first_visit_s`: the measurements read back from the disk cache, its figures built),
 on a full page load (`first_load_s`, which includes Streamlit's own start in the browser, about
@@ -106,6 +108,29 @@ def _settle(page: Any, must: str = "", start: float | None = None) -> float:
     return float(ms) / 1e3
 
 
+def cpu_ms() -> float:
+    """CPU time (user + system, ms) of this process and every process under it: the server,
+    Playwright's driver and Chromium. Unlike wall time, it hardly moves with other work on a
+    shared machine (0 where /proc is missing)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(entry.name)] = fields
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, todo = 0.0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        if pid in stats:  # utime, stime, and those of waited-for children
+            total += sum(int(v) for v in stats[pid][11:15]) * 1e3 / tick
+        todo += children.get(pid, [])
+    return total
+
+
 def _timed_change(page: Any, label: str, value: int) -> float:
     """A new batch typed and entered; settled once the link carries it (the script's last act,
     `write_url`) and the drawing after it is done."""
@@ -168,13 +193,16 @@ def time_pages(url: str, pages: list[str], n: int) -> dict[str, dict[str, float]
             page.goto(f"{url}/?page={name}")  # a full load: Streamlit's own start included
             _settle(page, "!!document.querySelector('h2')")
             load_s = time.perf_counter() - start
-            times = []
+            times, cpu = [], []
             for _ in range(n):
                 batch += 1
+                before = cpu_ms()
                 times.append(_timed_change(page, "Batch (sequences)", batch))
+                cpu.append(cpu_ms() - before)  # the 400 ms quiet wait's polling included
             median = statistics.median(times)
             out[name] = {**extra, "first_load_s": round(load_s, 3), "median_s": round(median, 3),
-                         "max_s": round(max(times), 3)}  # fmt: skip
+                         "max_s": round(max(times), 3),
+                         "cpu_ms": round(statistics.median(cpu))}  # fmt: skip
         browser.close()
     return out
 

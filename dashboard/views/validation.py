@@ -82,11 +82,13 @@ def _measurements(source: str, section: str) -> None:
         return
     summary = compute.validation_summary(source, tuple(gpus), tuple(ops))
     errors = error_figure(summary, profiles)
-    show(errors, key="validation_errors")
+    chart = st.container()  # above the table, sent after it (as on the Roofline page)
     table = _summary_table(summary, profiles)
     narrow = {c: st.column_config.NumberColumn(width="small") for c in table.columns[2:]}
     st.dataframe(table, hide_index=True, width="stretch", column_config=narrow)
     download_row("rooflens-validation", frame=summary, fig=errors)
+    with chart:
+        show(errors, key="validation_errors")
 
 
 def _cross_validation() -> None:

@@ -25,11 +25,13 @@ from dashboard.labels import advice_text
 from dashboard.settings import DEFAULTS, UPLOAD_PREFIX, Settings
 from dashboard.validation_data import (  # noqa: F401 (the Validation page asks compute for them)
     SHARED_SETS,
+    SHOWN_PER_GROUP,
+    picked,
     validation_figures,
-    validation_join,
     validation_profiles,
     validation_sources,
     validation_summary,
+    validation_view,
 )
 from hardware.errors import RooflensError
 from model.presets import get_model

@@ -1,17 +1,22 @@
-"""The Validation page's data: the measurements, their join with the predictions, its summary
-and figures, cached in the process and on disk between server runs.
+"""The Validation page's data: the measurements joined with the predictions, reduced to what the
+page shows, and that reduction cached in the process and on disk between server runs.
 
-A cold join of ~2·10⁵ measured kernels takes ~10 s; it, the summary and the figures are pickled
-in CACHE_DIR under a digest of everything they read (the measurement files' path, size and
-mtime; the cost model's code and data), written atomically, so a new server reads them back in a
-fraction of a second and any change to the inputs recomputes them.
+The page never holds the full join (~2·10⁵ measured kernels × 55 columns, ~110 MB, ~10 s cold):
+`compact` keeps every row with only the columns the statistics read (exact numbers on all rows)
+and a seeded sample of at most SHOWN_PER_GROUP rows per GPU and operator class with the columns
+the figures draw. That view (a few MB) is pickled in CACHE_DIR under a digest of everything the
+join reads (the measurement files' path, size and mtime; the cost model's code and data),
+written atomically, so a new server reads it back in tens of milliseconds and any change to the
+inputs rebuilds it. Older views of the same kind are pruned (KEEP_FILES).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +61,43 @@ REPO = Path(__file__).resolve().parents[1]
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rooflens"
 # What a join depends on: the cost model's code and data (calibration profiles, presets).
 CODE_DIRS = ("hardware", "model", "validate")
-SHOWN_PER_GROUP = 400  # points per (GPU, operator class) drawn; statistics use every row
+KEEP_FILES = 4  # views of one kind kept on disk (several checkouts may share the cache)
+# Points per (GPU, operator class) drawn: the figures are SVG (no WebGL context to create), and a
+# few hundred points per class show the spread; the statistics use every row.
+SHOWN_PER_GROUP = 150
+# What the statistics read (validate.compare.summarize and the page's tiles) ...
+STAT_COLUMNS = ("gpu", "op", "below_ideal", "cache_effect", "ideal_under")
+# ... and what the figures draw (validate.report's parity and roofline figures).
+FIGURE_COLUMNS = ("gpu", "op", "below_ideal", "measured_s", "flops", "bytes", "compute_dtype")
+
+
+@dataclass(frozen=True)
+class ValidationView:
+    """What the page shows of one source's join: `stats`, every row with the columns the
+    statistics read; `shown`, at most SHOWN_PER_GROUP rows per (GPU, class) the model does not
+    under-predict (the rows the figures draw), in a seeded random order."""
+
+    stats: pd.DataFrame
+    shown: pd.DataFrame
+
+
+def compact(joined: pd.DataFrame, profiles: tuple[str, ...]) -> ValidationView:
+    """The page's view of a `validate.compare.join` table (pure; the uncached route's input)."""
+    stats = joined[[*STAT_COLUMNS, *(f"error_{p}" for p in profiles)]].copy()
+    for name in ("gpu", "op"):  # a few distinct values over 2·10⁵ rows
+        stats[name] = stats[name].astype("category")
+    kept = joined[~joined["below_ideal"]]
+    # One seeded permutation, then the first rows of each group: a group's sample does not
+    # depend on which other GPUs or classes are picked.
+    shuffled = kept.sample(frac=1.0, random_state=0)
+    shown = shuffled.groupby(["gpu", "op"], sort=False).head(SHOWN_PER_GROUP)
+    columns = [*FIGURE_COLUMNS, *(f"predicted_{p}_s" for p in profiles)]
+    return ValidationView(stats.reset_index(drop=True), shown[columns].reset_index(drop=True))
+
+
+def picked(frame: pd.DataFrame, gpus: tuple[str, ...], ops: tuple[str, ...]) -> pd.DataFrame:
+    """The rows of the picked GPUs and operator classes."""
+    return frame[frame["gpu"].isin(gpus) & frame["op"].isin(ops)]
 
 
 def _join_key(source: str) -> str:
@@ -89,8 +130,9 @@ def _private(path: Path) -> bool:
     return True
 
 
-def _on_disk(name: str, make: Callable[[], Any]) -> Any:
-    """`make()`, kept in CACHE_DIR/name between server runs (pickled, written atomically)."""
+def _on_disk(name: str, make: Callable[[], Any], kind: str = "") -> Any:
+    """`make()`, kept in CACHE_DIR/name between server runs (pickled, written atomically). With
+    `kind` (a prefix of `name`), only the KEEP_FILES newest files of that kind are kept."""
     path = CACHE_DIR / name
     if path.is_file() and _private(path):
         try:
@@ -102,50 +144,51 @@ def _on_disk(name: str, make: Callable[[], Any]) -> Any:
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     pd.to_pickle(value, tmp)
     tmp.replace(path)  # atomic: a reader never sees half a file
+    if kind:
+        older = sorted(CACHE_DIR.glob(f"{kind}*.pkl"), key=lambda p: p.stat().st_mtime)
+        for stale in older[:-KEEP_FILES]:
+            stale.unlink(missing_ok=True)
     return value
 
 
-@st.cache_resource(max_entries=8, show_spinner="Predicting every measured kernel…")
 def validation_join(source: str) -> pd.DataFrame:
-    """`validate.compare.join` of one source's measurements (read-only: shared, not copied),
-    kept on disk between server runs under a key of its inputs (a cold join takes ~10 s)."""
+    """`validate.compare.join` of one source's measurements (uncached: ~10 s for the shared
+    sets; the page reads `validation_view` instead)."""
     from validate.compare import join
 
-    def make() -> pd.DataFrame:
-        return join(_measured(source), validation_profiles(source))
+    return join(_measured(source), validation_profiles(source))
 
-    result: pd.DataFrame = _on_disk(f"validation-{_join_key(source)}.pkl", make)
-    return result
+
+@st.cache_resource(max_entries=8, show_spinner="Predicting every measured kernel…")
+def validation_view(source: str) -> ValidationView:
+    """`compact(validation_join(source))`, kept on disk between server runs under a key of its
+    inputs (read-only: shared between sessions, not copied)."""
+    key = f"validation-view-{re.sub(r'[^A-Za-z0-9._]+', '-', source)}-"
+
+    def make() -> ValidationView:
+        return compact(validation_join(source), validation_profiles(source))
+
+    name = f"{key}{_join_key(source)}-{SHOWN_PER_GROUP}.pkl"
+    view: ValidationView = _on_disk(name, make, kind=key)
+    return view
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def validation_figures(source: str, gpus: tuple[str, ...], ops: tuple[str, ...]) -> tuple[Any, Any]:
     """The validator's own figures (`rooflens validate report`): parity with the ±20 % band per
-    profile, and the measured points on each GPU's roofline; drawn from at most
-    SHOWN_PER_GROUP seeded samples per GPU and operator class, so the page stays light (and
-    kept on disk with the join, as building them takes seconds)."""
+    profile, and the measured points on each GPU's roofline, drawn from the view's sample and
+    as SVG scatters (no WebGL context for the browser to create per chart)."""
+    from dashboard.figures.validation import as_svg
     from validate.report import parity_figure, roofline_figure
 
-    def make() -> tuple[Any, Any]:
-        joined = validation_join(source)
-        rows = joined[joined["gpu"].isin(gpus) & joined["op"].isin(ops)]
-        shown = rows.sample(frac=1.0, random_state=0).groupby(["gpu", "op"]).head(SHOWN_PER_GROUP)
-        return parity_figure(shown, validation_profiles(source)), roofline_figure(shown)
-
-    picked = hashlib.sha256(repr((gpus, ops, SHOWN_PER_GROUP)).encode()).hexdigest()[:12]
-    return tuple(_on_disk(f"validation-figures-{_join_key(source)}-{picked}.pkl", make))  # type: ignore[return-value]
+    shown = picked(validation_view(source).shown, gpus, ops)
+    return as_svg(parity_figure(shown, validation_profiles(source))), as_svg(roofline_figure(shown))
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
 def validation_summary(source: str, gpus: tuple[str, ...], ops: tuple[str, ...]) -> pd.DataFrame:
-    """`validate.compare.summarize` of the picked rows (read-only; kept on disk as well)."""
+    """`validate.compare.summarize` of the picked rows, on every row (read-only)."""
     from validate.compare import summarize
 
-    def make() -> pd.DataFrame:
-        joined = validation_join(source)
-        rows = joined[joined["gpu"].isin(gpus) & joined["op"].isin(ops)]
-        return summarize(rows, profiles=validation_profiles(source))
-
-    picked = hashlib.sha256(repr((gpus, ops)).encode()).hexdigest()[:12]
-    result: pd.DataFrame = _on_disk(f"validation-summary-{_join_key(source)}-{picked}.pkl", make)
-    return result
+    rows = picked(validation_view(source).stats, gpus, ops)
+    return summarize(rows, profiles=validation_profiles(source))

@@ -1,6 +1,7 @@
 """Validation charts the validator's report lacks: median and p90 error by operator class and GPU,
 per profile, against the ±20 % band; and the leave-one-GPU-out cross-validation (validate/cv.py)
-as a GPU × class heatmap. (Parity and roofline figures come from validate.report.)"""
+as a GPU × class heatmap. (Parity and roofline figures come from validate.report; `as_svg`
+draws them without WebGL.)"""
 
 from __future__ import annotations
 
@@ -10,6 +11,17 @@ import plotly.graph_objects as go
 from dashboard.figures import LAYOUT
 
 BAND = 0.20
+
+
+def as_svg(fig: go.Figure) -> go.Figure:
+    """The same figure with its WebGL scatters (`scattergl`) drawn as SVG scatters: a page of a
+    few thousand points draws faster in SVG than a browser without a GPU creates one WebGL
+    context per chart (~0.2–0.4 s each in headless Chromium)."""
+    spec = fig.to_dict()
+    for trace in spec["data"]:
+        if trace.get("type") == "scattergl":
+            trace["type"] = "scatter"
+    return go.Figure(spec)
 
 
 def error_figure(summary: pd.DataFrame, profiles: tuple[str, ...]) -> go.Figure:

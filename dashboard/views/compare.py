@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute
+from dashboard.charts import show
 from dashboard.controls import Context, url_state
 from dashboard.export import download_row
 from dashboard.figures.compare import compare_figure
@@ -53,7 +54,7 @@ def render(ctx: Context) -> None:
         return
     frame = pd.DataFrame(rows)
     fig = compare_figure(frame)
-    st.plotly_chart(fig, key="compare_chart")
+    show(fig, key="compare_chart")
     st.dataframe(_table(frame), hide_index=True, width="stretch")
     st.caption(
         "Interconnect: "

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import compute, tables
+from dashboard.charts import show
 from dashboard.controls import Context
 from dashboard.deploy_text import command_text, yaml_text
 from dashboard.export import download_row
@@ -57,14 +58,31 @@ def render(ctx: Context) -> None:
     for note in pred.notes:
         st.info(note)
     breakdown = breakdown_figure(compute.time_breakdown(s))
-    st.plotly_chart(breakdown, key="explore_breakdown")
-    st.caption(
-        "Each bar is one step (prefill = TTFT; one decode step = TPOT before speculation), split "
-        "by operator class; a segment's bound is what limits most of its time. Host overhead is "
-        f"the {pred.scenario.profile} profile's fixed time per kernel call"
-        + (" (none under ideal)." if pred.scenario.profile == "ideal" else ".")
-    )
     curve = _curve(s, pred)
+    # The charts come first on the page but are sent last: the operator table's data grid
+    # finishes its update a while after its data arrives, which then overlaps their drawing.
+    charts = st.container()
+    _tables(s, pred)
+    title = f"rooflens: {describe(s)}"
+    report = partial(scenario_report_html, title, f"{pred.scenario.profile} profile", metrics,
+                     [breakdown, *([curve[0]] if curve else [])], pred.notes)  # fmt: skip
+    st.download_button("⬇ Scenario report (HTML)", report, file_name="rooflens-report.html",
+                       mime="text/html", on_click="ignore", key="dl-report")  # fmt: skip
+    with charts:
+        show(breakdown, key="explore_breakdown")
+        st.caption(
+            "Each bar is one step (prefill = TTFT; one decode step = TPOT before speculation), "
+            "split by operator class; a segment's bound is what limits most of its time. Host "
+            f"overhead is the {pred.scenario.profile} profile's fixed time per kernel call"
+            + (" (none under ideal)." if pred.scenario.profile == "ideal" else ".")
+        )
+        if curve:
+            show(curve[0], key="explore_curve")
+            st.caption(curve[1])
+
+
+def _tables(s: Settings, pred: Prediction) -> None:
+    """The phases, the model and GPU facts, every operator, downloads and launch settings."""
     st.subheader("Phases")
     st.table(_phases(pred))
     with st.expander("Model and GPU"):
@@ -81,11 +99,6 @@ def render(ctx: Context) -> None:
         "rooflens-prediction", frame=frame, data=lambda: {"settings": s.to_dict(), **pred.to_dict()}
     )
     _deploy(s, pred)
-    title = f"rooflens: {describe(s)}"
-    report = partial(scenario_report_html, title, f"{pred.scenario.profile} profile", metrics,
-                     [breakdown, *([curve] if curve else [])], pred.notes)  # fmt: skip
-    st.download_button("⬇ Scenario report (HTML)", report, file_name="rooflens-report.html",
-                       mime="text/html", on_click="ignore", key="dl-report")  # fmt: skip
 
 
 def _deploy(s: Settings, pred: Prediction) -> None:
@@ -114,24 +127,23 @@ def _deploy(s: Settings, pred: Prediction) -> None:
                 st.caption(f"Flags: {ENGINES[engine].docs}")
 
 
-def _curve(s: Settings, pred: Prediction) -> go.Figure | None:
-    """The latency–throughput curve over the batch sweep (cached: moving the batch is free)."""
+def _curve(s: Settings, pred: Prediction) -> tuple[go.Figure, str] | None:
+    """The latency–throughput curve over the batch sweep (cached: moving the batch is free),
+    and its caption."""
     frame = compute.batch_sweep(s)
     if frame.empty:
         return None
     crossover = decode_crossover(frame)
     fig = curve_figure(frame, crossover, pred.memory.max_batch, s.batch)
-    st.plotly_chart(fig, key="explore_curve")
     critical = (
         f"decode turns compute-bound at batch ≈ {crossover[1]:,} (the critical batch)"
         if crossover
         else "decode stays on one side of the roofline over the sweep"
     )
-    st.caption(
+    return fig, (
         f"Batch 1 to {int(frame['batch'].max()):,}: {critical}; memory holds "
         f"{pred.memory.max_batch:,} sequences at this context (hollow points do not fit)."
     )
-    return fig
 
 
 def _phases(pred: Prediction) -> pd.DataFrame:

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute
+from dashboard.charts import show
 from dashboard.controls import Context
 from dashboard.export import download_row
 from dashboard.figures.memory import COMPONENTS, max_batch_heatmap, memory_bars
@@ -48,7 +49,7 @@ def render(ctx: Context) -> None:
     )
     bars = [("this scenario", mem)] + ([("baseline", base.memory)] if base is not None else [])
     fig = memory_bars(bars)
-    st.plotly_chart(fig, key="memory_bars")
+    show(fig, key="memory_bars")
     table = _components(bars)
     st.table(table)
     download_row("rooflens-memory", data={label: m.to_dict() for label, m in bars}, fig=fig)
@@ -56,7 +57,7 @@ def render(ctx: Context) -> None:
     st.subheader("Max batch over context length and KV-cache precision")
     grid = compute.max_batch_grid(s)
     heat = max_batch_heatmap(grid, pred.scenario.context_tokens, kv)
-    st.plotly_chart(heat, key="memory_heatmap")
+    show(heat, key="memory_heatmap")
     st.caption(
         "Each cell: a prompt of that many tokens and one output token, with this page's "
         "model, GPU, weights, TP and optimizations; red outline: the nearest cell to now."

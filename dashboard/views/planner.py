@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute
+from dashboard.charts import show
 from dashboard.controls import Context, url_state
 from dashboard.export import download_row
 from dashboard.figures.planner import pareto_figure, rejected_figure
@@ -20,6 +21,7 @@ from model.planner.serving import MODES
 from model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 
 DTYPES = ["bf16", "fp8", "int8", "int4"]
+PROGRESS_STEP = 0.05  # the progress bar moves in steps of this fraction of the sweep
 
 
 def _form(ctx: Context) -> dict[str, Any]:
@@ -103,9 +105,13 @@ def render(ctx: Context) -> None:
     st.header("Capacity planner")
     request = _form(ctx)
     bar = st.empty()
+    shown = [-1.0]  # the last fraction drawn
 
     def progress(done: int, total: int) -> None:
-        bar.progress(done / total, text=f"Sweeping configurations: group {done:,} of {total:,}")
+        # Every group would be a message and a redraw (288 for every GPU): draw each 5 %.
+        if done == total or done / total - shown[0] >= PROGRESS_STEP:
+            shown[0] = done / total
+            bar.progress(done / total, text=f"Sweeping configurations: group {done:,} of {total:,}")
 
     result, feasible = compute.capacity_plan(progress=progress, **request)
     bar.empty()
@@ -132,14 +138,7 @@ def render(ctx: Context) -> None:
             st.markdown(f"- {line}")  # the CLI's hint to re-plan is no widget here
     pareto = pd.DataFrame(result["pareto"])
     fig = pareto_figure(feasible, pareto, rec)
-    if len(feasible):
-        st.plotly_chart(fig, key="plan_pareto")
-    n_feasible = result["n_configs_evaluated"] - sum(result["rejected"].values())
-    st.plotly_chart(rejected_figure(result["rejected"], n_feasible), key="plan_rejected")
-    st.caption(
-        f"{result['n_configs_evaluated']:,} configurations in {result['sweep_s']:.2f} s "
-        f"(plan total {result['elapsed_s']:.2f} s). " + " ".join(result["notes"])
-    )
+    charts = st.container()  # above the tables, sent after them (as on the Roofline page)
     if len(pareto):
         st.subheader("Pareto frontier")
         st.dataframe(_table(pareto), hide_index=True, width="stretch")
@@ -147,6 +146,15 @@ def render(ctx: Context) -> None:
         st.subheader("Simulation check (one replica, Poisson arrivals, seeded)")
         st.dataframe(_simulations(result["simulations"]), hide_index=True, width="stretch")
     download_row("rooflens-plan", frame=feasible, data=result, fig=fig)
+    with charts:
+        if len(feasible):
+            show(fig, key="plan_pareto")
+        n_feasible = result["n_configs_evaluated"] - sum(result["rejected"].values())
+        show(rejected_figure(result["rejected"], n_feasible), key="plan_rejected")
+        st.caption(
+            f"{result['n_configs_evaluated']:,} configurations in {result['sweep_s']:.2f} s "
+            f"(plan total {result['elapsed_s']:.2f} s). " + " ".join(result["notes"])
+        )
 
 
 def _table(rows: pd.DataFrame) -> pd.DataFrame:

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute
+from dashboard.charts import show
 from dashboard.controls import Context, url_state
 from dashboard.export import download_row
 from dashboard.figures.scaling import batch_figure, context_figure, tp_figure
@@ -31,7 +32,7 @@ def render(ctx: Context) -> None:
         _batch(s, pred.memory.max_batch)
     elif shown == "context length":
         frame = compute.context_sweep(s)
-        st.plotly_chart(context_figure(frame, s.prompt_len), key="scaling_context")
+        show(context_figure(frame, s.prompt_len), key="scaling_context")
         st.caption(
             f"Prompt from {frame['prompt_len'].min():,} to {frame['prompt_len'].max():,} tokens "
             f"(the longest this model holds with {s.output_len:,} output tokens), "
@@ -43,7 +44,7 @@ def render(ctx: Context) -> None:
         if frame.empty:
             st.warning("no TP degree in 1–16 divides this model's heads")
         else:
-            st.plotly_chart(tp_figure(frame, s.tp), key="scaling_tp")
+            show(tp_figure(frame, s.tp), key="scaling_tp")
             st.caption(_tp_caption(frame))
             download_row("rooflens-tp-sweep", frame=frame)
 
@@ -51,7 +52,7 @@ def render(ctx: Context) -> None:
 def _batch(s: Settings, max_batch: int) -> None:
     frame = compute.batch_sweep(s)
     crossover = decode_crossover(frame)
-    st.plotly_chart(batch_figure(frame, crossover, max_batch, s.batch), key="scaling_batch")
+    show(batch_figure(frame, crossover, max_batch, s.batch), key="scaling_batch")
     if crossover is None:
         bound = frame["decode_bound"].iloc[-1]
         text = f"Decode stays {bound}-bound from 1 to {frame['batch'].max():,} sequences."

@@ -8,12 +8,19 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute
+from dashboard.charts import show
 from dashboard.controls import Context, url_state
 from dashboard.export import download_row
 from dashboard.figures.validation import BAND, cv_figure, error_figure
 from hardware.presets import get_gpu
 from hardware.profiles import get_profile
 from model.units import fmt_quantity
+
+# One section at a time (as the Scaling page's sweeps): each is a few charts, so the page
+# answers in about a second instead of drawing every chart of every section on each visit.
+SECTIONS = ("error by class", "measured vs predicted", "measured on the roofline",
+            "held-out GPU", "whole model", "calibration profile", "kernel benchmark")  # fmt: skip
+MEASURED = SECTIONS[:3]  # the sections drawn from the picked measurements
 
 
 def render(ctx: Context) -> None:
@@ -22,16 +29,32 @@ def render(ctx: Context) -> None:
     key = url_state(ctx, "vsource", sources[0])
     hint = "the shared public sets, or a device in validate/results/"
     source = st.selectbox("Measurements", sources, key=key, help=hint)
+    section = st.radio("Show", SECTIONS, horizontal=True,
+                       key=url_state(ctx, "vsection", SECTIONS[0]))  # fmt: skip
+    if section in MEASURED:
+        _measurements(source, section)
+    elif section == "held-out GPU":
+        _cross_validation()
+    elif section == "whole model":
+        _e2e()
+    elif section == "calibration profile":
+        _profile(ctx)
+    else:
+        _kernel_benchmark()
+
+
+def _measurements(source: str, section: str) -> None:
+    """The picked measurements' tiles, then the section's chart: the error by class (with its
+    table), measured against predicted, or the measured points on each GPU's roofline."""
     profiles = compute.validation_profiles(source)
-    joined = compute.validation_join(source)
+    stats = compute.validation_view(source).stats  # every row, the columns statistics read
     left, right = st.columns(2)
-    all_gpus, all_ops = sorted(joined["gpu"].unique()), sorted(joined["op"].unique())
+    all_gpus, all_ops = (sorted(str(v) for v in stats[c].unique()) for c in ("gpu", "op"))
     gpus = left.multiselect("GPUs", all_gpus, default=all_gpus, key="vgpus")
     ops = right.multiselect("Operator classes", all_ops, default=all_ops, key="vops")
-    rows = joined[joined["gpu"].isin(gpus) & joined["op"].isin(ops)]
+    rows = compute.picked(stats, tuple(gpus), tuple(ops))
     if rows.empty:
         st.info("Pick at least one GPU and one operator class.")
-        _profile(ctx)
         return
     kept = rows[~rows["below_ideal"]]
     columns = st.columns(len(profiles) + 2)
@@ -44,26 +67,28 @@ def render(ctx: Context) -> None:
     cache = int(rows["cache_effect"].sum())
     columns[-1].metric("Cache effects (left out)", fmt_quantity(cache, "rows"), border=True,
                        help="left out of the statistics; see validate/compare.py")  # fmt: skip
-    parity, roofline = compute.validation_figures(source, tuple(gpus), tuple(ops))
-    st.plotly_chart(parity, key="validation_parity")
-    st.caption(
-        "Error = predicted / measured − 1; dotted lines: ±20 %. Figures from validate/report.py "
-        "(as `rooflens validate report`), sampled per GPU and operator class; statistics use "
-        "every row."
-    )
+    if section != MEASURED[0]:
+        parity, roofline = compute.validation_figures(source, tuple(gpus), tuple(ops))
+        fig = parity if section == MEASURED[1] else roofline
+        show(fig, key="validation_parity" if fig is parity else "validation_roofline")
+        st.caption(
+            ("Error = predicted / measured − 1; dotted lines: ±20 %. " if section == MEASURED[1]
+             else "Achieved TFLOP/s against FLOP/byte, under each GPU's roofline. ")
+            + "From validate/report.py (as `rooflens validate report`), at most "
+            f"{compute.SHOWN_PER_GROUP} seeded samples per GPU and operator class, rows faster "
+            "than the roofline left out; the statistics above use every row."
+        )  # fmt: skip
+        download_row(f"rooflens-validation-{section.replace(' ', '-')}", fig=fig)
+        return
     summary = compute.validation_summary(source, tuple(gpus), tuple(ops))
     errors = error_figure(summary, profiles)
-    st.plotly_chart(errors, key="validation_errors")
+    chart = st.container()  # above the table, sent after it (as on the Roofline page)
     table = _summary_table(summary, profiles)
     narrow = {c: st.column_config.NumberColumn(width="small") for c in table.columns[2:]}
     st.dataframe(table, hide_index=True, width="stretch", column_config=narrow)
-    download_row("rooflens-validation", frame=summary, fig=parity)
-    with st.expander("Measured points on each GPU's roofline"):
-        st.plotly_chart(roofline, key="validation_roofline")
-    _cross_validation()
-    _e2e()
-    _profile(ctx)
-    _kernel_benchmark()
+    download_row("rooflens-validation", frame=summary, fig=errors)
+    with chart:
+        show(errors, key="validation_errors")
 
 
 def _cross_validation() -> None:
@@ -75,7 +100,7 @@ def _cross_validation() -> None:
         st.info(f"No cross-validation table at {CV_FILE}: run `rooflens validate cv -o {CV_FILE}`.")
         return
     cv = pd.read_csv(CV_FILE)
-    st.plotly_chart(cv_figure(cv), key="validation_cv")
+    show(cv_figure(cv), key="validation_cv")
     first = cv.iloc[0]
     st.caption(
         "Each measured GPU left out in turn: calibration fitted on the others "
@@ -103,7 +128,7 @@ def _e2e() -> None:
     labels = {r: f"{runs.loc[runs['run'] == r, 'model'].iloc[0]} · {r}" for r in names}
     run = left.selectbox("Run", names, format_func=labels.get, key="ve2e_run")
     phase = right.radio("Step", ("prefill", "decode"), horizontal=True, key="ve2e_phase")
-    st.plotly_chart(e2e_figure(runs[runs["run"] == run], phase), key="validation_e2e")
+    show(e2e_figure(runs[runs["run"] == run], phase), key="validation_e2e")
     st.caption(
         "`unattributed`: the step time no operator accounts for (host, gaps), beside "
         "the model's host term (model/host.py). Error = predicted / measured − 1."
@@ -158,7 +183,7 @@ def _kernel_benchmark() -> None:
         return
     gpus = sorted(results["gpu"].unique())
     gpu = st.selectbox("Benchmarked GPU", gpus, key="kbench_gpu") if len(gpus) > 1 else gpus[0]
-    st.plotly_chart(kernel_figure(results, load_kernel_targets(), gpu), key="kernel_benchmark")
+    show(kernel_figure(results, load_kernel_targets(), gpu), key="kernel_benchmark")
     first = results[results["gpu"] == gpu].iloc[0]
     st.caption(
         f"{first['device_name']}, commit {first['commit']}, {first['date']}; both sides timed by "

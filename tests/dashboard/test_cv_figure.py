@@ -26,7 +26,7 @@ def test_heatmap_cells_are_the_tables_median_and_p90_in_percent() -> None:
 
 
 def test_validation_page_draws_the_committed_cross_validation(app) -> None:  # type: ignore[no-untyped-def]
-    at = app(page="validation")
+    at = app(page="validation", vsection="held-out GPU")
     assert_clean(at)
     heatmaps = [f for f in figures(at) if f["data"][0].get("type") == "heatmap"]
     assert len(heatmaps) == 1

@@ -34,7 +34,7 @@ def test_points_are_the_csv_values_and_marks_the_yaml_targets() -> None:
 
 
 def test_validation_page_shows_the_kernel_benchmark(app, measured_dir) -> None:  # type: ignore[no-untyped-def]
-    at = app(page="validation")
+    at = app(page="validation", vsection="kernel benchmark")
     assert_clean(at)
     titles = [f["layout"].get("title", {}).get("text", "") for f in figures(at)]
     assert any("Triton kernels vs torch on h100-sxm" in t for t in titles)

@@ -164,6 +164,10 @@ def test_validation_filters_and_profiles(app, measured_dir) -> None:  # type: ig
     assert (table["ideal under-predicts (% of rows)"] == 0).all()
     shown = metrics(at)
     assert si(shown["Within ±20 % (ideal)"]) < si(shown["Within ±20 % (calibrated)"])
+    at.radio(key="vsection").set_value("measured vs predicted").run()
+    assert_clean(at)
+    assert metrics(at) == shown  # the tiles stay; the section's chart changes
+    assert at.query_params["vsection"] == "measured vs predicted"  # the link keeps the section
     parity = figures(at)[0]
     dotted = [t for t in parity["data"] if t.get("line", {}).get("dash") == "dot"]
     ratios = sorted({round(t["y"][0] / t["x"][0], 9) for t in dotted})

@@ -163,3 +163,28 @@ def test_cli_compare_json_and_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "+ FlashAttention" in out and "tokens/s" in out and " ms" in out
     assert main(["compare", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--stack", "nope"]) == 2
     assert "unknown optimization" in capsys.readouterr().err
+
+
+def test_max_batch_throughput_is_reused_across_batches_and_equals_a_fresh_prediction() -> None:
+    """Second route for the memo in model/contributions.py: the figure at the memory limit is
+    a plain prediction at that batch, whatever batch the scenario came with; a different
+    optimization (a different label) or scenario is a different entry."""
+    from model.api import make_pipeline, make_scenario
+    from model.contributions import (
+        _MAX_BATCH_MEMO,
+        as_optimizations,
+        at_batch,
+        max_batch_throughput,
+    )
+
+    opts = as_optimizations(["quant:scheme=fp8"])
+    for batch in (1, 7, 300):
+        sc = make_scenario("llama-3-8b", "h100-sxm", batch=batch, prompt_len=1000)
+        fresh = make_pipeline(at_batch(sc, 40), opts).predict().output_tokens_per_s
+        assert max_batch_throughput(sc, opts, 40) == fresh
+    sc = make_scenario("llama-3-8b", "h100-sxm", prompt_len=1000)
+    keys = {k for k in _MAX_BATCH_MEMO if k[1] == ("quant:scheme=fp8",)}
+    assert len([k for k in keys if '"batch":40' in k[0] and '"prompt_len":1000' in k[0]]) == 1
+    plain = max_batch_throughput(sc, [], 40)
+    assert plain == make_pipeline(at_batch(sc, 40), []).predict().output_tokens_per_s
+    assert plain != max_batch_throughput(sc, opts, 40)

@@ -11,6 +11,7 @@ kernel-level cost model does not price (DESIGN.md: host overhead is a term of it
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hardware.errors import RooflensError, validated
 from hardware.presets import read_data_file
 from model.planner.curves import Curves
+from model.planner.space import DEFAULT_MAX_BATCHES
 
 KIND = "rooflens-serving-profile"
 
@@ -70,3 +72,19 @@ def with_step_overhead(c: Curves, overhead_s: float) -> Curves:
         prefill_grid_s=c.prefill_grid_s + overhead_s,
         step_overhead_s=c.step_overhead_s + overhead_s,
     )
+
+
+def profile_terms(path: str, caps: tuple[int, ...] | None, opts: Sequence[str]) -> dict[str, Any]:
+    """SweepSpace fields from a serving profile (validate serve --fit): its step overhead, and
+    batch caps no larger than the batch the engine was found to run. That overhead is the
+    engine's host time per step already: `eager-launch` beside it would count it twice."""
+    for o in (o for o in opts if o.split(":", 1)[0] == "eager-launch"):
+        raise RooflensError(
+            "--serving-profile's fitted step overhead already holds the engine's host time per "
+            f"step; drop --opt {o} (it would count it twice)"
+        )
+
+    prof = read_profile(path)
+    kept = tuple(b for b in (caps or DEFAULT_MAX_BATCHES) if b <= prof.max_batch)
+    return {"step_overhead_s": prof.step_overhead_s, "serving_profile": path,
+            "max_batches": kept or (prof.max_batch,)}  # fmt: skip

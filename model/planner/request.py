@@ -17,8 +17,9 @@ from pydantic import ValidationError
 from hardware.errors import RooflensError, validation_message
 from hardware.presets import get_gpu, gpu_ids
 from model.planner.prices import default_prices, parse_price, price_per_gpu_hour, read_price_file
+from model.planner.profile import profile_terms
 from model.planner.serving import MODES
-from model.planner.space import DEFAULT_MAX_BATCHES, SweepSpace
+from model.planner.space import SweepSpace
 from model.planner.trace import RequestTrace, read_trace
 from model.planner.workload import SLO, LengthDist, ServingWorkload
 from model.request import ScenarioRequest, bad_value
@@ -189,14 +190,8 @@ def build_request(
             {"max_batches": int_list(max_batch, "--max-batch")} if max_batch else {}
         )
         if serving_profile:
-            host = [o for o in (*opts, *sweep_opts) if o.split(":", 1)[0] == "eager-launch"]
-            if host:
-                # the fitted step overhead is the engine's host time per step already
-                raise RooflensError(
-                    f"--serving-profile's fitted step overhead already holds the engine's host "
-                    f"time per step; drop --opt {host[0]} (it would count that time twice)"
-                )
-            extra.update(profile_terms(serving_profile, extra.get("max_batches")))
+            caps, every = extra.get("max_batches"), (*opts, *sweep_opts)
+            extra.update(profile_terms(serving_profile, caps, every))
         extra["objective"] = objective
         extra["kv_offload"] = kv_offload
         if kv_offload != "none" and not workload.prefix_hit_rate:
@@ -228,17 +223,6 @@ def build_request(
         )
     check_size(space)
     return space, workload
-
-
-def profile_terms(path: str, caps: tuple[int, ...] | None) -> dict[str, Any]:
-    """SweepSpace fields from a serving profile (validate serve --fit): its step overhead, and
-    batch caps no larger than the batch the engine was found to run."""
-    from model.planner.profile import read_profile
-
-    prof = read_profile(path)
-    kept = tuple(b for b in (caps or DEFAULT_MAX_BATCHES) if b <= prof.max_batch)
-    return {"step_overhead_s": prof.step_overhead_s, "serving_profile": path,
-            "max_batches": kept or (prof.max_batch,)}  # fmt: skip
 
 
 def traffic(

@@ -160,4 +160,4 @@ def test_plan_refuses_eager_launch_on_top_of_a_serving_profile(tmp_path: Path, c
     code = cli.main(["plan", "--model", "llama-3-8b", "--gpus", "h100-sxm", "--rate", "1",
                      "--serving-profile", str(out), "--opt", "eager-launch"])  # fmt: skip
     err = capsys.readouterr().err
-    assert code == 2 and "count that time twice" in err and err.count("\n") == 1
+    assert code == 2 and "count it twice" in err and err.count("\n") == 1

@@ -18,6 +18,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -98,43 +99,32 @@ def _save(page: Any, path: Path) -> None:
 
 
 def test_change_a_control_and_see_the_headline_change(server: str, tmp_path: Path) -> None:
-    chromium = _chromium()
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=chromium, headless=True,
-            args=CHROMIUM_FLAGS, viewport={"width": 1500, "height": 1000},
-        )  # fmt: skip
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(server)
-            throughput = _metric(page, "Throughput")
-            sync_api.expect(throughput).to_contain_text("tokens/s", timeout=TIMEOUT_MS)
-            before = throughput.inner_text()
-            page.get_by_role("button", name="Pin baseline").click()
-            batch = page.get_by_label("Batch (sequences)")
-            batch.fill("64")
-            batch.press("Enter")
-            batch.blur()
-            sync_api.expect(throughput).not_to_have_text(before, timeout=TIMEOUT_MS)
-            after = throughput.inner_text()
-            assert si(after) > si(before), (before, after)  # 8x the batch, more tokens/s
-            page.wait_for_url("**batch=64**")  # the address bar is a link to this scenario
-            page.locator('[data-testid="stSidebarContent"]').evaluate("e => e.scrollTo(0, 0)")
-            time.sleep(1.0)  # let the deltas settle before the picture
-            _save(page, tmp_path / "dashboard.png")
-            assert (tmp_path / "dashboard.png").stat().st_size > 10_000
-            if os.environ.get("ROOFLENS_UPDATE_SCREENSHOT"):  # refresh the README's picture
-                _save(page, README_SHOT)
+    with _open_page(tmp_path, 1500, 1000) as (page, sync_api):
+        page.goto(server)
+        throughput = _metric(page, "Throughput")
+        sync_api.expect(throughput).to_contain_text("tokens/s", timeout=TIMEOUT_MS)
+        before = throughput.inner_text()
+        page.get_by_role("button", name="Pin baseline").click()
+        batch = page.get_by_label("Batch (sequences)")
+        batch.fill("64")
+        batch.press("Enter")
+        batch.blur()
+        sync_api.expect(throughput).not_to_have_text(before, timeout=TIMEOUT_MS)
+        after = throughput.inner_text()
+        assert si(after) > si(before), (before, after)  # 8x the batch, more tokens/s
+        page.wait_for_url("**batch=64**")  # the address bar is a link to this scenario
+        page.locator('[data-testid="stSidebarContent"]').evaluate("e => e.scrollTo(0, 0)")
+        time.sleep(1.0)  # let the deltas settle before the picture
+        _save(page, tmp_path / "dashboard.png")
+        assert (tmp_path / "dashboard.png").stat().st_size > 10_000
+        if os.environ.get("ROOFLENS_UPDATE_SCREENSHOT"):  # refresh the README's picture
+            _save(page, README_SHOT)
 
-            page.get_by_text("Upload a model or GPU spec").click()
-            page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(
-                str(HF_CONFIG)
-            )
-            sync_api.expect(page.get_by_text("Using the uploaded model")).to_be_visible()
-        finally:
-            browser.close()
+        page.get_by_text("Upload a model or GPU spec").click()
+        page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(
+            str(HF_CONFIG)
+        )
+        sync_api.expect(page.get_by_text("Using the uploaded model")).to_be_visible()
 
 
 def _settle(page: Any, sync_api: Any) -> None:
@@ -152,111 +142,96 @@ def test_roofline_page_plots_every_operator(server: str, tmp_path: Path) -> None
     from dashboard.settings import DEFAULTS
     from hardware.presets import get_gpu
 
+    placed, _ = roofline_points(sweeps.predict(DEFAULTS).ops_frame())
+    with _open_page(tmp_path, 1500, 1080) as (page, sync_api):
+        page.goto(f"{server}/?page=roofline")
+        chart = page.locator('[data-testid="stPlotlyChart"]').first
+        sync_api.expect(chart.locator(".scatterlayer")).to_have_count(1, timeout=TIMEOUT_MS)
+        _settle(page, sync_api)
+        points = chart.locator(".scatterlayer .trace .points path.point")
+        ridge_points = len(set(get_gpu(DEFAULTS.gpu).peak_flops_per_s.values()))
+        assert points.count() == len(placed) + ridge_points
+        assert chart.get_by_text("ridge 295 FLOP/byte").count() == 1  # 989.4 / 3.35
+        page.get_by_role("button", name="Pin baseline").click()
+        batch = page.get_by_label("Batch (sequences)")
+        batch.fill("64")
+        batch.press("Enter")
+        batch.blur()
+        page.wait_for_url("**batch=64**")
+        sync_api.expect(chart.get_by_text("baseline (pinned)")).to_have_count(1)
+        _settle(page, sync_api)
+        assert points.count() == 2 * len(placed) + ridge_points
+        _save(page, tmp_path / "roofline.png")
+        if os.environ.get("ROOFLENS_UPDATE_SCREENSHOT"):
+            _save(page, ROOFLINE_SHOT)
+
+
+@contextmanager
+def _open_page(tmp_path: Path, width: int = 1400, height: int = 1000) -> Iterator[tuple[Any, Any]]:
+    """A fresh headless Chromium page (its own profile under tmp_path) with the tests' timeout,
+    and Playwright's sync API; skipped visibly without Chromium or Playwright."""
     chromium = _chromium()
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
-    placed, _ = roofline_points(sweeps.predict(DEFAULTS).ops_frame())
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch_persistent_context(
             str(tmp_path / "profile"), executable_path=chromium, headless=True,
-            args=CHROMIUM_FLAGS, viewport={"width": 1500, "height": 1080},
+            args=CHROMIUM_FLAGS, viewport={"width": width, "height": height},
         )  # fmt: skip
         try:
             page = browser.new_page()
             page.set_default_timeout(TIMEOUT_MS)
-            page.goto(f"{server}/?page=roofline")
-            chart = page.locator('[data-testid="stPlotlyChart"]').first
-            sync_api.expect(chart.locator(".scatterlayer")).to_have_count(1, timeout=TIMEOUT_MS)
-            _settle(page, sync_api)
-            points = chart.locator(".scatterlayer .trace .points path.point")
-            ridge_points = len(set(get_gpu(DEFAULTS.gpu).peak_flops_per_s.values()))
-            assert points.count() == len(placed) + ridge_points
-            assert chart.get_by_text("ridge 295 FLOP/byte").count() == 1  # 989.4 / 3.35
-            page.get_by_role("button", name="Pin baseline").click()
-            batch = page.get_by_label("Batch (sequences)")
-            batch.fill("64")
-            batch.press("Enter")
-            batch.blur()
-            page.wait_for_url("**batch=64**")
-            sync_api.expect(chart.get_by_text("baseline (pinned)")).to_have_count(1)
-            _settle(page, sync_api)
-            assert points.count() == 2 * len(placed) + ridge_points
-            _save(page, tmp_path / "roofline.png")
-            if os.environ.get("ROOFLENS_UPDATE_SCREENSHOT"):
-                _save(page, ROOFLINE_SHOT)
+            yield page, sync_api
         finally:
             browser.close()
-
-
-def _browser(pw: Any, tmp_path: Path, width: int = 1400) -> Any:
-    return pw.chromium.launch_persistent_context(
-        str(tmp_path / "profile"), executable_path=_chromium(), headless=True,
-        args=CHROMIUM_FLAGS, viewport={"width": width, "height": 1000},
-    )  # fmt: skip
 
 
 def test_tiles_and_columns_fit_at_1400_px_and_pictures_draw(server: str, tmp_path: Path) -> None:
     """Issue 15: at a normal 1400-px window no metric tile is cut short and no table hides
     columns; the time breakdown draws its five operator classes and the curve its two lines;
     a huge scenario reads in human units (no exponent)."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
-    _chromium()
-    with sync_api.sync_playwright() as pw:
-        browser = _browser(pw, tmp_path)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(f"{server}/?model=llama-3.1-405b&tp=16&batch=256&prompt=100000&wdtype=fp8")
-            sync_api.expect(_metric(page, "TTFT")).to_contain_text("min", timeout=TIMEOUT_MS)
-            _settle(page, sync_api)
-            cut = page.eval_on_selector_all(  # the value or any box inside it overflowing
-                '[data-testid="stMetricValue"]',
-                "els => els.filter(e => [e, ...e.querySelectorAll('*')].some("
-                "d => d.scrollWidth > d.clientWidth + 1)).map(e => e.innerText)",
-            )
-            assert cut == []
-            values = page.eval_on_selector_all(
-                '[data-testid="stMetricValue"]', "els => els.map(e => e.innerText)"
-            )
-            assert len(values) == 7 and not [v for v in values if "e+" in v]  # 6 tiles + energy
-            hidden = page.eval_on_selector_all(  # a table scrolling sideways hides columns
-                '[data-testid="stTable"] table, [data-testid="stDataFrame"] .dvn-scroller',
-                "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).length",
-            )
-            assert hidden == 0
-            charts = page.locator('[data-testid="stPlotlyChart"]')
-            sync_api.expect(charts.first.locator(".barlayer .trace")).to_have_count(5)
-            sync_api.expect(charts.nth(1).locator(".scatterlayer .trace")).to_have_count(2)
-            _save(page, tmp_path / "explore-405b.png")
-        finally:
-            browser.close()
+    with _open_page(tmp_path) as (page, sync_api):
+        page.goto(f"{server}/?model=llama-3.1-405b&tp=16&batch=256&prompt=100000&wdtype=fp8")
+        sync_api.expect(_metric(page, "TTFT")).to_contain_text("min", timeout=TIMEOUT_MS)
+        _settle(page, sync_api)
+        cut = page.eval_on_selector_all(  # the value or any box inside it overflowing
+            '[data-testid="stMetricValue"]',
+            "els => els.filter(e => [e, ...e.querySelectorAll('*')].some("
+            "d => d.scrollWidth > d.clientWidth + 1)).map(e => e.innerText)",
+        )
+        assert cut == []
+        values = page.eval_on_selector_all(
+            '[data-testid="stMetricValue"]', "els => els.map(e => e.innerText)"
+        )
+        assert len(values) == 7 and not [v for v in values if "e+" in v]  # 6 tiles + energy
+        hidden = page.eval_on_selector_all(  # a table scrolling sideways hides columns
+            '[data-testid="stTable"] table, [data-testid="stDataFrame"] .dvn-scroller',
+            "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).length",
+        )
+        assert hidden == 0
+        charts = page.locator('[data-testid="stPlotlyChart"]')
+        sync_api.expect(charts.first.locator(".barlayer .trace")).to_have_count(5)
+        sync_api.expect(charts.nth(1).locator(".scatterlayer .trace")).to_have_count(2)
+        _save(page, tmp_path / "explore-405b.png")
 
 
 def test_invalid_input_keeps_the_page_and_names_the_widget(server: str, tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
-    _chromium()
-    with sync_api.sync_playwright() as pw:
-        browser = _browser(pw, tmp_path)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(server)
-            throughput = _metric(page, "Throughput")
-            sync_api.expect(throughput).to_contain_text("tokens/s", timeout=TIMEOUT_MS)
-            before = throughput.inner_text()
-            tp = page.get_by_role("spinbutton", name="Tensor-parallel GPUs (TP)", exact=True)
-            tp.fill("3")
-            tp.press("Enter")
-            sidebar = page.locator('[data-testid="stSidebarContent"]')
-            sync_api.expect(sidebar.get_by_text("“Tensor-parallel GPUs (TP)” = 3 must divide")
-                            ).to_be_visible()  # fmt: skip
-            page.wait_for_url("**tp=3**")
-            _settle(page, sync_api)
-            assert page.get_by_role("heading", name="Explore").is_visible()
-            assert throughput.inner_text() == before  # the last valid scenario stays
-            assert "--tp" not in page.locator("body").inner_text()
-            # speculative from the sidebar: a draft is picked, nothing blanks
-            page.goto(f"{server}/?model=llama-3.1-70b&opt=speculative")
-            sync_api.expect(_metric(page, "TPOT")).to_contain_text("ms", timeout=TIMEOUT_MS)
-            sync_api.expect(page.get_by_text("draft llama-3.1-8b")).to_be_visible()
-        finally:
-            browser.close()
+    with _open_page(tmp_path) as (page, sync_api):
+        page.goto(server)
+        throughput = _metric(page, "Throughput")
+        sync_api.expect(throughput).to_contain_text("tokens/s", timeout=TIMEOUT_MS)
+        before = throughput.inner_text()
+        tp = page.get_by_role("spinbutton", name="Tensor-parallel GPUs (TP)", exact=True)
+        tp.fill("3")
+        tp.press("Enter")
+        sidebar = page.locator('[data-testid="stSidebarContent"]')
+        sync_api.expect(sidebar.get_by_text("“Tensor-parallel GPUs (TP)” = 3 must divide")
+                        ).to_be_visible()  # fmt: skip
+        page.wait_for_url("**tp=3**")
+        _settle(page, sync_api)
+        assert page.get_by_role("heading", name="Explore").is_visible()
+        assert throughput.inner_text() == before  # the last valid scenario stays
+        assert "--tp" not in page.locator("body").inner_text()
+        # speculative from the sidebar: a draft is picked, nothing blanks
+        page.goto(f"{server}/?model=llama-3.1-70b&opt=speculative")
+        sync_api.expect(_metric(page, "TPOT")).to_contain_text("ms", timeout=TIMEOUT_MS)
+        sync_api.expect(page.get_by_text("draft llama-3.1-8b")).to_be_visible()

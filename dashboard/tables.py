@@ -4,34 +4,40 @@ reads, each number with its unit and three significant digits.
 A step's operators span nine decades (an embedding lookup in nanoseconds, a prefill GEMM in
 seconds), so one fixed unit per column reads badly ("77790.392 µs"). FLOPs, bytes and times
 therefore carry their own unit per cell ("77.8 ms", "21.5 GB"); intensities, attained TFLOP/s
-and shares stay numbers (sortable; their unit is in the header) rounded to three significant
-digits. The CSV downloads keep the SI frame, untouched.
+and shares are plain numbers (their unit is in the header), three significant digits with
+thousands separators. The CSV downloads keep the SI frame, untouched.
+
+The tables are static (`st.table`): every column shows at any width, and a rerun redraws them
+cheaply. Streamlit's interactive data grid took ~100 ms of the browser's time on each rerun of
+Explore, Roofline and Optimizations (benchmarks/dashboard_browser.py), a third of the page.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard.numbers import sig
+from dashboard.numbers import fmt_sig
 from model.units import fmt_bytes, fmt_flops, fmt_time
 
-ROW_PX, HEADER_PX, MAX_TABLE_PX = 35, 38, 1200
+
+def _numbers(values: Iterable[float]) -> list[str]:
+    """'1,320', '0.625', '—' for nan (no FLOPs or no bytes, e.g. communication)."""
+    return [fmt_sig(float(v)) for v in values]
 
 
-def _intensity(frame: pd.DataFrame) -> pd.Series:
-    """FLOP/byte; nan where an operator moves no bytes or does no FLOPs (communication)."""
-    values = pd.to_numeric(frame["intensity"], errors="coerce").astype(float)
-    return pd.Series(sig(values.to_numpy()), index=frame.index)
+def _intensity(frame: pd.DataFrame) -> list[str]:
+    """FLOP/byte; '—' where an operator moves no bytes or does no FLOPs (communication)."""
+    return _numbers(pd.to_numeric(frame["intensity"], errors="coerce").astype(float))
 
 
-def _share(frame: pd.DataFrame) -> pd.Series:
+def _share(frame: pd.DataFrame) -> list[str]:
     total = frame.groupby("phase")["time_s"].transform("sum")
-    share = np.where(total > 0, frame["time_s"] / total * 100, 0.0)
-    return pd.Series(sig(share), index=frame.index)
+    return _numbers(np.where(total > 0, frame["time_s"] / total * 100, 0.0))
 
 
 def ops_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -58,28 +64,32 @@ def roofline_table(placed: pd.DataFrame) -> pd.DataFrame:
             "operator": placed["name"],
             "phase": placed["phase"],
             "intensity (FLOP/byte)": _intensity(placed),
-            "attained (TFLOP/s)": sig(placed["attained_flops_per_s"].to_numpy() / 1e12),
+            "attained (TFLOP/s)": _numbers(placed["attained_flops_per_s"] / 1e12),
             "time": [fmt_time(v) for v in placed["time_s"]],
-            "share of step (%)": sig(placed["share"].to_numpy() * 100),
+            "share of step (%)": _numbers(placed["share"] * 100),
             "bound": placed["bound"],
             "compute dtype": placed["compute_dtype"],
         }
     ).reset_index(drop=True)
 
 
-NUMBER_COLUMNS = ("intensity (FLOP/byte)", "attained (TFLOP/s)", "share of step (%)")
+# What Markdown reads as a block at the start of a cell: a list item ("+ KV cache", "1. x"), a
+# heading or a quote. `st.table` renders cells as Markdown; a backslash keeps the character.
+BLOCK_START = re.compile(r"^(?:[-+*](?=\s|$)|#{1,6}(?=\s|$)|>|\d{1,9}(?=[.)](?:\s|$)))")
 
 
-def show(table: pd.DataFrame, *, all_rows: bool = True) -> None:
-    """`st.dataframe` with thousands separators on the numeric columns, tall enough to show
-    every row without an inner scroll bar (up to MAX_TABLE_PX)."""
-    config = {
-        name: st.column_config.NumberColumn(format="localized")
-        for name in NUMBER_COLUMNS
-        if name in table
-    }
-    height: int | Literal["auto"] = "auto"
-    if all_rows:
-        height = min(MAX_TABLE_PX, HEADER_PX + ROW_PX * len(table) + 2)
-    st.dataframe(table, hide_index=True, width="stretch", height=height, column_config=config,
-                 placeholder="—")  # fmt: skip
+def plain(value: object) -> object:
+    """A cell shown as written: a leading Markdown block marker escaped."""
+    if not isinstance(value, str):
+        return value
+    match = BLOCK_START.match(value)
+    if match is None:
+        return value
+    cut = match.end() if match.group().isdigit() else 0  # "1\. x", "\+ x"
+    return value[:cut] + "\\" + value[cut:]
+
+
+def show(table: pd.DataFrame) -> None:
+    """A static table of every row (no inner scroll bar, no hidden column), its cells shown as
+    written."""
+    st.table(table.map(plain), hide_index=True)

@@ -58,27 +58,23 @@ def render(ctx: Context) -> None:
     for note in pred.notes:
         st.info(note)
     breakdown = breakdown_figure(compute.time_breakdown(s))
+    show(breakdown, key="explore_breakdown")
+    st.caption(
+        "Each bar is one step (prefill = TTFT; one decode step = TPOT before speculation), "
+        "split by operator class; a segment's bound is what limits most of its time. Host "
+        f"overhead is the {pred.scenario.profile} profile's fixed time per kernel call"
+        + (" (none under ideal)." if pred.scenario.profile == "ideal" else ".")
+    )
     curve = _curve(s, pred)
-    # The charts come first on the page but are sent last: the operator table's data grid
-    # finishes its update a while after its data arrives, which then overlaps their drawing.
-    charts = st.container()
+    if curve:
+        show(curve[0], key="explore_curve")
+        st.caption(curve[1])
     _tables(s, pred)
     title = f"rooflens: {describe(s)}"
     report = partial(scenario_report_html, title, f"{pred.scenario.profile} profile", metrics,
                      [breakdown, *([curve[0]] if curve else [])], pred.notes)  # fmt: skip
     st.download_button("⬇ Scenario report (HTML)", report, file_name="rooflens-report.html",
                        mime="text/html", on_click="ignore", key="dl-report")  # fmt: skip
-    with charts:
-        show(breakdown, key="explore_breakdown")
-        st.caption(
-            "Each bar is one step (prefill = TTFT; one decode step = TPOT before speculation), "
-            "split by operator class; a segment's bound is what limits most of its time. Host "
-            f"overhead is the {pred.scenario.profile} profile's fixed time per kernel call"
-            + (" (none under ideal)." if pred.scenario.profile == "ideal" else ".")
-        )
-        if curve:
-            show(curve[0], key="explore_curve")
-            st.caption(curve[1])
 
 
 def _tables(s: Settings, pred: Prediction) -> None:

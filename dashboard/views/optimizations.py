@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import compute
+from dashboard import compute, tables
 from dashboard.charts import show
 from dashboard.controls import Context, url_state
 from dashboard.export import download_row
@@ -78,9 +78,22 @@ def render(ctx: Context) -> None:
             results[key] = str(exc)
     values = [v for r in results.values() if isinstance(r, list) for v in stage_values(r, metric)]
     y_range = waterfall_range(values)  # one axis for both stacks, so their bars compare
-    # The charts come first on the page but are sent last: the stage tables' data grids finish
-    # their update a while after their data arrives, which then overlaps the charts' drawing.
-    charts = st.container()
+    for column, (key, result) in zip(st.columns(2), results.items(), strict=True):
+        with column:
+            title = STACKS[key][0]
+            if isinstance(result, str):
+                st.error(f"{title}: {result}")
+                continue
+            overridden = compute.stack_overrides(s, texts[key])
+            if overridden:
+                st.caption(
+                    f"{title} lists {', '.join(compute.opt_name(o) for o in overridden)} "
+                    f"itself: its setting wins over the sidebar's "
+                    f"({', '.join(overridden)}), which is left out of this stack's stages."
+                )
+            fig = waterfall_figure(result, metric, f"{title}: {metric.label}", y_range)
+            show(fig, key=f"waterfall_{key}")
+            download_row(f"rooflens-waterfall-{key}", frame=pd.DataFrame(result), fig=fig)
     st.caption(
         "Bar labels: the metric after each stage, then how many times better it is than the "
         "stage before (green: better, red: worse); the last bar, the full stack against the "
@@ -89,27 +102,10 @@ def render(ctx: Context) -> None:
     for key, result in results.items():
         if isinstance(result, list):
             st.subheader(f"{STACKS[key][0]}, stage by stage")
-            st.dataframe(_stages_table(result), hide_index=True, width="stretch")
+            tables.show(_stages_table(result))
     if s.opts:
         st.subheader("What each sidebar optimization buys (leave-one-out)")
-        st.dataframe(_effects_table(compute.contributions(s)), hide_index=True, width="stretch")
-    with charts:
-        for column, (key, result) in zip(st.columns(2), results.items(), strict=True):
-            with column:
-                title = STACKS[key][0]
-                if isinstance(result, str):
-                    st.error(f"{title}: {result}")
-                    continue
-                overridden = compute.stack_overrides(s, texts[key])
-                if overridden:
-                    st.caption(
-                        f"{title} lists {', '.join(compute.opt_name(o) for o in overridden)} "
-                        f"itself: its setting wins over the sidebar's "
-                        f"({', '.join(overridden)}), which is left out of this stack's stages."
-                    )
-                fig = waterfall_figure(result, metric, f"{title}: {metric.label}", y_range)
-                show(fig, key=f"waterfall_{key}")
-                download_row(f"rooflens-waterfall-{key}", frame=pd.DataFrame(result), fig=fig)
+        tables.show(_effects_table(compute.contributions(s)))
 
 
 def _stages_table(stages: list[dict[str, Any]]) -> pd.DataFrame:

@@ -30,11 +30,6 @@ def render(ctx: Context) -> None:
     if baseline_prediction(ctx) is not None and ctx.baseline is not None:
         base_placed, _ = roofline_points(compute.ops_frame(ctx.baseline))
         base_placed = base_placed[base_placed["phase"].isin(phases)]
-    # The table goes below the chart but is sent first: the data grid finishes its update a
-    # while after its data arrives, and that now overlaps the chart's drawing (~0.1-0.2 s).
-    chart, below = st.container(), st.container()
-    with below:
-        _table(placed, skipped[skipped["phase"].isin(phases)])
     gpu = pred.scenario.gpu
     fig = roofline_figure(
         gpu,
@@ -43,16 +38,15 @@ def render(ctx: Context) -> None:
         title=f"{gpu.name}: {pred.scenario.model.name}, batch {s.batch:,}, "
         f"prompt {s.prompt_len:,} tokens (marker area ∝ share of its phase's step time)",
     )
-    with chart:
-        show(fig, key="roofline_chart")
-        st.caption(
-            "Ceilings are dense datasheet peaks per compute dtype; each operator computes on the "
-            "unit its dtypes select. An operator below the roof takes longer than its roofline "
-            "time: the calibrated profile's efficiencies and per-call overheads, or partial "
-            "occupancy (e.g. decode attention with fewer thread blocks than SMs)."
-        )
-    with below:
-        download_row("rooflens-roofline", frame=placed, fig=fig)
+    show(fig, key="roofline_chart")
+    st.caption(
+        "Ceilings are dense datasheet peaks per compute dtype; each operator computes on the "
+        "unit its dtypes select. An operator below the roof takes longer than its roofline "
+        "time: the calibrated profile's efficiencies and per-call overheads, or partial "
+        "occupancy (e.g. decode attention with fewer thread blocks than SMs)."
+    )
+    _table(placed, skipped[skipped["phase"].isin(phases)])
+    download_row("rooflens-roofline", frame=placed, fig=fig)
 
 
 def _table(placed: pd.DataFrame, skipped: pd.DataFrame) -> None:

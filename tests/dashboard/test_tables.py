@@ -17,12 +17,17 @@ from dashboard.figures.roofline import roofline_points
 from dashboard.labels import advice_text
 from dashboard.numbers import MAX_TICKS, fmt_count, fmt_ms, fmt_sig, log_ticks, sig
 from dashboard.settings import DEFAULTS, Settings
-from dashboard.tables import ops_table, roofline_table
+from dashboard.tables import ops_table, plain, roofline_table
 from model.api import make_pipeline, make_scenario
 from model.presets import get_model
 
 # "13.7 TFLOP", "21.5 GB", "77.8 ms", "0 B": at most 3 significant digits, then a unit
 WITH_UNIT = re.compile(r"^(\d+(?:\.\d+)?) (\S+)$")
+
+
+def _number(text: str) -> float:
+    """A table's plain number read back: '1,320' -> 1320.0."""
+    return float(text.replace(",", ""))
 
 
 def _digits(number: str) -> int:
@@ -53,19 +58,23 @@ def test_operator_numbers_are_rounded_and_shares_add_up(frame) -> None:  # type:
     table = ops_table(frame)
     intensity = table["intensity (FLOP/byte)"]
     comm = frame["kind"] == "comm"
-    assert intensity[comm].isna().all()  # no FLOPs: shown as a dash, not as 0 or None
-    shown, exact = intensity[~comm].to_numpy(), frame.loc[~comm, "intensity"].to_numpy(float)
-    np.testing.assert_allclose(shown, exact, rtol=5e-3)
-    assert all(_digits(f"{v:.12g}") <= 3 for v in shown)
+    assert (intensity[comm] == "—").all()  # no FLOPs: shown as a dash, not as 0 or None
+    texts = intensity[~comm]
+    shown = np.array([_number(t) for t in texts])
+    np.testing.assert_allclose(shown, frame.loc[~comm, "intensity"].to_numpy(float), rtol=5e-3)
+    assert all(_digits(t.replace(",", "")) <= 3 for t in texts)
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*(\.\d+)?", t) for t in texts)  # separated
     for phase, group in table.groupby("phase"):
-        assert group["share of step (%)"].sum() == pytest.approx(100, rel=1e-2), phase
+        shares = [_number(t) for t in group["share of step (%)"]]
+        assert sum(shares) == pytest.approx(100, rel=1e-2), phase
 
 
 def test_roofline_table_matches_the_chart(frame) -> None:  # type: ignore[no-untyped-def]
     placed, _ = roofline_points(frame)
     table = roofline_table(placed)
     attained = placed["attained_flops_per_s"] / 1e12
-    np.testing.assert_allclose(table["attained (TFLOP/s)"], attained, rtol=5e-3)
+    shown = [_number(t) for t in table["attained (TFLOP/s)"]]
+    np.testing.assert_allclose(shown, attained, rtol=5e-3)
     assert all(WITH_UNIT.match(t) for t in table["time"])
 
 
@@ -110,10 +119,28 @@ def test_fit_advice_names_changes_that_fit() -> None:
     assert not _fits(l4.with_(tp=16)) and not _fits(l4.with_(weight_dtype="int4"))
 
 
+def _table_with(at, column: str) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    """The one static table on the page that has `column`."""
+    (table,) = [t.value for t in at.table if column in t.value.columns]
+    return table
+
+
 def test_explore_and_roofline_pages_show_these_tables(app) -> None:  # type: ignore[no-untyped-def]
     frame = sweeps.predict(DEFAULTS).ops_frame()
-    shown = app().dataframe[0].value
+    shown = _table_with(app(), "calls per step")
     pd.testing.assert_frame_equal(shown.reset_index(drop=True), ops_table(frame))
     placed, _ = roofline_points(frame)
-    shown = app(page="roofline").dataframe[0].value
+    shown = _table_with(app(page="roofline"), "attained (TFLOP/s)")
     pd.testing.assert_frame_equal(shown.reset_index(drop=True), roofline_table(placed))
+
+
+@pytest.mark.parametrize(
+    "text", ["+ KV cache", "- a", "* b", "1. first", "12) x", "# h", "> q", "-", "1.6 ms", "-5 %"]
+)
+def test_static_table_cells_read_as_written(text: str) -> None:
+    # st.table renders a cell as Markdown: an optimization stage "+ KV cache" became a bullet.
+    # A second route: CommonMark (markdown-it) renders the escaped cell as the text itself.
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark").render(str(plain(text)))
+    assert html == f"<p>{text.replace('>', '&gt;')}</p>\n"

@@ -74,19 +74,21 @@ def roofline_table(placed: pd.DataFrame) -> pd.DataFrame:
 
 
 # What Markdown reads as a block at the start of a cell: a list item ("+ KV cache", "1. x"), a
-# heading or a quote. `st.table` renders cells as Markdown; a backslash keeps the character.
+# heading or a quote. `st.table` renders cells as Markdown (with `$…$` as math); a backslash
+# keeps the character.
 BLOCK_START = re.compile(r"^(?:[-+*](?=\s|$)|#{1,6}(?=\s|$)|>|\d{1,9}(?=[.)](?:\s|$)))")
 
 
 def plain(value: object) -> object:
-    """A cell shown as written: a leading Markdown block marker escaped."""
+    """A cell shown as written: a leading Markdown block marker and every `$` escaped."""
     if not isinstance(value, str):
         return value
-    match = BLOCK_START.match(value)
+    text = value.replace("$", "\\$")  # "$1.20 / $0.300" is not an equation
+    match = BLOCK_START.match(text)
     if match is None:
-        return value
+        return text
     cut = match.end() if match.group().isdigit() else 0  # "1\. x", "\+ x"
-    return value[:cut] + "\\" + value[cut:]
+    return text[:cut] + "\\" + text[cut:]
 
 
 def show(table: pd.DataFrame) -> None:

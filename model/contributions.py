@@ -12,13 +12,12 @@ turns into tokens per second (Kwon et al. 2023, vLLM §6).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from hardware.errors import RooflensError
 from model.api import make_pipeline
+from model.memo import Memo
 from model.optimizations import Optimization, parse_opt
 from model.scenario import Scenario
 from model.steps import Prediction
@@ -35,9 +34,7 @@ def at_batch(sc: Scenario, batch: int) -> Scenario:
 # Throughput at the memory limit does not depend on the scenario's own batch, so a what-if that
 # moves only the batch (the dashboard's sidebar, a waterfall per batch) reuses it: memoised on
 # the scenario at that batch and the optimizations' labels (which name every non-default value).
-_MAX_BATCH_MEMO: OrderedDict[tuple[str, tuple[str, ...]], float] = OrderedDict()
-MAX_BATCH_MEMO_ENTRIES = 512
-_MEMO_LOCK = threading.Lock()  # the dashboard serves sessions from several threads
+_MAX_BATCH_MEMO: Memo[float] = Memo(512)
 
 
 def max_batch_throughput(
@@ -48,16 +45,9 @@ def max_batch_throughput(
         return None
     at_max = at_batch(sc, max_batch)
     key = (at_max.model_dump_json(), tuple(o.label() for o in opts))
-    with _MEMO_LOCK:
-        if key in _MAX_BATCH_MEMO:
-            _MAX_BATCH_MEMO.move_to_end(key)
-            return _MAX_BATCH_MEMO[key]
-    value = make_pipeline(at_max, opts).predict().output_tokens_per_s
-    with _MEMO_LOCK:
-        _MAX_BATCH_MEMO[key] = value
-        if len(_MAX_BATCH_MEMO) > MAX_BATCH_MEMO_ENTRIES:
-            _MAX_BATCH_MEMO.popitem(last=False)
-    return value
+    return _MAX_BATCH_MEMO.get(
+        key, lambda: make_pipeline(at_max, opts).predict().output_tokens_per_s
+    )
 
 
 def summary(sc: Scenario, opts: Sequence[Optimization], pred: Prediction) -> dict[str, Any]:

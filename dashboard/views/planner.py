@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import compute
+from dashboard import compute, tables
 from dashboard.charts import show
 from dashboard.controls import Context, url_state
 from dashboard.export import download_row
@@ -138,23 +138,21 @@ def render(ctx: Context) -> None:
             st.markdown(f"- {line}")  # the CLI's hint to re-plan is no widget here
     pareto = pd.DataFrame(result["pareto"])
     fig = pareto_figure(feasible, pareto, rec)
-    charts = st.container()  # above the tables, sent after them (as on the Roofline page)
+    if len(feasible):
+        show(fig, key="plan_pareto")
+    n_feasible = result["n_configs_evaluated"] - sum(result["rejected"].values())
+    show(rejected_figure(result["rejected"], n_feasible), key="plan_rejected")
+    st.caption(
+        f"{result['n_configs_evaluated']:,} configurations in {result['sweep_s']:.2f} s "
+        f"(plan total {result['elapsed_s']:.2f} s). " + " ".join(result["notes"])
+    )
     if len(pareto):
         st.subheader("Pareto frontier")
-        st.dataframe(_table(pareto), hide_index=True, width="stretch")
+        tables.show(_table(pareto))
     if result["simulations"]:
         st.subheader("Simulation check (one replica, Poisson arrivals, seeded)")
-        st.dataframe(_simulations(result["simulations"]), hide_index=True, width="stretch")
+        tables.show(_simulations(result["simulations"]))
     download_row("rooflens-plan", frame=feasible, data=result, fig=fig)
-    with charts:
-        if len(feasible):
-            show(fig, key="plan_pareto")
-        n_feasible = result["n_configs_evaluated"] - sum(result["rejected"].values())
-        show(rejected_figure(result["rejected"], n_feasible), key="plan_rejected")
-        st.caption(
-            f"{result['n_configs_evaluated']:,} configurations in {result['sweep_s']:.2f} s "
-            f"(plan total {result['elapsed_s']:.2f} s). " + " ".join(result["notes"])
-        )
 
 
 def _table(rows: pd.DataFrame) -> pd.DataFrame:

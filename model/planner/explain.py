@@ -16,7 +16,7 @@ from model.planner.grid import REASONS, classify, evaluate
 from model.planner.relax import nearest_relaxation, relaxation_line
 from model.planner.serving import LengthStats
 from model.planner.space import SweepSpace
-from model.planner.sweep import SweepResult, records
+from model.planner.sweep import SweepResult, first_record
 from model.planner.workload import ServingWorkload
 from model.units import fmt_bytes, fmt_time
 
@@ -235,11 +235,11 @@ def nearest_alternatives(
         result = replan(relaxed, w)
         found = result.feasible
         if len(found):
-            best = records(found.sort_values(["cost_per_hour", "n_gpus", "tpot_p99_s"]))[0]
+            best = first_record(found.sort_values(["cost_per_hour", "n_gpus", "tpot_p99_s"]))
             summary = f"{describe(best)}: ${best['cost_per_million_tokens']:.3f} per million tokens"
             out.append({"change": change, "summary": summary, **best})
         elif len(result.rows):
-            miss = records(result.rows.sort_values(["slo_ratio", "cost_per_hour"]))[0]
+            miss = first_record(result.rows.sort_values(["slo_ratio", "cost_per_hour"]))
             summary = (
                 f"still infeasible; closest is {describe(miss)} at TTFT p99 "
                 f"{fmt_time(miss['ttft_p99_s'])}, TPOT p99 {fmt_time(miss['tpot_p99_s'])}"

@@ -27,7 +27,7 @@ from model.planner.pareto import pareto_mask
 from model.planner.request import check_simulation
 from model.planner.serving import LengthStats
 from model.planner.space import SweepSpace
-from model.planner.sweep import SweepResult, group_of, records, run_sweep
+from model.planner.sweep import SweepResult, first_record, group_of, records, run_sweep
 from model.planner.workload import ServingWorkload
 
 
@@ -79,7 +79,7 @@ class Plan:
 def cheapest(rows: pd.DataFrame) -> dict[str, Any] | None:
     if rows.empty:
         return None
-    return records(rows.sort_values(RANK))[0]
+    return first_record(rows.sort_values(RANK))
 
 
 def best_goodput_per_dollar(rows: pd.DataFrame) -> dict[str, Any] | None:
@@ -88,7 +88,7 @@ def best_goodput_per_dollar(rows: pd.DataFrame) -> dict[str, Any] | None:
         return None
     key = -per_dollar_key(rows["goodput_requests_per_usd"].to_numpy())
     ranked = rows.assign(_neg=key).sort_values(["_neg", *RANK])
-    return records(ranked.drop(columns="_neg"))[0]
+    return first_record(ranked.drop(columns="_neg"))
 
 
 def attach_goodput(rows: list[dict[str, Any]], sweep: SweepResult, space: SweepSpace,

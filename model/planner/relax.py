@@ -22,7 +22,7 @@ from model.planner.check import RANK
 from model.planner.grid import evaluate_group
 from model.planner.serving import LengthStats
 from model.planner.space import SweepSpace
-from model.planner.sweep import SweepResult, group_of, records
+from model.planner.sweep import SweepResult, first_record, group_of, records
 from model.planner.workload import ServingWorkload
 from model.units import fmt_time
 
@@ -43,7 +43,7 @@ def nearest_miss(sweep: SweepResult) -> dict[str, Any] | None:
     stable = rows[rows["reason"].isin(("misses_ttft", "misses_tpot"))]
     if stable.empty:
         return None
-    return records(stable.sort_values(["slo_ratio", *RANK]))[0]
+    return first_record(stable.sort_values(["slo_ratio", *RANK]))
 
 
 def nearest_relaxation(
@@ -75,7 +75,7 @@ def nearest_relaxation(
         kept += evaluate_group(c, capped, relaxed, L)[2]
     miss_row = {**miss, "feasible": True}  # meets the loosened SLOs (a mixed pair, maybe)
     frame = pd.DataFrame([miss_row, *(r for r in kept if r["feasible"])])
-    cheapest = records(frame.sort_values(RANK, kind="stable"))[0]
+    cheapest = first_record(frame.sort_values(RANK, kind="stable"))
     return {"loosen": loosen, "slo": slo.model_dump(), "ratio": miss["slo_ratio"],
             "nearest": miss, "cheapest": cheapest}  # fmt: skip
 

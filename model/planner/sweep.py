@@ -9,12 +9,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from hardware.errors import RooflensError
+from model.memo import Memo
 from model.optimizations import parse_opt
 from model.planner.curves import Curves, Group, build_curves
 from model.planner.grid import OPT_SEP, REASONS, evaluate_group
@@ -25,6 +27,12 @@ from model.planner.space import SweepSpace
 from model.planner.workload import ServingWorkload
 from model.presets import get_model
 from model.spec import ModelSpec
+
+# A group's curves do not depend on the arrival rate or the SLOs, only on the model, the lengths
+# and the sweep's pricing settings: re-planning another load (the planner's what-if loop, the
+# alternatives an infeasible plan tries) reuses them. A plan over every GPU prices ~300 groups.
+_CURVES: Memo[Curves] = Memo(1024)
+NOT_IN_CURVES = {"rate_per_s", "slo"}  # the ServingWorkload fields build_curves never reads
 
 
 @dataclass
@@ -48,6 +56,12 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """DataFrame rows as plain dicts with str keys and Python scalars."""
     return [{str(k): v.item() if isinstance(v, np.generic) else v for k, v in r.items()}
             for r in frame.to_dict("records")]  # fmt: skip
+
+
+def first_record(frame: pd.DataFrame) -> dict[str, Any]:
+    """The first row as `records` gives it (converting only that row: a sweep's frame has
+    thousands)."""
+    return records(frame.head(1))[0]
 
 
 def group_of(row: dict[str, Any]) -> Group:
@@ -92,17 +106,24 @@ def run_sweep(
     kept: list[dict[str, Any]] = []
     curves: dict[Group, Curves] = {}
     n_configs = 0
+    lengths = workload.model_dump_json(exclude=NOT_IN_CURVES)
+    priced_by = (spec.model_dump_json(), lengths, space.profile, space.chunk_tokens,
+                 space.overhead_bytes, space.kv_offload)  # fmt: skip
     for i, group in enumerate(groups):
         try:
-            c = build_curves(
-                spec,
-                group,
-                workload,
-                [parsed[o] for o in group.opts],
-                profile=space.profile,
-                chunk_tokens=space.chunk_tokens,
-                overhead_bytes=space.overhead_bytes,
-                kv_offload=space.kv_offload,
+            c = _CURVES.get(
+                (priced_by, group),
+                partial(
+                    build_curves,
+                    spec,
+                    group,
+                    workload,
+                    [parsed[o] for o in group.opts],
+                    profile=space.profile,
+                    chunk_tokens=space.chunk_tokens,
+                    overhead_bytes=space.overhead_bytes,
+                    kv_offload=space.kv_offload,
+                ),
             )
             c = with_step_overhead(c, space.step_overhead_s)
         except RooflensError as exc:

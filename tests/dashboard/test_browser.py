@@ -235,3 +235,20 @@ def test_invalid_input_keeps_the_page_and_names_the_widget(server: str, tmp_path
         page.goto(f"{server}/?model=llama-3.1-70b&opt=speculative")
         sync_api.expect(_metric(page, "TPOT")).to_contain_text("ms", timeout=TIMEOUT_MS)
         sync_api.expect(page.get_by_text("draft llama-3.1-8b")).to_be_visible()
+
+
+def test_static_tables_show_their_cells_as_written(server: str, tmp_path: Path) -> None:
+    """st.table renders cells as Markdown: an optimization stage "+ KV cache" drew as a bullet
+    and the planner's "$/h / $ per M tokens" pair could read as an equation."""
+    cells = '[data-testid="stTable"] td'
+    with _open_page(tmp_path) as (page, sync_api):
+        page.goto(f"{server}/?page=optimizations")
+        sync_api.expect(page.locator(cells).filter(has_text="+ KV cache").first).to_be_visible(
+            timeout=TIMEOUT_MS
+        )
+        page.goto(f"{server}/?page=planner&plan_sim=0")
+        sync_api.expect(page.get_by_text("Pareto frontier")).to_be_visible(timeout=TIMEOUT_MS)
+        prices = page.locator(cells).filter(has_text="$")
+        sync_api.expect(prices.first).to_contain_text(" / $", timeout=TIMEOUT_MS)
+        inside = '[data-testid="stTable"] li, [data-testid="stTable"] .katex'
+        assert page.locator(inside).count() == 0

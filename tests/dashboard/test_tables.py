@@ -135,11 +135,26 @@ def test_explore_and_roofline_pages_show_these_tables(app) -> None:  # type: ign
 
 
 @pytest.mark.parametrize(
-    "text", ["+ KV cache", "- a", "* b", "1. first", "12) x", "# h", "> q", "-", "1.6 ms", "-5 %"]
+    "text",
+    [
+        "+ KV cache",
+        "- a",
+        "* b",
+        "1. first",
+        "12) x",
+        "# h",
+        "> q",
+        "-",
+        "1.6 ms",
+        "-5 %",
+        "$12.34 / $0.567",
+        "$ per M tokens",
+    ],
 )
 def test_static_table_cells_read_as_written(text: str) -> None:
-    # st.table renders a cell as Markdown: an optimization stage "+ KV cache" became a bullet.
-    # A second route: CommonMark (markdown-it) renders the escaped cell as the text itself.
+    # st.table renders a cell as Markdown: an optimization stage "+ KV cache" became a bullet
+    # (and two prices an equation). A second route: CommonMark (markdown-it) renders the
+    # escaped cell as the text itself.
     from markdown_it import MarkdownIt
 
     html = MarkdownIt("commonmark").render(str(plain(text)))

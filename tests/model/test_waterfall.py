@@ -183,7 +183,7 @@ def test_max_batch_throughput_is_reused_across_batches_and_equals_a_fresh_predic
         fresh = make_pipeline(at_batch(sc, 40), opts).predict().output_tokens_per_s
         assert max_batch_throughput(sc, opts, 40) == fresh
     sc = make_scenario("llama-3-8b", "h100-sxm", prompt_len=1000)
-    keys = {k for k in _MAX_BATCH_MEMO if k[1] == ("quant:scheme=fp8",)}
+    keys = {k for k in _MAX_BATCH_MEMO.keys() if k[1] == ("quant:scheme=fp8",)}
     assert len([k for k in keys if '"batch":40' in k[0] and '"prompt_len":1000' in k[0]]) == 1
     plain = max_batch_throughput(sc, [], 40)
     assert plain == make_pipeline(at_batch(sc, 40), []).predict().output_tokens_per_s

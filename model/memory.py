@@ -183,23 +183,28 @@ def memory_breakdown(sc: Scenario, pipeline: StepPricer) -> MemoryBreakdown:
     def total(batch: Num) -> Num:
         return fixed + batch * per_sequence + activation_bytes(sc, pipeline, batch)
 
-    return MemoryBreakdown(**{**asdict(mem), "max_batch": _max_batch(total, capacity)})
+    ceiling = MAX_BATCH_SEARCH
+    if per_sequence > 0:  # past this the KV cache alone overflows (activations only add)
+        ceiling = max(2, min(ceiling, int((capacity - fixed) // per_sequence) + 1))
+    return MemoryBreakdown(**{**asdict(mem), "max_batch": _max_batch(total, capacity, ceiling)})
 
 
-def _max_batch(total: Any, capacity: float, points: int = 64) -> int:
-    """Largest B with total(B) ≤ capacity, total non-decreasing in B and broadcast-safe.
+def _max_batch(
+    total: Any, capacity: float, ceiling: int = MAX_BATCH_SEARCH, points: int = 64
+) -> int:
+    """Largest B ≤ `ceiling` with total(B) ≤ capacity, total non-decreasing in B and
+    broadcast-safe.
 
     Each round prices `points` batches in one vectorised call and keeps the bracket where the
-    total crosses the capacity: a million candidates resolve in four calls.
+    total crosses the capacity: a million candidates resolve in four calls, and a ceiling near
+    the answer (the batch whose KV cache alone overflows) in one or two.
     """
-    if total(1.0) > capacity:
-        return 0
-    lo, hi = 1, MAX_BATCH_SEARCH  # total(lo) fits; hi is the search ceiling
-    if total(float(hi)) <= capacity:
-        return hi
+    lo, hi = 0, ceiling  # no sequence always fits
     while hi - lo > 1:
-        grid = np.unique(np.linspace(lo, hi, points).round())
+        grid = np.unique(np.linspace(lo + 1, hi, points).round())  # ends at hi
         fits = np.asarray(total(grid)) <= capacity
-        lo = int(grid[fits].max())
+        if fits[-1]:  # the ceiling itself fits (later rounds' hi never does)
+            return hi
+        lo = int(grid[fits].max()) if fits.any() else lo
         hi = int(grid[~fits].min())
     return lo

@@ -50,3 +50,24 @@ def test_int4_weights_are_a_quarter_plus_group_scales() -> None:
     linear = 6_476_005_376  # 32 layers × (4·4096² + 3·4096·11008)
     plain = bf16.weights_bytes - 2 * linear
     assert int4.weights_bytes == pytest.approx(plain + linear * (0.5 + 2 / 128))
+
+
+@pytest.mark.parametrize("ceiling", [2, 3, 64, 65, 1000, 1 << 20])
+def test_max_batch_search_equals_a_scan(ceiling: int) -> None:
+    # the bracket search against a plain scan over every batch, on non-decreasing totals with
+    # flat stretches and jumps (activations that stop growing once a prefill chunk is full)
+    import numpy as np
+
+    from model.memory import _max_batch
+
+    def total(b):  # type: ignore[no-untyped-def]
+        b = np.asarray(b, dtype=float)
+        return 100.0 + 3.0 * b + np.minimum(b, 40.0) * 7.0 + (b > 500) * 50.0
+
+    scan = np.arange(1, min(ceiling, 5000) + 1)
+    for capacity in (50.0, 109.0, 110.0, 111.0, 500.0, 2000.0, 2203.0, 3e6):
+        fitting = scan[total(scan) <= capacity]
+        expected = int(fitting.max()) if len(fitting) else 0
+        if capacity == 3e6:  # beyond the scan: everything up to the ceiling fits
+            expected = ceiling if total(ceiling) <= capacity else int((capacity - 430) // 3)
+        assert _max_batch(total, capacity, ceiling) == expected, capacity

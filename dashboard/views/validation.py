@@ -82,7 +82,7 @@ def _measurements(source: str, section: str) -> None:
         return
     summary = compute.validation_summary(source, tuple(gpus), tuple(ops))
     errors = error_figure(summary, profiles)
-    chart = st.container()  # above the table, sent after it (as on the Roofline page)
+    chart = st.container()  # above the table (a data grid, slow to settle), sent after it
     table = _summary_table(summary, profiles)
     narrow = {c: st.column_config.NumberColumn(width="small") for c in table.columns[2:]}
     st.dataframe(table, hide_index=True, width="stretch", column_config=narrow)

@@ -15,7 +15,8 @@ from cli.render import LazyProgress, console
 
 
 def add_parser(sub: Any) -> None:
-    from model.planner.request import MAX_SIM_REQUESTS, SCENARIO_OPTIONS
+    from model.planner.request import MAX_SIM_REQUESTS, SCENARIO_OPTIONS, listed
+    from model.planner.space import SweepSpace
     from model.request import CHOICES, ScenarioRequest
 
     sim_requests = whole(0, MAX_SIM_REQUESTS, "fewer simulated requests keep memory under ~2 GB")
@@ -55,8 +56,10 @@ def add_parser(sub: Any) -> None:
             p.add_argument(option, default=default,
                            help=f"{what}, comma-separated (default {default})")  # fmt: skip
     p.add_argument("--max-batch", help="batch caps to try (default 1..1024)")
-    p.add_argument("--modes", default="colocated,chunked,disaggregated", help="schedulers")
-    p.add_argument("--max-gpus", type=positive, default=64, help="GPUs at most (default 64)")
+    p.add_argument("--modes", default=listed("modes"), help="schedulers")
+    max_gpus = SweepSpace.default("max_gpus")
+    p.add_argument("--max-gpus", type=positive, default=max_gpus,
+                   help=f"GPUs at most (default {max_gpus})")  # fmt: skip
     p.add_argument("--opt", action="append", default=[], metavar="NAME[:k=v,...]")
     p.add_argument("--sweep-opt", action="append", default=[], help="tried on and off")
     p.add_argument("--price", action="append", default=[], metavar="GPU=USD", help="per GPU-hour")
@@ -65,11 +68,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--prefix-hit-rate", type=finite_number, help="share of prompt tokens cached, 0-1"
     )
-    p.add_argument("--kv-offload", default="none", choices=("none", "host", "nvme"),
+    p.add_argument("--kv-offload", default=SweepSpace.default("kv_offload"),
+                   choices=("none", "host", "nvme"),
                    help="where the prefix cache lives below HBM (default none)")  # fmt: skip
     p.add_argument("--prefill-gpus", help="mixed pairs: GPUs for prefill replicas")
     p.add_argument("--decode-gpus", help="mixed pairs: GPUs for decode replicas")
-    p.add_argument("--objective", default="cost", choices=("cost", "goodput-per-dollar"),
+    p.add_argument("--objective", default=SweepSpace.default("objective"),
+                   choices=("cost", "goodput-per-dollar"),
                    help="recommend the cheapest, or the most goodput per dollar")  # fmt: skip
     p.add_argument(
         "--sim-requests",

@@ -17,10 +17,18 @@ from dashboard.numbers import fmt_sig
 from hardware.errors import RooflensError
 from hardware.presets import gpu_ids
 from model.planner.explain import ALTERNATIVES_HINT
+from model.planner.request import listed
 from model.planner.serving import MODES
+from model.planner.space import SweepSpace
 from model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 
 DTYPES = ["bf16", "fp8", "int8", "int4"]
+# The form's list widgets: (label, link key, the SweepSpace field giving the default, options)
+MULTI = (
+    ("Weight dtypes", "plan_wdtypes", "weight_dtypes", DTYPES),
+    ("KV dtypes", "plan_kvdtypes", "kv_dtypes", DTYPES),
+    ("Schedulers", "plan_modes", "modes", list(MODES)),
+)
 PROGRESS_STEP = 0.05  # the progress bar moves in steps of this fraction of the sweep
 
 
@@ -47,7 +55,7 @@ def _form(ctx: Context) -> dict[str, Any]:
         b.number_input(
             "TPOT p99 SLO (ms, 0 = none)", min_value=0.0, key=url_state(ctx, "plan_tpot_ms", 50.0)
         )
-        c.text_input("TP degrees", key=url_state(ctx, "plan_tp", "1,2,4,8"))
+        c.text_input("TP degrees", key=url_state(ctx, "plan_tp", listed("tp")))
         default_gpu = s.gpu if s.gpu in gpu_ids() else "h100-sxm"
         st.multiselect(
             "GPUs (none = every GPU with a listed price)",
@@ -55,14 +63,17 @@ def _form(ctx: Context) -> dict[str, Any]:
             key=url_state(ctx, "plan_gpus", [default_gpu]),
         )
         a, b, c = st.columns(3)
-        a.multiselect("Weight dtypes", DTYPES, key=url_state(ctx, "plan_wdtypes", ["bf16", "fp8"]))
-        b.multiselect("KV dtypes", DTYPES, key=url_state(ctx, "plan_kvdtypes", ["bf16", "fp8"]))
-        c.multiselect("Schedulers", list(MODES), key=url_state(ctx, "plan_modes", list(MODES)))
-        a.number_input("Max GPUs", min_value=1, step=1, key=url_state(ctx, "plan_max_gpus", 64))
+        for column, (label, key, name, options) in zip((a, b, c), MULTI, strict=True):
+            default = list(SweepSpace.default(name))
+            column.multiselect(label, options, key=url_state(ctx, key, default))
+        max_gpus = SweepSpace.default("max_gpus")
+        a.number_input(
+            "Max GPUs", min_value=1, step=1, key=url_state(ctx, "plan_max_gpus", max_gpus)
+        )
         b.radio("Profile", ["calibrated", "ideal"], key=url_state(ctx, "plan_profile",
                 s.profile), horizontal=True, help="starts as the sidebar's")  # fmt: skip
         a.radio("Objective", ["cost", "goodput-per-dollar"], horizontal=True,
-                key=url_state(ctx, "plan_objective", "cost"),
+                key=url_state(ctx, "plan_objective", SweepSpace.default("objective")),
                 help="the cheapest configuration, or the most goodput (requests/s within every "
                 "SLO) per dollar")  # fmt: skip
         c.number_input(

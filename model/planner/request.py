@@ -25,17 +25,24 @@ from model.planner.workload import SLO, LengthDist, ServingWorkload
 from model.request import ScenarioRequest, bad_value
 from model.request import flag as schema_flag
 
+
+def listed(name: str) -> str:
+    """A SweepSpace default as an option's text: (1, 2, 4, 8) -> '1,2,4,8'."""
+    value = SweepSpace.default(name)
+    return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+
 # `rooflens plan`'s scenario options -> (the ScenarioRequest field whose description, bound and
-# choices they take; the planner's default, which sweeps TP and fp8 and prices calibrated).
-# --chunk, the chunked scheduler's token budget, is also ≥ 1 (SweepSpace: no budget, no share).
+# choices they take; the planner's default, SweepSpace's, which sweeps TP and fp8 and prices
+# calibrated). --chunk, the chunked scheduler's token budget, is also ≥ 1 (SweepSpace).
 SCENARIO_OPTIONS: dict[str, tuple[str, str]] = {
-    "--tp": ("tp", "1,2,4,8"),
-    "--pp": ("pp", "1"),
-    "--ep": ("ep", "1"),
-    "--weight-dtypes": ("weight_dtype", "bf16,fp8"),
-    "--kv-dtypes": ("kv_dtype", "bf16,fp8"),
-    "--profile": ("profile", "calibrated"),
-    "--chunk": ("prefill_chunk", "2048"),
+    "--tp": ("tp", listed("tp")),
+    "--pp": ("pp", listed("pp")),
+    "--ep": ("ep", listed("ep")),
+    "--weight-dtypes": ("weight_dtype", listed("weight_dtypes")),
+    "--kv-dtypes": ("kv_dtype", listed("kv_dtypes")),
+    "--profile": ("profile", listed("profile")),
+    "--chunk": ("prefill_chunk", listed("chunk_tokens")),
 }
 MAX_CONFIGS = 50_000_000  # about 2 GB at ~40 bytes a configuration
 # The simulation holds ~80 bytes per request (8 GB measured at 1e8): 2e7 is about 1.6 GB.
@@ -152,8 +159,8 @@ def build_request(
     weight_dtypes: str = SCENARIO_OPTIONS["--weight-dtypes"][1],
     kv_dtypes: str = SCENARIO_OPTIONS["--kv-dtypes"][1],
     max_batch: str | None = None,
-    modes: str = "colocated,chunked,disaggregated",
-    max_gpus: int = 64,
+    modes: str = listed("modes"),
+    max_gpus: int = SweepSpace.default("max_gpus"),
     chunk: int = int(SCENARIO_OPTIONS["--chunk"][1]),
     profile: str = SCENARIO_OPTIONS["--profile"][1],
     opts: Sequence[str] = (),
@@ -162,9 +169,9 @@ def build_request(
     price_file: str | None = None,
     serving_profile: str | None = None,
     trace: str | None = None,
-    objective: str = "cost",
+    objective: str = SweepSpace.default("objective"),
     prefix_hit_rate: float | None = None,
-    kv_offload: str = "none",
+    kv_offload: str = SweepSpace.default("kv_offload"),
     prefill_gpus: str | None = None,
     decode_gpus: str | None = None,
 ) -> tuple[SweepSpace, ServingWorkload]:

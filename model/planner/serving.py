@@ -36,6 +36,7 @@ from model.planner.curves import Curves
 from model.planner.workload import Z99, ServingWorkload
 
 MODES = ("colocated", "chunked", "disaggregated")
+CHUNK_TOKENS = 2048  # the chunked scheduler's token budget per step, unless a plan sets one
 
 
 def poisson_p99(mean: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from model.planner.costs import StepCosts
+from model.planner.serving import CHUNK_TOKENS
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def replay(
     prompts: np.ndarray,
     outputs: np.ndarray,
     cap: int,
-    chunk_tokens: int = 2048,
+    chunk_tokens: int = CHUNK_TOKENS,
     decode_arrival_s: np.ndarray | None = None,
     kv_transfer_s: np.ndarray | None = None,
     concurrency: int | None = None,
@@ -115,7 +116,7 @@ def simulate(
     prompts: np.ndarray,
     outputs: np.ndarray,
     cap: int,
-    chunk_tokens: int = 2048,
+    chunk_tokens: int = CHUNK_TOKENS,
     decode_arrival_s: np.ndarray | None = None,
     kv_transfer_s: np.ndarray | None = None,
     warmup: float = 0.1,

@@ -4,14 +4,14 @@ walks. Below grid.py, mixed.py and sweep.py, which all read it."""
 from __future__ import annotations
 
 import itertools
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hardware.presets import get_gpu
 from model.dtypes import default_act_dtype
 from model.planner.curves import Group
-from model.planner.serving import MODES
+from model.planner.serving import CHUNK_TOKENS, MODES
 from model.scenario import DEFAULT_OVERHEAD_BYTES
 
 DEFAULT_MAX_BATCHES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
@@ -32,7 +32,9 @@ class SweepSpace(BaseModel):
     max_batches: tuple[int, ...] = DEFAULT_MAX_BATCHES
     modes: tuple[str, ...] = MODES
     max_gpus: int = Field(default=64, gt=0)
-    chunk_tokens: int = Field(default=2048, gt=0, description="chunked prefill token budget")
+    chunk_tokens: int = Field(
+        default=CHUNK_TOKENS, gt=0, description="chunked prefill token budget"
+    )
     profile: str = "calibrated"
     opts: tuple[str, ...] = ()
     sweep_opts: tuple[str, ...] = Field(default=(), description="each tried on and off")
@@ -55,6 +57,12 @@ class SweepSpace(BaseModel):
         if bad:
             raise ValueError(f"unknown scheduler '{bad[0]}': use {', '.join(MODES)}")
         return value
+
+    @classmethod
+    def default(cls, name: str) -> Any:
+        """A field's default: the one place the planner's defaults are stated (the CLI's
+        options and the dashboard's planner form start from them)."""
+        return cls.model_fields[name].default
 
     def groups(self) -> list[Group]:
         """Every combination; EP only as a multiple of TP (each EP GPU holds whole experts and

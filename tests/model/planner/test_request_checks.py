@@ -37,3 +37,27 @@ def test_the_python_route_refuses_what_the_cli_refuses(requests: int, seed: int)
     space, workload = build_request(**REQUEST)  # type: ignore[arg-type]
     with pytest.raises(RooflensError):
         plan(space, workload, simulate_requests=requests, seed=seed)
+
+
+SPACE_DEFAULTS = ("tp", "pp", "ep", "weight_dtypes", "kv_dtypes", "max_batches", "modes",
+                  "max_gpus", "chunk_tokens", "profile", "objective", "kv_offload")  # fmt: skip
+
+
+def test_every_route_plans_with_the_sweep_spaces_defaults() -> None:
+    # SweepSpace states the planner's defaults once; the Python route and the CLI's options
+    # start from them (as the dashboard's planner form does)
+    import cli
+    from model.planner.space import SweepSpace
+
+    plain = SweepSpace(model="llama-3-8b", gpus=("h100-sxm",))
+    space, _ = build_request(model="llama-3-8b", gpus="h100-sxm", rate=1.0)
+    assert {n: getattr(space, n) for n in SPACE_DEFAULTS} == {
+        n: getattr(plain, n) for n in SPACE_DEFAULTS
+    }
+    args = cli.build_parser().parse_args(["plan", "--model", "llama-3-8b", "--rate", "1"])
+    via_cli, _ = build_request(model="llama-3-8b", gpus="h100-sxm", rate=1.0, tp=args.tp,
+                               pp=args.pp, ep=args.ep, weight_dtypes=args.weight_dtypes,
+                               kv_dtypes=args.kv_dtypes, modes=args.modes, max_gpus=args.max_gpus,
+                               chunk=args.chunk, profile=args.profile, objective=args.objective,
+                               kv_offload=args.kv_offload)  # fmt: skip
+    assert via_cli == space

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,11 @@ CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "
 # What a join depends on: the cost model's code and data (calibration profiles, presets).
 CODE_DIRS = ("hardware", "model", "validate")
 KEEP_FILES = 4  # views of one kind kept on disk (several checkouts may share the cache)
+# What earlier versions of this page left on disk: the full join (~110 MB each, one per change of
+# the code or data) and its figures and summaries, in this folder and, before that, in the
+# system's temporary folder. No version reads them now; they go when a view is written.
+LEGACY_DIRS = (CACHE_DIR, Path(tempfile.gettempdir()) / "rooflens-cache")
+LEGACY_NAME = re.compile(r"validation-(?!view-)[A-Za-z0-9._-]+\.pkl")
 # Points per (GPU, operator class) drawn: the figures are SVG (no WebGL context to create), and a
 # few hundred points per class show the spread; the statistics use every row.
 SHOWN_PER_GROUP = 150
@@ -148,7 +154,20 @@ def _on_disk(name: str, make: Callable[[], Any], kind: str = "") -> Any:
         older = sorted(CACHE_DIR.glob(f"{kind}*.pkl"), key=lambda p: p.stat().st_mtime)
         for stale in older[:-KEEP_FILES]:
             stale.unlink(missing_ok=True)
+        prune_legacy()
     return value
+
+
+def prune_legacy() -> list[Path]:
+    """Delete this user's files left by earlier versions of the page (LEGACY_NAME in
+    LEGACY_DIRS); returns what went."""
+    gone = []
+    for folder in LEGACY_DIRS:
+        for path in folder.glob("validation-*.pkl") if folder.is_dir() else []:
+            if LEGACY_NAME.fullmatch(path.name) and path.stat().st_uid == os.getuid():
+                path.unlink(missing_ok=True)
+                gone.append(path)
+    return gone
 
 
 def validation_join(source: str) -> pd.DataFrame:

@@ -84,3 +84,22 @@ def test_disk_cache_keeps_the_newest_files_of_a_kind(tmp_path, monkeypatch) -> N
     assert len(left) == vd.KEEP_FILES
     assert vd._on_disk(f"view-{vd.KEEP_FILES + 2}.pkl", lambda: None) == {"i": vd.KEEP_FILES + 2}
     assert (tmp_path / "other.pkl").is_file()  # another kind is left alone
+
+
+def test_files_of_earlier_versions_are_pruned_when_a_view_is_written(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # the 110 MB joins, figures and summaries earlier versions wrote (here and in /tmp) go;
+    # the current views and anything else stay
+    cache, old_tmp = tmp_path / "cache", tmp_path / "tmp-cache"
+    old_tmp.mkdir()
+    monkeypatch.setattr(vd, "CACHE_DIR", cache)
+    monkeypatch.setattr(vd, "LEGACY_DIRS", (cache, old_tmp))
+    vd._on_disk("validation-view-a-1.pkl", lambda: 1, kind="validation-view-a-")
+    legacy = [cache / "validation-0d049caa6b4b595749e419c6.pkl",
+              cache / "validation-figures-0d04-gemm.pkl",
+              old_tmp / "validation-summary-3b55-all.pkl"]  # fmt: skip
+    kept = [cache / "validation-view-a-1.pkl", cache / "notes.pkl", old_tmp / "other.pkl"]
+    for path in [*legacy, *kept[1:]]:
+        path.write_bytes(b"x")
+    vd._on_disk("validation-view-a-2.pkl", lambda: 2, kind="validation-view-a-")
+    assert [p for p in legacy if p.exists()] == []
+    assert all(p.exists() for p in kept) and (cache / "validation-view-a-2.pkl").exists()

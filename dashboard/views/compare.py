@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from dashboard import compute
+from dashboard import compute, tables
 from dashboard.charts import show
 from dashboard.controls import Context, url_state
 from dashboard.export import download_row
@@ -55,7 +55,7 @@ def render(ctx: Context) -> None:
     frame = pd.DataFrame(rows)
     fig = compare_figure(frame)
     show(fig, key="compare_chart")
-    st.dataframe(_table(frame), hide_index=True, width="stretch")
+    tables.show(_table(frame))
     st.caption(
         "Interconnect: "
         + "; ".join(

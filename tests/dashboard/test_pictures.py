@@ -122,7 +122,7 @@ def test_report_is_one_offline_page_with_the_figures() -> None:
 def test_gpus_side_by_side_match_each_gpus_own_prediction(app) -> None:  # type: ignore[no-untyped-def]
     at = app(page="compare", cmp_gpus=["h100-sxm", "b200", "dgx-a100"])
     assert_clean(at)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table["GPU / system"]) == ["h100-sxm", "b200", "dgx-a100"]
     for _, row in table.iterrows():
         direct = sweeps.predict(DEFAULTS.with_(gpu=row["GPU / system"]))

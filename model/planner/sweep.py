@@ -31,6 +31,7 @@ from model.spec import ModelSpec
 # A group's curves do not depend on the arrival rate or the SLOs, only on the model, the lengths
 # and the sweep's pricing settings: re-planning another load (the planner's what-if loop, the
 # alternatives an infeasible plan tries) reuses them. A plan over every GPU prices ~300 groups.
+# (Calibration profiles, prices and presets are read once per process, as everywhere else.)
 _CURVES: Memo[Curves] = Memo(1024)
 NOT_IN_CURVES = {"rate_per_s", "slo"}  # the ServingWorkload fields build_curves never reads
 

@@ -17,6 +17,7 @@ from validate.measured_files import (
     check_root,
     concat,
     dtype_names,
+    engine_precision,
     gpu_id,
     impl,
     read_table,
@@ -26,25 +27,19 @@ from validate.moe_configs import SUBSET_COLUMN, config_labels
 
 
 def load_aiconfigurator_gemm(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
-    """Y[m,n] = X[m,k]·W[n,k]ᵀ per engine (vLLM, SGLang), bf16, A100-SXM4-80GB."""
+    """Y[m,n] = X[m,k]·W[n,k]ᵀ per engine (vLLM, SGLang, TensorRT-LLM) and GPU, in every
+    precision the engine measured (`quant`; dtype and weight_dtype from ENGINE_PRECISIONS)."""
     frames = []
     for path in sorted(check_root(root).glob("aiconfigurator-*/gemm/*/*/gemm_perf.parquet")):
         d = read_table(path, ("m", "n", "k", "gemm_dtype", *IMPL_COLUMNS))
         if d is None:
             continue
-        frames.append(
-            pd.DataFrame(
-                {
-                    "op": "gemm",
-                    "m": d["m"], "n": d["n"], "k": d["k"],
-                    "dtype": dtype_names(d["gemm_dtype"]),
-                    "measured_s": d["latency"] * MS,
-                    "impl": impl(d),
-                    "gpu": d["device"].map(gpu_id),
-                    "source": rel(path, root),
-                }
-            )
-        )  # fmt: skip
+        frame = pd.DataFrame({"op": "gemm", "m": d["m"], "n": d["n"], "k": d["k"]})
+        frame = frame.join(engine_precision(d["gemm_dtype"]))
+        frame["measured_s"] = d["latency"] * MS
+        frame["impl"], frame["gpu"] = impl(d), d["device"].map(gpu_id)
+        frame["source"] = rel(path, root)
+        frames.append(frame)
     return concat(frames)
 
 
@@ -102,7 +97,7 @@ def load_moe(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
             continue
         frame = d[keep].copy()
         frame.insert(0, "op", "moe")
-        frame["dtype"] = dtype_names(d["moe_dtype"])
+        frame = frame.join(engine_precision(d["moe_dtype"]))
         frame["measured_s"] = d["latency"] * MS
         frame["impl"], frame["gpu"] = impl(d), d["device"].map(gpu_id)
         frame["source"] = rel(path, root)

@@ -17,7 +17,51 @@ from hardware.errors import RooflensError
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "measured"
 MS = 1e-3
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "int8": "int8"}
-DEVICE_IDS = {"NVIDIA A100-SXM4-80GB": "a100-sxm-80gb", "a100": "a100-sxm-80gb", "a40": "a40"}
+DEVICE_IDS = {
+    "NVIDIA A100-SXM4-80GB": "a100-sxm-80gb",
+    "NVIDIA H100 80GB HBM3": "h100-sxm",
+    "NVIDIA B300 SXM6 AC": "b300",
+    "NVIDIA RTX PRO 6000 Blackwell Server Edition": "rtx-pro-6000",
+    "a100": "a100-sxm-80gb",
+    "a40": "a40",
+}
+
+
+# The engines' precision labels (`gemm_dtype`, `moe_dtype`) in the kernel contract's columns:
+# label -> (dtype: the activations / tensor-core operands, weight_dtype or None when the weights
+# are stored at `dtype`). The label itself is kept as `quant`: fp8 and fp8_block run different
+# kernels (per-tensor vs 128-wide block scales) on the same operand types.
+ENGINE_PRECISIONS: dict[str, tuple[str, str | None]] = {
+    "bfloat16": ("bf16", None),
+    "float16": ("fp16", None),
+    "fp8": ("fp8", None),  # W8A8, per-tensor scales
+    "fp8_block": ("fp8", None),  # W8A8, 128-wide block scales (DeepSeek style)
+    "int8_wo": ("bf16", "int8"),  # weight-only, bf16 activations
+    "int4_wo": ("bf16", "int4"),  # weight-only (Marlin / TensorRT-LLM WeightOnlyQuantMatmul)
+    "sq": ("int8", None),  # SmoothQuant W8A8 int8
+    "nvfp4": ("nvfp4", None),  # W4A4, 16-element blocks with fp8 scales
+    "w4a16_mxfp4": ("bf16", "mxfp4"),  # gpt-oss experts, bf16 activations
+    "w4a8_mxfp4_mxfp8": ("fp8", "mxfp4"),  # MXFP4 experts, MXFP8 activations
+}
+
+
+def engine_precision(labels: pd.Series) -> pd.DataFrame:
+    """`dtype`, `weight_dtype` (None where weights are at `dtype`) and `quant` (the engine's
+    label) of each row; a label with no entry above is refused in one line."""
+    unknown = sorted(set(map(str, labels)) - set(ENGINE_PRECISIONS))
+    if unknown:
+        raise RooflensError(
+            f"measured precision '{unknown[0]}' is not known; add it to ENGINE_PRECISIONS"
+        )
+    pairs = labels.astype(str).map(ENGINE_PRECISIONS)
+    return pd.DataFrame(
+        {
+            "dtype": pairs.map(lambda p: p[0]),
+            "weight_dtype": pairs.map(lambda p: p[1]),
+            "quant": labels.astype(str),
+        },
+        index=labels.index,
+    )
 
 
 def gpu_id(name: str) -> str:

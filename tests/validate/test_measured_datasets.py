@@ -17,7 +17,7 @@ def kernels(measured_dir):
 def test_every_row_has_the_contract_and_provenance_columns(kernels):
     for column in ("op", "dtype", "measured_s", "impl", "gpu", "source"):
         assert kernels[column].notna().all(), column
-    assert set(kernels["gpu"]) == {"a100-sxm-80gb", "a40", "h100-sxm"}
+    assert set(kernels["gpu"]) == {"a100-sxm-80gb", "a40", "h100-sxm", "b300", "rtx-pro-6000"}
     assert (kernels["measured_s"] > 0).all()
 
 

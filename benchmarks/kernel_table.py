@@ -40,7 +40,7 @@ def _int(row: pd.Series, name: str) -> int:
 
 def kernel_cost(row: pd.Series) -> tuple[float, float]:
     """(FLOPs, minimum HBM bytes) of one suite row, from the kernel module's own cost function."""
-    from kernels import KERNELS
+    from rooflens.kernels import KERNELS
 
     kernel, dtype = str(row["kernel"]), str(row["dtype"])
     cost = KERNELS[kernel].cost

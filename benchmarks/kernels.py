@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import kernel_table as kt
-from hardware.errors import RooflensError
-from model.io import atomic_write_csv, atomic_write_text
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.io import atomic_write_csv, atomic_write_text
 
 RESULTS = Path(__file__).parent / "results"
 GEMM_SIZE = 8192  # bf16 cuBLAS roof: 8192³ reaches the plateau on A100/H100-class GPUs
@@ -62,7 +62,7 @@ QUICK_SHAPES = 10  # --quick: shapes per kernel, as many as the 2026-11-24 H100 
 def spread(suite: pd.DataFrame, per_kernel: int) -> pd.DataFrame:
     """At most `per_kernel` shapes of each kernel, evenly spaced from its smallest working set
     to its largest (so a short run still spans decode GEMVs to 16k-token prefill)."""
-    from validate.suite import working_set_bytes
+    from rooflens.validate.suite import working_set_bytes
 
     picked = []
     for _, rows in suite.assign(_ws=working_set_bytes(suite)).groupby("kernel", sort=False):
@@ -119,13 +119,13 @@ def measure(args: argparse.Namespace) -> tuple[pd.DataFrame, dict[str, str], str
         os.environ["TRITON_INTERPRET"] = "1"  # read when kernels are decorated: before importing
     import torch
 
-    from validate.cases import make_calls
-    from validate.runner import copies_for, gpu_preset_for, time_cpu, time_gpu
-    from validate.store import device_provenance
+    from rooflens.validate.cases import make_calls
+    from rooflens.validate.runner import copies_for, gpu_preset_for, time_cpu, time_gpu
+    from rooflens.validate.store import device_provenance
 
     if args.device == "cuda":
-        from hardware.presets import get_gpu
-        from validate.suite import full_suite
+        from rooflens.hardware.presets import get_gpu
+        from rooflens.validate.suite import full_suite
 
         if not torch.cuda.is_available():
             raise RooflensError("no CUDA GPU found: use --device cpu --small, or run on a GPU")
@@ -204,7 +204,7 @@ def from_measured(folder: Path) -> tuple[pd.DataFrame, dict[str, str], tuple[flo
 
 
 def build(args: argparse.Namespace) -> tuple[pd.DataFrame, str, str]:
-    from hardware.presets import get_gpu
+    from rooflens.hardware.presets import get_gpu
 
     if args.from_measured:
         pairs, provenance, (flops, bandwidth, how) = from_measured(Path(args.from_measured))

@@ -25,8 +25,8 @@ import itertools  # noqa: E402
 import logging  # noqa: E402
 import platform  # noqa: E402
 
-from model.planner.request import build_request  # noqa: E402
-from model.planner.sweep import run_sweep  # noqa: E402
+from rooflens.model.planner.plan_args import build_request  # noqa: E402
+from rooflens.model.planner.sweep import run_sweep  # noqa: E402
 
 
 def rooflens_rate(sweep_opts: list[str]) -> tuple[int, float]:

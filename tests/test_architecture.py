@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("argtypes", "hardware", "model", "kernels", "validate", "dashboard", "cli", "app")
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGES = ("argtypes", "hardware", "model", "kernels", "validate", "dashboard", "cli")
 # Which first-party packages each one may import (docs/architecture.md, "Layers").
 ALLOWED = {
     "argtypes": set(),
@@ -25,24 +25,33 @@ ALLOWED = {
     "validate": {"argtypes", "hardware", "model", "kernels"},
     "dashboard": {"hardware", "model", "validate"},
     "cli": {"argtypes", "hardware", "model", "validate"},
-    "app": {"hardware", "model", "validate", "dashboard"},
 }
 # Libraries the cost model never imports: GPU stacks (it runs on a laptop) and front-ends
 # (model/ returns data; the CLI and dashboard format it).
 NOT_IN_COST_MODEL = {"torch", "triton", "streamlit", "plotly", "rich", "argparse"}
-# model/steps.py holds the data types the pipeline, memory and optimizations share.
-ABOVE_STEPS = ("model.pipeline", "model.memory", "model.optimizations", "model.pipeline_parallel")
+# model/predict/steps.py holds the data types the pipeline, memory and optimizations share.
+ABOVE_STEPS = (
+    "rooflens.model.predict.predictor",
+    "rooflens.model.predict.memory",
+    "rooflens.model.optimizations",
+    "rooflens.model.predict.pp_schedule",
+)
 
 
 def _modules() -> dict[str, Path]:
     found = {}
     for package in PACKAGES:
-        single = REPO / f"{package}.py"
-        paths = [single] if single.is_file() else sorted((REPO / package).rglob("*.py"))
+        single = SRC / "rooflens" / f"{package}.py"
+        paths = [single] if single.is_file() else sorted((SRC / "rooflens" / package).rglob("*.py"))
         for path in paths:
-            name = ".".join(path.relative_to(REPO).with_suffix("").parts)
+            name = ".".join(path.relative_to(SRC).with_suffix("").parts)
             found[name.removesuffix(".__init__")] = path
     return found
+
+
+def _package(module: str) -> str:
+    """The layer a module belongs to: rooflens.<package>...."""
+    return module.split(".")[1]
 
 
 MODULES = _modules()
@@ -124,10 +133,10 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_every_package_and_known_edges() -> None:
     # guards the checks below against an empty or mis-resolved graph
-    assert {m.split(".")[0] for m in MODULES} == set(PACKAGES)
-    assert "model.steps" in GRAPH["model.pipeline"]
-    assert "model.optimizations" in GRAPH["model.pipeline"]
-    assert "hardware.spec" in GRAPH["model.scenario"]
+    assert {_package(m) for m in MODULES} == set(PACKAGES)
+    assert "rooflens.model.predict.steps" in GRAPH["rooflens.model.predict.predictor"]
+    assert "rooflens.model.optimizations" in GRAPH["rooflens.model.predict.predictor"]
+    assert "rooflens.hardware.spec" in GRAPH["rooflens.model.predict.scenario"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -135,9 +144,9 @@ def test_imports_run_one_way_between_packages(package: str) -> None:
     wrong = sorted(
         f"{module} imports {target}"
         for module, targets in GRAPH.items()
-        if module.split(".")[0] == package
+        if _package(module) == package
         for target in targets
-        if target.split(".")[0] not in ALLOWED[package] | {package}
+        if _package(target) not in ALLOWED[package] | {package}
     )
     assert not wrong, f"{package} may import only {sorted(ALLOWED[package])}: {wrong}"
 
@@ -154,13 +163,13 @@ def test_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_prediction_types_sit_below_the_pipeline() -> None:
-    reached, todo = set(), ["model.steps"]
-    while todo:  # everything model/steps.py imports, directly or not
+    reached, todo = set(), ["rooflens.model.predict.steps"]
+    while todo:  # everything model/predict/steps.py imports, directly or not
         for target in GRAPH[todo.pop()] - reached:
             reached.add(target)
             todo.append(target)
     above = sorted(m for m in reached if m.startswith(ABOVE_STEPS))
-    assert not above, f"model/steps.py must not reach {above}"
+    assert not above, f"model/predict/steps.py must not reach {above}"
 
 
 @pytest.mark.parametrize("package", ["hardware", "model"])
@@ -168,7 +177,7 @@ def test_cost_model_imports_no_gpu_or_front_end_library(package: str) -> None:
     wrong = sorted(
         f"{module} imports {dotted}"
         for module, path in MODULES.items()
-        if module.split(".")[0] == package
+        if _package(module) == package
         for dotted in _imported_names(module, path)
         if dotted.split(".")[0] in NOT_IN_COST_MODEL
     )

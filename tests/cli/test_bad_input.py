@@ -12,9 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import cli
-from cli import main
-from hardware.presets import get_gpu
+import rooflens.cli as cli
+from rooflens.cli import main
+from rooflens.hardware.presets import get_gpu
 
 PLAN = ["plan", "--model", "llama-3-8b", "--gpus", "h100-sxm", "--tp", "1", "--rate", "1",
         "--sim-requests", "0"]  # fmt: skip
@@ -151,8 +151,8 @@ def test_validate_threads_zero(capsys) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize(("flag", "value"), [("--impl", "foo"), ("--kernels", "gemmm")])
 def test_validate_run_names_a_typo_before_measuring(capsys, tmp_path, flag, value) -> None:  # type: ignore[no-untyped-def]
-    from validate.cpu import save_cpu_spec
-    from validate.store import device_dir
+    from rooflens.validate.cpu import save_cpu_spec
+    from rooflens.validate.store import device_dir
 
     save_cpu_spec(get_gpu("h100-sxm").model_copy(update={"id": "cpu"}), tmp_path)
     argv = ["validate", "run", "--device", "cpu", "--results", str(tmp_path), flag, value]

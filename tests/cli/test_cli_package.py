@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cli import build_parser
+from rooflens.cli import build_parser
 
-CLI = Path(__file__).resolve().parents[2] / "cli"
+CLI = Path(__file__).resolve().parents[2] / "src" / "rooflens" / "cli"
 MODULES = sorted(CLI.glob("*.py"))
 
 

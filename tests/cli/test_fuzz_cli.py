@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli import main
-from hardware.errors import RooflensError
-from model.optimizations import parse_opt, registry
-from model.presets import get_model
+from rooflens.cli import main
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.optimizations import parse_opt, registry
+from rooflens.model.specs.presets import get_model
 
 FAST = settings(max_examples=30, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
@@ -159,7 +159,7 @@ SCENARIO_ARGS = ["batch", "prompt_len", "output_len", "tp", "pp", "ep", "group_s
 @FAST
 @given(key=st.sampled_from(SCENARIO_ARGS), value=VALUES)
 def test_make_scenario_arguments(key: str, value: object) -> None:
-    from model.api import make_scenario
+    from rooflens.model.predict.api import make_scenario
 
     try:
         sc = make_scenario("llama-2-7b", "h100-sxm", **{key: value})  # type: ignore[arg-type]

@@ -1,5 +1,6 @@
 """The scenario options of `memory`, `predict` and `compare` are generated from the schema
-(model/request.py): every field is a flag with the field's default, choices and help; `memory`
+(model/predict/request.py): every field is a flag with the field's default, choices and help;
+`memory`
 has --context in place of the workload's lengths; and a value out of bounds ends in exit 2 with
 the schema's own one-line message."""
 
@@ -9,8 +10,8 @@ import argparse
 
 import pytest
 
-from cli import build_parser, main
-from model.request import ScenarioRequest, bad_value, choices, lower_bound, meta
+from rooflens.cli import build_parser, main
+from rooflens.model.predict.request import ScenarioRequest, bad_value, choices, lower_bound, meta
 
 FIELDS = ScenarioRequest.model_fields
 PREDICT = ["predict", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--no-ops"]

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from apptest_helpers import assert_clean, metrics, si
 
-from dashboard import compute, sweeps
-from dashboard.settings import DEFAULTS, baseline_to_param
-from hardware.presets import get_gpu
-from model.api import make_scenario, run
+from rooflens.dashboard import compute, sweeps
+from rooflens.dashboard.settings import DEFAULTS, baseline_to_param
+from rooflens.hardware.presets import get_gpu
+from rooflens.model.predict.api import make_scenario, run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "model" / "fixtures"
 

@@ -137,10 +137,10 @@ def test_roofline_page_plots_every_operator(server: str, tmp_path: Path) -> None
     """The Roofline page in a browser: the roof and ceilings are drawn and every prefill and
     decode operator with FLOPs and bytes is a point on the chart; with a baseline pinned and the
     batch changed, the hollow baseline points appear beside them."""
-    from dashboard import sweeps
-    from dashboard.figures.roofline import roofline_points
-    from dashboard.settings import DEFAULTS
-    from hardware.presets import get_gpu
+    from rooflens.dashboard import sweeps
+    from rooflens.dashboard.figures.roofline import roofline_points
+    from rooflens.dashboard.settings import DEFAULTS
+    from rooflens.hardware.presets import get_gpu
 
     placed, _ = roofline_points(sweeps.predict(DEFAULTS).ops_frame())
     with _open_page(tmp_path, 1500, 1080) as (page, sync_api):

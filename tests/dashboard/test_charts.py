@@ -10,7 +10,7 @@ import plotly.io as pio
 import pytest
 from apptest_helpers import assert_clean
 
-from dashboard.charts import CATEGORICAL, TEMPLATE
+from rooflens.dashboard.charts import CATEGORICAL, TEMPLATE
 
 
 @pytest.mark.parametrize("page", ["explore", "roofline", "memory", "optimizations"])

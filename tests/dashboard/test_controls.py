@@ -1,12 +1,13 @@
 """The sidebar's scenario widgets take their bounds, steps, help and options from the schema's
-field metadata (model/request.py via dashboard/settings.py), so a widget accepts exactly what
+field metadata (model/predict/request.py via dashboard/settings.py), so a widget accepts exactly
+what
 the CLI and a link accept."""
 
 from __future__ import annotations
 
-from dashboard.controls import SAME_AS_ACT
-from dashboard.settings import CHOICES, FIELDS, MINIMUMS
-from model.request import meta
+from rooflens.dashboard.controls import SAME_AS_ACT
+from rooflens.dashboard.settings import CHOICES, FIELDS, MINIMUMS
+from rooflens.model.predict.request import meta
 
 
 def test_number_widgets_have_the_schema_bounds(app) -> None:  # type: ignore[no-untyped-def]

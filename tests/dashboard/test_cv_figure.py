@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from apptest_helpers import assert_clean, figures
 
-from dashboard.figures.validation import cv_figure
-from validate.cv import CV_FILE
+from rooflens.dashboard.figures.validation import cv_figure
+from rooflens.validate.cv import CV_FILE
 
 
 def test_heatmap_cells_are_the_tables_median_and_p90_in_percent() -> None:

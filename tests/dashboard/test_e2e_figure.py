@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.figures.e2e import e2e_figure
-from validate.e2e.report import load_e2e, results_frame
+from rooflens.dashboard.figures.e2e import e2e_figure
+from rooflens.validate.e2e.report import load_e2e, results_frame
 
 
 def _row(phase: str, batch: int, context: int, scale: float) -> dict:

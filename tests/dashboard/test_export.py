@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard import sweeps
-from dashboard.export import figure_html, figure_png, png_export_available, to_json
-from dashboard.figures.memory import memory_bars
-from dashboard.settings import DEFAULTS
+from rooflens.dashboard import sweeps
+from rooflens.dashboard.export import figure_html, figure_png, png_export_available, to_json
+from rooflens.dashboard.figures.memory import memory_bars
+from rooflens.dashboard.settings import DEFAULTS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

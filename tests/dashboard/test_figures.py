@@ -10,14 +10,14 @@ import re
 import numpy as np
 import pytest
 
-from dashboard import sweeps
-from dashboard.figures.memory import memory_bars
-from dashboard.figures.roofline import roofline_figure, roofline_points
-from dashboard.figures.scaling import batch_figure
-from dashboard.figures.waterfall import WATERFALL_METRICS, waterfall_figure
-from dashboard.headline import Metric, usd_per_million_tokens
-from dashboard.settings import DEFAULTS
-from model.units import fmt_time
+from rooflens.dashboard import sweeps
+from rooflens.dashboard.figures.memory import memory_bars
+from rooflens.dashboard.figures.roofline import roofline_figure, roofline_points
+from rooflens.dashboard.figures.scaling import batch_figure
+from rooflens.dashboard.figures.waterfall import WATERFALL_METRICS, waterfall_figure
+from rooflens.dashboard.headline import Metric, usd_per_million_tokens
+from rooflens.dashboard.settings import DEFAULTS
+from rooflens.model.units import fmt_time
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +99,12 @@ def test_metric_delta_has_sign_unit_and_percent() -> None:
 
 
 def test_max_batch_heatmap_colours_by_log_and_greys_what_does_not_fit() -> None:
-    from dashboard.figures.memory import NOTHING_FITS, NOTHING_FITS_COLOR, max_batch_heatmap
-    from dashboard.settings import Settings
+    from rooflens.dashboard.figures.memory import (
+        NOTHING_FITS,
+        NOTHING_FITS_COLOR,
+        max_batch_heatmap,
+    )
+    from rooflens.dashboard.settings import Settings
 
     # Llama 3.1 405B on one L4: not even the weights fit, so no cell holds a sequence
     s = Settings(model="llama-3.1-405b", gpu="l4", tp=1)

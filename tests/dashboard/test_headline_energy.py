@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.headline import headline
-from model.api import make_scenario, run
-from model.energy import energy
+from rooflens.dashboard.headline import headline
+from rooflens.model.analysis.energy import energy
+from rooflens.model.predict.api import make_scenario, run
 
 
 def test_headline_has_energy_with_units() -> None:

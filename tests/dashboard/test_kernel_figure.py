@@ -8,7 +8,11 @@ import pytest
 import yaml
 from apptest_helpers import REPO, assert_clean, figures
 
-from dashboard.figures.kernels import kernel_figure, load_kernel_results, load_kernel_targets
+from rooflens.dashboard.figures.kernels import (
+    kernel_figure,
+    load_kernel_results,
+    load_kernel_targets,
+)
 
 CSV = REPO / "benchmarks" / "results" / "h100-sxm" / "kernels.csv"
 

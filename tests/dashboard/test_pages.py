@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from apptest_helpers import assert_clean, figures, metrics, si, trace
 
-from dashboard.settings import DEFAULTS
-from dashboard.views import PAGES
-from model.api import make_scenario, run
-from model.presets import get_model
+from rooflens.dashboard.settings import DEFAULTS
+from rooflens.dashboard.views import PAGES
+from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.specs.presets import get_model
 
 CHEAP_PLAN = {"plan_sim": "0", "plan_wdtypes": ["fp8"], "plan_kvdtypes": ["fp8"]}
 EDGES = {
@@ -151,7 +151,7 @@ def test_planner_tighter_slo_needs_more_gpus(app) -> None:  # type: ignore[no-un
 
 
 def test_validation_filters_and_profiles(app, measured_dir) -> None:  # type: ignore[no-untyped-def]
-    from validate.datasets import load_kernels
+    from rooflens.validate.datasets import load_kernels
 
     at = app(page="validation")
     assert_clean(at)
@@ -175,7 +175,7 @@ def test_validation_filters_and_profiles(app, measured_dir) -> None:  # type: ig
 
 
 def test_every_registered_optimization_toggles_from_the_sidebar(app) -> None:  # type: ignore[no-untyped-def]
-    from model.optimizations import registry
+    from rooflens.model.optimizations import registry
 
     at = app()
     for name in registry():
@@ -188,10 +188,10 @@ def test_every_registered_optimization_toggles_from_the_sidebar(app) -> None:  #
 def test_a_stack_the_other_extends_reuses_its_stages() -> None:
     """Stage i of a waterfall depends only on the optimizations before it, so Stack A's stages
     are Stack B's first ones when B only appends ordinary optimizations (computed once)."""
-    from dashboard import compute, sweeps
-    from dashboard.settings import DEFAULTS
-    from dashboard.views.optimizations import STACKS
-    from model.waterfall import split_stack, waterfall
+    from rooflens.dashboard import compute, sweeps
+    from rooflens.dashboard.settings import DEFAULTS
+    from rooflens.dashboard.views.optimizations import STACKS
+    from rooflens.model.analysis.waterfall import split_stack, waterfall
 
     a, b = STACKS["stack_a"][1], STACKS["stack_b"][1]
     direct = waterfall(sweeps.scenario(DEFAULTS), split_stack([a]), ())

@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 from apptest_helpers import assert_clean, figures, si
 
-from dashboard import sweeps
-from dashboard.breakdown import CLASSES, time_breakdown
-from dashboard.figures.breakdown import breakdown_figure
-from dashboard.figures.roofline import roofline_points
-from dashboard.report import scenario_report_html
-from dashboard.settings import DEFAULTS
-from hardware.profiles import get_profile
-from model.api import make_scenario, run
-from model.host import EAGER_LAUNCH_S, step_launches
-from model.op import kernels_per_call
-from model.pricing import kind_terms
+from rooflens.dashboard import sweeps
+from rooflens.dashboard.breakdown import CLASSES, time_breakdown
+from rooflens.dashboard.figures.breakdown import breakdown_figure
+from rooflens.dashboard.figures.roofline import roofline_points
+from rooflens.dashboard.report import scenario_report_html
+from rooflens.dashboard.settings import DEFAULTS
+from rooflens.hardware.profiles import get_profile
+from rooflens.model.ops.op import kernels_per_call
+from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.pricing.host import EAGER_LAUNCH_S, step_launches
+from rooflens.model.pricing.roofline import kind_terms
 
 
 def test_breakdown_adds_up_to_the_step_times() -> None:
@@ -149,7 +149,7 @@ def test_sidebar_states_the_profile_and_the_links(app) -> None:  # type: ignore[
 
 
 def test_validation_join_is_kept_on_disk(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from dashboard import validation_data as compute
+    from rooflens.dashboard import validation_data as compute
 
     monkeypatch.setattr(compute, "CACHE_DIR", tmp_path)
     calls = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dashboard.figures.planner import CELLS_X, CELLS_Y, pareto_figure, thin
+from rooflens.dashboard.figures.planner import CELLS_X, CELLS_Y, pareto_figure, thin
 
 
 def _feasible(n: int = 5000, seed: int = 1) -> pd.DataFrame:

@@ -11,10 +11,10 @@ import re
 import pytest
 from apptest_helpers import assert_clean, metrics, si
 
-from dashboard import sweeps
-from dashboard.settings import DEFAULTS
-from model.api import make_scenario, run
-from model.units import fmt_time
+from rooflens.dashboard import sweeps
+from rooflens.dashboard.settings import DEFAULTS
+from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.units import fmt_time
 
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
-from dashboard.settings import (
+from rooflens.dashboard.settings import (
     CHOICES,
     DEFAULTS,
     FIELDS,
@@ -24,9 +24,9 @@ from dashboard.settings import (
     from_query,
     to_query,
 )
-from hardware.errors import RooflensError
-from model.api import make_scenario
-from model.request import ScenarioRequest, bad_value, choices, lower_bound
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.predict.api import make_scenario
+from rooflens.model.predict.request import ScenarioRequest, bad_value, choices, lower_bound
 
 
 def _as_params(query: dict[str, str | list[str]]) -> dict[str, list[str]]:

@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import sweeps
-from dashboard.settings import DEFAULTS
-from hardware.presets import get_gpu
-from model.api import make_scenario, run
-from model.presets import get_model
+from rooflens.dashboard import sweeps
+from rooflens.dashboard.settings import DEFAULTS
+from rooflens.hardware.presets import get_gpu
+from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.specs.presets import get_model
 
 S = DEFAULTS  # llama-3-70b on 4 x h100-sxm, batch 8, prompt 512, output 128, bf16
 

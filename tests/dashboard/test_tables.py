@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 from apptest_helpers import si
 
-from dashboard import sweeps
-from dashboard.figures.roofline import roofline_points
-from dashboard.labels import advice_text
-from dashboard.numbers import MAX_TICKS, fmt_count, fmt_ms, fmt_sig, log_ticks, sig
-from dashboard.settings import DEFAULTS, Settings
-from dashboard.tables import ops_table, plain, roofline_table
-from model.api import make_pipeline, make_scenario
-from model.presets import get_model
+from rooflens.dashboard import sweeps
+from rooflens.dashboard.figures.roofline import roofline_points
+from rooflens.dashboard.labels import advice_text
+from rooflens.dashboard.numbers import MAX_TICKS, fmt_count, fmt_ms, fmt_sig, log_ticks, sig
+from rooflens.dashboard.settings import DEFAULTS, Settings
+from rooflens.dashboard.tables import ops_table, plain, roofline_table
+from rooflens.model.predict.api import make_pipeline, make_scenario
+from rooflens.model.specs.presets import get_model
 
 # "13.7 TFLOP", "21.5 GB", "77.8 ms", "0 B": at most 3 significant digits, then a unit
 WITH_UNIT = re.compile(r"^(\d+(?:\.\d+)?) (\S+)$")

@@ -12,7 +12,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.settings import (
+from rooflens.dashboard.settings import (
     DEFAULTS,
     FIELDS,
     QUERY_NAMES,
@@ -21,12 +21,12 @@ from dashboard.settings import (
     baseline_from_param,
     from_query,
 )
-from hardware.errors import RooflensError
-from hardware.presets import files_limited_to, get_gpu, gpu_ids
-from hardware.systems import get_system
-from model.optimizations import registry
-from model.planner.workload import LengthDist
-from model.presets import get_model, model_ids
+from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.presets import files_limited_to, get_gpu, gpu_ids
+from rooflens.hardware.systems import get_system
+from rooflens.model.optimizations import registry
+from rooflens.model.planner.workload import LengthDist
+from rooflens.model.specs.presets import get_model, model_ids
 
 SECRET = "sk-SECRET-TOKEN-123"
 

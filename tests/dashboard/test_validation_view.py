@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dashboard import validation_data as vd
-from validate.compare import join, summarize
+from rooflens.dashboard import validation_data as vd
+from rooflens.validate.compare import join, summarize
 
 PROFILES = ("ideal", "calibrated")
 
@@ -16,7 +16,7 @@ PROFILES = ("ideal", "calibrated")
 @pytest.fixture(scope="module")
 def joined(measured_dir) -> pd.DataFrame:  # type: ignore[no-untyped-def]
     """A few thousand rows of every GPU and class of the shared sets, joined (a second route)."""
-    from validate.datasets import load_kernels
+    from rooflens.validate.datasets import load_kernels
 
     measured = load_kernels(measured_dir)
     part = measured.groupby(["gpu", "op"], group_keys=False).head(400)
@@ -60,8 +60,8 @@ def test_figures_draw_real_rows_at_most_a_sample_per_class(joined) -> None:  # t
 
 
 def test_svg_figures_keep_every_point(joined) -> None:  # type: ignore[no-untyped-def]
-    from dashboard.figures.validation import as_svg
-    from validate.report import parity_figure
+    from rooflens.dashboard.figures.validation import as_svg
+    from rooflens.validate.report import parity_figure
 
     shown = vd.compact(joined, PROFILES).shown
     gl = parity_figure(shown, PROFILES)

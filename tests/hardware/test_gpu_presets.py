@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hardware.errors import RooflensError
-from hardware.presets import GPU_DIR, get_gpu, gpu_ids, links, read_data_file
-from hardware.spec import COMPUTE_DTYPES, GPUSpec
+from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.presets import GPU_DIR, get_gpu, gpu_ids, links, read_data_file
+from rooflens.hardware.spec import COMPUTE_DTYPES, GPUSpec
 
 REQUIRED = [
     "a100-sxm-40gb",
@@ -161,7 +161,7 @@ def test_missing_file_gives_one_line_error(tmp_path: Path) -> None:
 # Resident threads per SM by chip (CUDA C++ Programming Guide, "Technical Specifications per
 # Compute Capability"): the data-centre dies (GV100 7.0, GA100 8.0, GH100 9.0, GB100 10.0) hold
 # 64 warps, the graphics dies (GA10x 8.6, AD10x 8.9) 48. Two parts of one generation differ.
-GRAPHICS_DIES = {"a10", "a10g", "a40", "rtx-3090", "l4", "l40s", "rtx-4090"}
+GRAPHICS_DIES = {"a10", "a10g", "a40", "rtx-3090", "l4", "l40s", "rtx-4090", "rtx-pro-6000"}
 
 
 @pytest.mark.parametrize("gpu", ALL, ids=ids(ALL))

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from hardware.errors import RooflensError
-from hardware.presets import get_gpu, gpu_from_dict, links
-from hardware.spec import GPUSpec, LinkSpec, SystemSpec
+from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.presets import get_gpu, gpu_from_dict, links
+from rooflens.hardware.spec import GPUSpec, LinkSpec, SystemSpec
 
 
 def a100_dict() -> dict[str, Any]:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hardware.errors import RooflensError
-from hardware.presets import get_gpu, links, read_data_file
-from hardware.systems import SYSTEM_DIR, get_system, system_ids
+from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.presets import get_gpu, links, read_data_file
+from rooflens.hardware.systems import SYSTEM_DIR, get_system, system_ids
 
 REQUIRED = ["dgx-a100", "dgx-h100", "hgx-h200", "8x-l40s-pcie", "mi300x-oam-8"]
 

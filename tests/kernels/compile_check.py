@@ -30,7 +30,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from kernels import (
+from rooflens.kernels import (
     decode_attention,
     flash_attention,
     gemm,
@@ -40,7 +40,7 @@ from kernels import (
     w4a16_gemm,
     w8a16_gemm,
 )
-from kernels.common import torch_dtype
+from rooflens.kernels.common import torch_dtype
 
 # Maximum dynamic shared memory per block (CUDA programming guide, compute capabilities).
 SHARED_MEMORY_BYTES = {80: 166912, 86: 101376, 89: 101376, 90: 232448}

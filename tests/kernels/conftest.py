@@ -22,7 +22,7 @@ if not torch.cuda.is_available():
 # Lets the test modules `import kernel_tolerances` under any pytest import mode.
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kernels.common import interpreting
+from rooflens.kernels.common import interpreting
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -35,7 +35,7 @@ def _decorated_for_interpreter() -> bool:
     """Whether the kernels were decorated while TRITON_INTERPRET was set."""
     from triton.runtime.interpreter import InterpretedFunction
 
-    from kernels.rmsnorm import _rmsnorm_kernel
+    from rooflens.kernels.rmsnorm import _rmsnorm_kernel
 
     return isinstance(_rmsnorm_kernel, InterpretedFunction)
 

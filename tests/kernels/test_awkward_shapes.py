@@ -10,12 +10,15 @@ import pytest
 import torch
 from kernel_tolerances import TOLERANCE, assert_matches_reference, poisoned
 
-from kernels.decode_attention import decode_attention, decode_attention_ref
-from kernels.flash_attention import flash_attention, flash_attention_ref
-from kernels.gemm import gemm, gemm_ref
-from kernels.paged_decode_attention import paged_decode_attention, paged_decode_attention_ref
-from kernels.w4a16_gemm import dequantize_w4, quantize_w4, w4a16_gemm, w4a16_gemm_ref
-from kernels.w8a16_gemm import dequantize_w8, quantize_w8, w8a16_gemm, w8a16_gemm_ref
+from rooflens.kernels.decode_attention import decode_attention, decode_attention_ref
+from rooflens.kernels.flash_attention import flash_attention, flash_attention_ref
+from rooflens.kernels.gemm import gemm, gemm_ref
+from rooflens.kernels.paged_decode_attention import (
+    paged_decode_attention,
+    paged_decode_attention_ref,
+)
+from rooflens.kernels.w4a16_gemm import dequantize_w4, quantize_w4, w4a16_gemm, w4a16_gemm_ref
+from rooflens.kernels.w8a16_gemm import dequantize_w8, quantize_w8, w8a16_gemm, w8a16_gemm_ref
 
 # (m, n, k, group): M over the decode range, N one past / short of a 32-wide tile, 3 groups.
 QUANT_SHAPES = [(16, 33, 384, 128), (2, 97, 96, 32), (11, 31, 192, 64)]

@@ -8,8 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kernel_tolerances import DTYPES, assert_matches_reference, poisoned
 
-from kernels.decode_attention import decode_attention, decode_attention_cost, decode_attention_ref
-from kernels.split_kv import decode_workspace
+from rooflens.kernels.decode_attention import (
+    decode_attention,
+    decode_attention_cost,
+    decode_attention_ref,
+)
+from rooflens.kernels.split_kv import decode_workspace
 
 # (n_heads, n_kv_heads, capacity, head_dim, kv_lens, num_splits): ragged batches including a
 # sequence of length 1, GQA groups of 4, 1 and 6, and splits that leave some chunks empty.

@@ -6,7 +6,11 @@ import pytest
 import torch
 from kernel_tolerances import DTYPES, assert_matches_reference, poisoned
 
-from kernels.flash_attention import flash_attention, flash_attention_cost, flash_attention_ref
+from rooflens.kernels.flash_attention import (
+    flash_attention,
+    flash_attention_cost,
+    flash_attention_ref,
+)
 
 # (batch, n_heads, n_kv_heads, seq_len, head_dim): GQA groups of 2, 1 (MHA) and 2 (MQA with
 # H = 2); sequence lengths that are not multiples of any tile, and a single token.

@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kernel_tolerances import DTYPES, assert_matches_reference, poisoned
 
-from kernels.gemm import gemm, gemm_cost, gemm_ref
-from kernels.w4a16_gemm import w4a16_gemm_cost
-from kernels.w8a16_gemm import w8a16_gemm_cost
+from rooflens.kernels.gemm import gemm, gemm_cost, gemm_ref
+from rooflens.kernels.w4a16_gemm import w4a16_gemm_cost
+from rooflens.kernels.w8a16_gemm import w8a16_gemm_cost
 
 # Awkward shapes: nothing a multiple of the tile, and a decode-like single row.
 SHAPES = [(37, 53, 70), (1, 45, 96)]

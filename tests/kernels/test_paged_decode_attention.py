@@ -7,8 +7,8 @@ import pytest
 import torch
 from kernel_tolerances import DTYPES, assert_matches_reference, poisoned
 
-from kernels.decode_attention import decode_attention, decode_attention_cost
-from kernels.paged_decode_attention import (
+from rooflens.kernels.decode_attention import decode_attention, decode_attention_cost
+from rooflens.kernels.paged_decode_attention import (
     paged_decode_attention,
     paged_decode_attention_cost,
     paged_decode_attention_ref,

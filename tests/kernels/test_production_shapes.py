@@ -15,13 +15,16 @@ import pytest
 import torch
 from kernel_tolerances import assert_matches_reference, poisoned
 
-from kernels.decode_attention import decode_attention, decode_attention_ref
-from kernels.flash_attention import flash_attention, flash_attention_ref
-from kernels.gemm import gemm, gemm_ref
-from kernels.paged_decode_attention import paged_decode_attention, paged_decode_attention_ref
-from kernels.rmsnorm import rmsnorm, rmsnorm_ref
-from kernels.w4a16_gemm import quantize_w4, w4a16_gemm, w4a16_gemm_ref
-from kernels.w8a16_gemm import quantize_w8, w8a16_gemm, w8a16_gemm_ref
+from rooflens.kernels.decode_attention import decode_attention, decode_attention_ref
+from rooflens.kernels.flash_attention import flash_attention, flash_attention_ref
+from rooflens.kernels.gemm import gemm, gemm_ref
+from rooflens.kernels.paged_decode_attention import (
+    paged_decode_attention,
+    paged_decode_attention_ref,
+)
+from rooflens.kernels.rmsnorm import rmsnorm, rmsnorm_ref
+from rooflens.kernels.w4a16_gemm import quantize_w4, w4a16_gemm, w4a16_gemm_ref
+from rooflens.kernels.w8a16_gemm import quantize_w8, w8a16_gemm, w8a16_gemm_ref
 
 pytestmark = pytest.mark.gpu
 

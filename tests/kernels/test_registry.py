@@ -6,8 +6,8 @@ import importlib
 import inspect
 from pathlib import Path
 
-import kernels
-from kernels import KERNELS, PREDICT_OP, SHARED_MODULES
+import rooflens.kernels as kernels
+from rooflens.kernels import KERNELS, PREDICT_OP, SHARED_MODULES
 
 KERNELS_DIR = Path(kernels.__file__).parent
 TESTS_DIR = Path(__file__).parent
@@ -24,7 +24,7 @@ def test_registry_names_line_up_with_modules_and_tests() -> None:
 
 def test_registry_entries_are_the_module_functions() -> None:
     for name, (launcher, ref, cost) in KERNELS.items():
-        module = importlib.import_module(f"kernels.{name}")
+        module = importlib.import_module(f"rooflens.kernels.{name}")
         assert launcher is getattr(module, name)
         assert ref is getattr(module, f"{name}_ref")
         assert cost is getattr(module, f"{name}_cost")

@@ -6,7 +6,7 @@ import pytest
 import torch
 from kernel_tolerances import DTYPES, assert_matches_reference, poisoned
 
-from kernels.rmsnorm import rmsnorm, rmsnorm_cost, rmsnorm_ref
+from rooflens.kernels.rmsnorm import rmsnorm, rmsnorm_cost, rmsnorm_ref
 
 SHAPES = [(37, 1000), (1, 4096), (5, 33)]
 

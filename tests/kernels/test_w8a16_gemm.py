@@ -6,8 +6,8 @@ import pytest
 import torch
 from kernel_tolerances import HALF_DTYPES, assert_matches_reference, poisoned
 
-from kernels.gemm import gemm_cost
-from kernels.w8a16_gemm import (
+from rooflens.kernels.gemm import gemm_cost
+from rooflens.kernels.w8a16_gemm import (
     dequantize_w8,
     quantize_w8,
     w8a16_gemm,

@@ -1,11 +1,12 @@
-"""The one fit advisor (model/advice.py): every fix it names really fits (checked by building the
+"""The one fit advisor (model/analysis/advice.py): every fix it names really fits (checked by
+building the
 changed scenario again, a second route), the cheapest comes first, and the weights dtype it names
 is the cheapest the GPU runs natively (fp8 on Hopper, int8 on Ampere): issue 15 item 9."""
 
 from __future__ import annotations
 
-from model.advice import Fix, fit_fixes
-from model.api import make_pipeline, make_scenario
+from rooflens.model.analysis.advice import Fix, fit_fixes
+from rooflens.model.predict.api import make_pipeline, make_scenario
 
 
 def _fits(sc) -> bool:  # type: ignore[no-untyped-def]

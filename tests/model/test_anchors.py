@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from hardware import get_gpu
-from model.api import make_pipeline, make_scenario, run
-from model.memory import kv_bytes_per_token
-from model.presets import get_model
-from model.steps import Step
+from rooflens.hardware import get_gpu
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.predict.memory import kv_bytes_per_token
+from rooflens.model.predict.steps import Step
+from rooflens.model.specs.presets import get_model
 
 
 def memory(model: str, gpu: str = "h200", **kw: object):

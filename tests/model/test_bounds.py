@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from model.api import make_pipeline, make_scenario, run
-from model.pricing import step_time_s
-from model.steps import Step
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.predict.steps import Step
+from rooflens.model.pricing.roofline import step_time_s
 
 GPUS = ["a100-sxm-80gb", "h100-sxm"]
 

@@ -1,4 +1,5 @@
-"""Collective communication (model/comm.py): closed forms and the profiles' protocols. The check
+"""Collective communication (model/pricing/comm.py): closed forms and the profiles' protocols. The
+check
 against real A100 measurements is in tests/validate/test_comm_fit.py."""
 
 from __future__ import annotations
@@ -6,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hardware.presets import default_system, get_gpu, links
-from hardware.profiles import IDEAL, get_profile
-from model.comm import (
+from rooflens.hardware.presets import default_system, get_gpu, links
+from rooflens.hardware.profiles import IDEAL, get_profile
+from rooflens.model.pricing.comm import (
     IDEAL_PROTOCOLS,
     Protocol,
     all_gather_s,

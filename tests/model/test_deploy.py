@@ -1,4 +1,5 @@
-"""Deployable settings (model/deploy.py): every flag emitted for every engine is one the engine
+"""Deployable settings (model/analysis/launch.py): every flag emitted for every engine is one the
+engine
 documents with an allowed value (the table cites its docs page), and the values are the
 scenario's own: TP/PP/EP, the batch that fits, KV dtype, quantization, chunked prefill,
 speculative decoding."""
@@ -9,8 +10,8 @@ import itertools
 
 import pytest
 
-from model.api import make_scenario
-from model.deploy import ENGINES, LaunchSettings, check, launch_settings
+from rooflens.model.analysis.launch import ENGINES, LaunchSettings, check, launch_settings
+from rooflens.model.predict.api import make_scenario
 
 SCENARIOS = [
     ("llama-3-70b", dict(tp=4), ()),

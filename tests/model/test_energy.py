@@ -8,17 +8,17 @@ import json
 
 import pytest
 
-from cli import main
-from hardware.errors import RooflensError
-from hardware.presets import get_gpu
-from model.api import make_scenario, run
-from model.energy import (
+from rooflens.cli import main
+from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.presets import get_gpu
+from rooflens.model.analysis.energy import (
     IDLE_FRACTION_OF_TDP,
     MEMORY_POWER_SHARE,
     electricity_usd_per_million_tokens,
     energy,
 )
-from model.planner.prices import usd_per_million_tokens
+from rooflens.model.planner.gpu_prices import usd_per_million_tokens
+from rooflens.model.predict.api import make_scenario, run
 
 
 def test_compute_bound_prefill_draws_near_tdp_and_memory_bound_decode_the_memory_share() -> None:

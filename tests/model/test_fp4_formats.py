@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from hardware.errors import RooflensError
-from hardware.presets import get_gpu
-from model.api import make_scenario, run
-from model.dtypes import compute_dtype, dtype_bytes
-from model.memory import linear_params_per_gpu, weights_bytes_per_gpu
-from model.op import gemm_op, weight_storage_bytes
+from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.presets import get_gpu
+from rooflens.model.ops.op import gemm_op, weight_storage_bytes
+from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.predict.memory import linear_params_per_gpu, weights_bytes_per_gpu
+from rooflens.model.specs.dtypes import compute_dtype, dtype_bytes
 
 
 def test_nvfp4_is_four_and_a_half_bits_plus_a_per_tensor_fp32_scale():
@@ -87,7 +87,7 @@ def test_fp4_activations_or_kv_need_fp4_tensor_cores(flag):
 
 
 def test_fp4_kv_cache_bytes_include_block_scales():
-    from model.memory import kv_bytes_per_token
+    from rooflens.model.predict.memory import kv_bytes_per_token
 
     bf16 = make_scenario("llama-3.1-8b", "b200", kv_dtype="bf16")
     fp4 = make_scenario("llama-3.1-8b", "b200", kv_dtype="nvfp4")

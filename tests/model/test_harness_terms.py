@@ -1,4 +1,5 @@
-"""What the measuring harness runs, priced as hardware terms (model/pricing.py, model/op.py):
+"""What the measuring harness runs, priced as hardware terms (model/pricing/roofline.py,
+model/ops/op.py):
 eager PyTorch memory kernels are capped on the SM side, by bytes issued per SM cycle (the
 embedding gather: its speed tracks SMs × clock, not HBM) or by bytes kept in flight per resident
 thread (streaming norms and activations: their speed tracks SMs × resident threads), and a
@@ -12,14 +13,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from hardware.presets import default_system, get_gpu
-from hardware.profiles import CALIBRATION_DIR, KindEfficiency, Profile, get_profile
-from model.api import make_scenario, run
-from model.attention import attention_op
-from model.kernel_predict import predict_kernels
-from model.op import elementwise_op, embedding_op, gemm_op, kernels_per_call
-from model.pricing import price_op
-from validate.vidur import load_vidur
+from rooflens.hardware.presets import default_system, get_gpu
+from rooflens.hardware.profiles import CALIBRATION_DIR, KindEfficiency, Profile, get_profile
+from rooflens.model.ops.attention import attention_op
+from rooflens.model.ops.op import elementwise_op, embedding_op, gemm_op, kernels_per_call
+from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.pricing.kernel_table import predict_kernels
+from rooflens.model.pricing.roofline import price_op
+from rooflens.validate.vidur import load_vidur
 
 ROWS, HIDDEN = 8192, 4096  # a 64 MiB-class gather: far above every launch floor
 

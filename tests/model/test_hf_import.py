@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from hardware.errors import RooflensError
-from model.hf_import import SUPPORTED_ARCHITECTURES, from_hf_config
-from model.params import count_params
-from model.presets import get_model
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.specs.hf_import import SUPPORTED_ARCHITECTURES, from_hf_config
+from rooflens.model.specs.params import count_params
+from rooflens.model.specs.presets import get_model
 
 HERE = Path(__file__).parent
 # Lets `import torch_reference` (this folder's helper) work under any pytest import mode.

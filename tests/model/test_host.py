@@ -1,4 +1,5 @@
-"""model/host.py: launches are the operator table's rows × count, host time is launches × the
+"""model/pricing/host.py: launches are the operator table's rows × count, host time is launches ×
+the
 per-launch cost (one launch for a CUDA graph), and only host time beyond the device's shows on
 a GPU while all of it shows on a CPU."""
 
@@ -6,15 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from model.api import make_scenario
-from model.host import EAGER_LAUNCH_S, exposed_host_s, host_time_s, launches
-from model.ops import build_ops, decode_ops
+from rooflens.model.ops.table import build_ops, decode_ops
+from rooflens.model.predict.api import make_scenario
+from rooflens.model.pricing.host import EAGER_LAUNCH_S, exposed_host_s, host_time_s, launches
 
 
 def test_launches_of_a_llama_step_are_ten_per_layer_plus_three_and_split_kv_adds_one():
     # per layer: norm.attn, qkv, rope, the KV-cache write (vLLM's reshape_and_cache, SGLang's
     # set_kv_buffer: a kernel of its own), attention, o_proj, norm.mlp, up_gate, act, down;
-    # once: embed, norm.final, lm_head (model/ops.py's default stack)
+    # once: embed, norm.final, lm_head (model/ops/table.py's default stack)
     sc = make_scenario("llama-3-8b", "h100-sxm", batch=1, prompt_len=1024, output_len=2)
     prefill = build_ops(sc, "prefill", 1.0, 1024.0, 1024.0)
     assert launches(prefill) == 10 * 32 + 3 == sum(op.count for op in prefill) + 32

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from model.api import make_pipeline, make_scenario
-from model.memory import kv_bytes_per_token, ssm_state_bytes_per_sequence
-from model.ops import build_ops
-from model.presets import get_model
+from rooflens.model.ops.table import build_ops
+from rooflens.model.predict.api import make_pipeline, make_scenario
+from rooflens.model.predict.memory import kv_bytes_per_token, ssm_state_bytes_per_sequence
+from rooflens.model.specs.presets import get_model
 
 
 def test_jamba_has_four_attention_and_28_mamba_layers() -> None:

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hardware.errors import RooflensError
-from model.api import make_pipeline, make_scenario
-from model.hf_import import from_hf_config
-from model.memory import kv_bytes_per_token, weights_bytes_per_gpu
-from model.ops import build_ops
-from model.params import count_params
-from model.presets import get_model
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.ops.table import build_ops
+from rooflens.model.predict.api import make_pipeline, make_scenario
+from rooflens.model.predict.memory import kv_bytes_per_token, weights_bytes_per_gpu
+from rooflens.model.specs.hf_import import from_hf_config
+from rooflens.model.specs.params import count_params
+from rooflens.model.specs.presets import get_model
 
 GIB = 2.0**30
 FIXTURES = Path(__file__).parent / "fixtures"

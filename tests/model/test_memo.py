@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from hardware.errors import RooflensError
-from model.memo import Memo
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.memo import Memo
 
 
 def test_memo_computes_once_and_evicts_the_least_recently_used() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from model.api import make_pipeline, make_scenario
+from rooflens.model.predict.api import make_pipeline, make_scenario
 
 CASES = [
     ("llama-2-7b", "a100-sxm-80gb", 1, 2048, "bf16", "bf16"),
@@ -58,7 +58,7 @@ def test_max_batch_search_equals_a_scan(ceiling: int) -> None:
     # flat stretches and jumps (activations that stop growing once a prefill chunk is full)
     import numpy as np
 
-    from model.memory import _max_batch
+    from rooflens.model.predict.memory import _max_batch
 
     def total(b):  # type: ignore[no-untyped-def]
         b = np.asarray(b, dtype=float)

@@ -1,4 +1,4 @@
-"""Review of model/memory.py against independent routes: the weights a GPU stores equal the
+"""Review of model/predict/memory.py against independent routes: the weights a GPU stores equal the
 weights a step reads once every expert is touched (a second computation through the operator
 table), closed forms for TP-replicated tensors, published KV sizes, and `max_batch` as the
 boundary of `fits` after every optimization's memory hook."""
@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from model.api import make_pipeline, make_scenario
-from model.memory import kv_bytes_per_token, weights_bytes_per_gpu
-from model.ops import build_ops
-from model.optimizations._weights import linear_weight_elements_per_gpu
-from model.params import count_params
-from model.presets import get_model
+from rooflens.model.ops.table import build_ops
+from rooflens.model.optimizations._weights import linear_weight_elements_per_gpu
+from rooflens.model.predict.api import make_pipeline, make_scenario
+from rooflens.model.predict.memory import kv_bytes_per_token, weights_bytes_per_gpu
+from rooflens.model.specs.params import count_params
+from rooflens.model.specs.presets import get_model
 
 # (model, tp, ep): KV heads replicated (tp > K), MLA's replicated down-projections and MoE
 # routers (vLLM ReplicatedLinear), expert parallelism with and without shared experts.

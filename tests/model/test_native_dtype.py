@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from cli import main
-from model.api import make_scenario
-from model.memory import linear_params_per_gpu, weights_bytes_per_gpu
-from model.presets import get_model
+from rooflens.cli import main
+from rooflens.model.predict.api import make_scenario
+from rooflens.model.predict.memory import linear_params_per_gpu, weights_bytes_per_gpu
+from rooflens.model.specs.presets import get_model
 
 
 def test_deepseek_v3_defaults_to_fp8_weights_and_w8a8_where_the_gpu_has_fp8_units() -> None:

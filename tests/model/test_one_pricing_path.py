@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hardware.presets import get_gpu
-from model.api import make_pipeline, make_scenario, run
-from model.kernel_predict import predict_frame, predict_kernels
-from model.pipeline import Step
+from rooflens.hardware.presets import get_gpu
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.predict.predictor import Step
+from rooflens.model.pricing.kernel_table import predict_frame, predict_kernels
 
 SCENARIOS = {
     "dense-gqa": ("llama-3-8b", "a100-sxm-80gb", {"batch": 4}),
@@ -85,7 +85,7 @@ def test_the_issue_example_has_one_price():
 
 def test_mla_decode_launches_the_flash_decoding_grid():
     # Golden change (deepseek-v3/h200/tp8/ideal): MLA attention was the one attention op
-    # without a grid of its own. It now launches model/attention.py's: at batch 1 the latent's
+    # without a grid of its own. It now launches model/ops/attention.py's: at batch 1 the latent's
     # one program per sequence splits into L / 128 programs (FlashMLA splits the KV too), which
     # reach N / SMs of HBM bandwidth for the latent stream; the rest moves at full rate.
     sc = make_scenario("deepseek-v3", "h200", tp=8, weight_dtype="fp8", prompt_len=1024)

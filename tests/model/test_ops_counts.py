@@ -1,4 +1,5 @@
-"""Review of the operator table (model/ops.py, model/attention.py) against independent routes:
+"""Review of the operator table (model/ops/table.py, model/ops/attention.py) against independent
+routes:
 per-head sums for MLA's batched products, brute-force position sets for windowed attention,
 closed forms for shared experts and norms, and hand-computed decode steps of published models."""
 
@@ -6,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from model.api import make_scenario
-from model.attention import attended_keys, attention_op
-from model.memory import kv_bytes_per_token
-from model.op import gemm_op
-from model.ops import Op, build_ops
-from model.params import count_params
-from model.presets import get_model
+from rooflens.model.ops.attention import attended_keys, attention_op
+from rooflens.model.ops.op import gemm_op
+from rooflens.model.ops.table import Op, build_ops
+from rooflens.model.predict.api import make_scenario
+from rooflens.model.predict.memory import kv_bytes_per_token
+from rooflens.model.specs.params import count_params
+from rooflens.model.specs.presets import get_model
 
 
 def named(ops: list[Op], name: str) -> Op:
@@ -108,7 +109,8 @@ def test_norm_weights_read_per_step_are_the_stored_norms(model: str) -> None:
 @pytest.mark.parametrize(("tp", "ep"), [(1, 1), (2, 1), (2, 8), (4, 8), (1, 8)])
 def test_shared_experts_split_over_tp_like_the_dense_mlp(tp: int, ep: int) -> None:
     # The shared expert runs on every token of the TP group and its output joins the layer's
-    # all-reduce (model/ops.py charges tp.all_reduce, not all_gather, when shared experts exist),
+    # all-reduce (model/ops/table.py charges tp.all_reduce, not all_gather, when shared experts
+    # exist),
     # so each TP rank holds 1/tp of it, as memory.py stores it, with or without EP.
     m = get_model("deepseek-v3")
     sc = make_scenario(
@@ -165,8 +167,8 @@ def test_decode_attention_is_charged_per_kv_head_also_when_tp_replicates_them() 
 
 
 def test_edge_workloads_output_len_1_and_full_context() -> None:
-    from hardware.errors import RooflensError
-    from model.api import run
+    from rooflens.hardware.errors import RooflensError
+    from rooflens.model.predict.api import run
 
     one = run(make_scenario("llama-2-7b", "a100-sxm-80gb", batch=1, prompt_len=4096,
                             output_len=1))  # fmt: skip
@@ -181,8 +183,8 @@ def test_edge_workloads_output_len_1_and_full_context() -> None:
 def test_w8a8_reads_every_heads_input_of_an_absorbed_product_at_one_byte() -> None:
     # SmoothQuant (W8A8): X is read at 1 byte. For MLA's per-head q_absorb, X is Hg inputs of
     # n × nope, so the saving is Hg · n · nope · (2 − 1) bytes, not n · nope.
-    from model.api import make_pipeline
-    from model.steps import Step
+    from rooflens.model.predict.api import make_pipeline
+    from rooflens.model.predict.steps import Step
 
     m = get_model("deepseek-v3")
     sc = make_scenario(m, "h100-sxm", tp=8, prompt_len=64, output_len=2, weight_dtype="bf16")

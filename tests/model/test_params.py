@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from model.params import count_params
-from model.presets import get_model, model_ids
-from model.spec import ModelSpec
+from rooflens.model.specs.params import count_params
+from rooflens.model.specs.presets import get_model, model_ids
+from rooflens.model.specs.spec import ModelSpec
 
 HERE = Path(__file__).parent
 # Lets `import torch_reference` (this folder's helper) work under any pytest import mode.

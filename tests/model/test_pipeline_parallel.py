@@ -1,4 +1,4 @@
-"""Pipeline parallelism (model/pipeline_parallel.py, `pp.send_recv` in model/ops.py,
+"""Pipeline parallelism (model/predict/pp_schedule.py, `pp.send_recv` in model/ops/table.py,
 `--opt pp-microbatches`): GPipe's schedule as closed forms over priced passes."""
 
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from model.api import make_pipeline, make_scenario, run
-from model.comm import send_recv_s
-from model.memory import weights_bytes_per_gpu
-from model.optimizations.pp_microbatches import PPMicrobatches
-from model.pipeline_parallel import stage_times
-from model.pricing import step_time_s
-from model.steps import Step
+from rooflens.model.optimizations.pp_microbatches import PPMicrobatches
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.predict.memory import weights_bytes_per_gpu
+from rooflens.model.predict.pp_schedule import stage_times
+from rooflens.model.predict.steps import Step
+from rooflens.model.pricing.comm import send_recv_s
+from rooflens.model.pricing.roofline import step_time_s
 
 KW = {"prompt_len": 512, "output_len": 64}
 

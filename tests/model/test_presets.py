@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from model.params import count_params
-from model.presets import PRESET_DIR, get_model, model_ids
+from rooflens.model.specs.params import count_params
+from rooflens.model.specs.presets import PRESET_DIR, get_model, model_ids
 
 PRESET_FILES = sorted(PRESET_DIR.glob("*.yaml"))
 

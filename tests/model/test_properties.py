@@ -7,12 +7,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.api import make_pipeline, make_scenario
-from model.memory import kv_bytes_per_token
-from model.params import count_params
-from model.pricing import step_time_s
-from model.spec import ModelSpec
-from model.steps import Step
+from rooflens.model.predict.api import make_pipeline, make_scenario
+from rooflens.model.predict.memory import kv_bytes_per_token
+from rooflens.model.predict.steps import Step
+from rooflens.model.pricing.roofline import step_time_s
+from rooflens.model.specs.params import count_params
+from rooflens.model.specs.spec import ModelSpec
 
 GPUS = ["a100-sxm-80gb", "h100-sxm", "l4", "mi300x"]
 

@@ -1,4 +1,5 @@
-"""The one scenario schema (model/request.py): every field is typed, described with its unit and
+"""The one scenario schema (model/predict/request.py): every field is typed, described with its
+unit and
 bounded; a value out of bounds is one line naming the CLI flag; and `scenario_of` builds from a
 request exactly the Scenario the engine-side specs describe (checked field by field against
 hand-written expectations, not against itself)."""
@@ -11,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hardware.errors import RooflensError
-from model.api import make_scenario, run, scenario_of
-from model.request import (
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.predict.api import make_scenario, run, scenario_of
+from rooflens.model.predict.request import (
     CHOICES,
     ScenarioRequest,
     bad_value,
@@ -22,7 +23,7 @@ from model.request import (
     meta,
     with_defaults,
 )
-from model.scenario import DEFAULT_OVERHEAD_BYTES
+from rooflens.model.predict.scenario import DEFAULT_OVERHEAD_BYTES
 
 FIELDS = ScenarioRequest.model_fields
 NUMBERS = [n for n, f in FIELDS.items() if f.annotation in (int, float, float | None)]

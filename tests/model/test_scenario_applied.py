@@ -1,4 +1,5 @@
-"""Scenario.applied (model/scenario.py): the typed record optimizations leave for later stages,
+"""Scenario.applied (model/predict/scenario.py): the typed record optimizations leave for later
+stages,
 instead of an untyped `settings` dict. Each optimization writes the field it owns, with the
 value its own formula implies; the record is bounded and refuses unknown keys."""
 
@@ -7,12 +8,12 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from hardware.errors import RooflensError
-from model.api import make_pipeline, make_scenario
-from model.optimizations._swap import side_scenario
-from model.params import count_params
-from model.presets import get_model
-from model.scenario import Applied, Scenario, with_applied
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.optimizations._swap import side_scenario
+from rooflens.model.predict.api import make_pipeline, make_scenario
+from rooflens.model.predict.scenario import Applied, Scenario, with_applied
+from rooflens.model.specs.params import count_params
+from rooflens.model.specs.presets import get_model
 
 
 def _applied(opts: list[str], **kw: object) -> Applied:

@@ -8,10 +8,10 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from hardware.errors import RooflensError
-from hardware.presets import get_gpu
-from model.api import make_scenario, run
-from model.presets import get_model
+from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.presets import get_gpu
+from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.specs.presets import get_model
 
 
 def test_model_copy_validates_what_it_builds() -> None:

@@ -1,4 +1,5 @@
-"""Tensor parallelism invariants (model/ops.py tp.* ops, model/memory.py, model/comm.py)."""
+"""Tensor parallelism invariants (model/ops/table.py tp.* ops, model/predict/memory.py,
+model/pricing/comm.py)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import itertools
 
 import pytest
 
-from model.api import make_pipeline, make_scenario, run
-from model.comm import all_reduce_s
-from model.memory import weights_bytes_per_gpu
-from model.presets import get_model
-from model.steps import Step
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.predict.memory import weights_bytes_per_gpu
+from rooflens.model.predict.steps import Step
+from rooflens.model.pricing.comm import all_reduce_s
+from rooflens.model.specs.presets import get_model
 
 MODELS = ["llama-2-7b", "llama-3-70b", "mixtral-8x7b", "gpt3-175b", "opt-13b", "deepseek-v3"]
 

@@ -3,8 +3,8 @@ the prediction says so (GPUSpec.peak's fallbacks: fp8 -> fp16 on Ampere, bf16 ->
 
 from __future__ import annotations
 
-from hardware import get_gpu
-from model.api import make_scenario, run
+from rooflens.hardware import get_gpu
+from rooflens.model.predict.api import make_scenario, run
 
 
 def test_fp8_on_a100_is_noted_and_priced_at_the_fp16_peak() -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from hardware.errors import RooflensError
-from model.api import make_pipeline, make_scenario, run
-from model.memory import kv_bytes_per_token
-from model.ops import build_ops
-from model.params import count_params
-from model.presets import get_model
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.ops.table import build_ops
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.predict.memory import kv_bytes_per_token
+from rooflens.model.specs.params import count_params
+from rooflens.model.specs.presets import get_model
 
 
 def test_gemma3_4b_parameters_match_the_report_columns() -> None:

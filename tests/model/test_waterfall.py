@@ -1,5 +1,6 @@
-"""The cumulative waterfall (model/waterfall.py, `rooflens compare`) and the per-optimization
-contributions of `rooflens predict --json` (model/contributions.py): every stage and every
+"""The cumulative waterfall (model/analysis/waterfall.py, `rooflens compare`) and the
+per-optimization
+contributions of `rooflens predict --json` (model/analysis/contributions.py): every stage and every
 effect equals a direct prediction of the same stack (a second route), switch-offs form the
 baseline, and any registered optimization can join."""
 
@@ -10,12 +11,12 @@ import json
 
 import pytest
 
-from cli import main
-from hardware.errors import RooflensError
-from model.api import make_pipeline, make_scenario
-from model.contributions import contributions
-from model.optimizations import registry
-from model.waterfall import DEFAULT_STACK, split_stack, waterfall
+from rooflens.cli import main
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.analysis.contributions import contributions
+from rooflens.model.analysis.waterfall import DEFAULT_STACK, split_stack, waterfall
+from rooflens.model.optimizations import registry
+from rooflens.model.predict.api import make_pipeline, make_scenario
 
 ISSUE3 = {
     "no-kv-cache", "gqa", "mqa", "quant", "eager-attention", "flash-decoding", "paged-kv",
@@ -166,16 +167,17 @@ def test_cli_compare_json_and_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_max_batch_throughput_is_reused_across_batches_and_equals_a_fresh_prediction() -> None:
-    """Second route for the memo in model/contributions.py: the figure at the memory limit is
+    """Second route for the memo in model/analysis/contributions.py: the figure at the memory limit
+    is
     a plain prediction at that batch, whatever batch the scenario came with; a different
     optimization (a different label) or scenario is a different entry."""
-    from model.api import make_pipeline, make_scenario
-    from model.contributions import (
+    from rooflens.model.analysis.contributions import (
         _MAX_BATCH_MEMO,
         as_optimizations,
         at_batch,
         max_batch_throughput,
     )
+    from rooflens.model.predict.api import make_pipeline, make_scenario
 
     opts = as_optimizations(["quant:scheme=fp8"])
     for batch in (1, 7, 300):

@@ -1,7 +1,7 @@
 """Second route to parameter counts: each family's real module tree, built on the meta device.
 
 Written from the architectures (the papers and Hugging Face `modeling_*.py` module layouts named
-below), not from `model/params.py`, so `sum(p.numel())` here is an independent check of the
+below), not from `model/specs/params.py`, so `sum(p.numel())` here is an independent check of the
 closed forms. The meta device allocates no memory, so a 671B model builds in seconds.
 Shared (tied) parameters are counted once, as `nn.Module.parameters()` deduplicates them.
 """
@@ -13,7 +13,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from model.spec import ModelSpec
+from rooflens.model.specs.spec import ModelSpec
 
 
 def reference_param_count(spec: ModelSpec) -> int:

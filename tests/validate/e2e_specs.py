@@ -8,12 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from model.presets import get_model, model_ids
-from model.spec import ModelSpec
-from model.spec_vision import VisionSpec
-from validate.e2e.layout import layer_kinds, unsupported_reason
+from rooflens.model.specs.presets import get_model, model_ids
+from rooflens.model.specs.spec import ModelSpec
+from rooflens.model.specs.vision import VisionSpec
+from rooflens.validate.e2e.layout import layer_kinds, unsupported_reason
 
-TINY = Path(__file__).resolve().parents[2] / "validate" / "e2e" / "tiny-llama.yaml"
+TINY = (
+    Path(__file__).resolve().parents[2]
+    / "src"
+    / "rooflens"
+    / "validate"
+    / "e2e"
+    / "tiny-llama.yaml"
+)
 WINDOW = 8  # test-sized sliding window: the tests run 20 tokens, well past it
 TINY_VISION = VisionSpec(
     n_layers=2, d_model=32, d_ff=40, n_heads=4, patch_size=4, image_size=16, tokens_per_image=4

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from model.planner.profile import with_step_overhead
-from validate.serve_fit import Deployment, deployment_curves, simulated_result
+from rooflens.model.planner.serving_profile import with_step_overhead
+from rooflens.validate.serve_fit import Deployment, deployment_curves, simulated_result
 
 HERE = Path(__file__).parent / "serve_data"
 TRUE_OVERHEAD_S = 0.004

@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from validate.compare import join, summarize
-from validate.datasets import load_kernels
-from validate.frontier import best_of_impls
+from rooflens.validate.compare import join, summarize
+from rooflens.validate.datasets import load_kernels
+from rooflens.validate.frontier import best_of_impls
 
 BUDGET = yaml.safe_load(
-    (Path(__file__).parents[2] / "validate" / "accuracy_budget.yaml").read_text()
+    (
+        Path(__file__).parents[2] / "src" / "rooflens" / "validate" / "accuracy_budget.yaml"
+    ).read_text()
 )
 
 

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hardware.presets import get_gpu
-from hardware.profiles import KindEfficiency, Profile
-from validate.calibrate import fit_kind, fit_profile, write_profile
-from validate.fit_terms import COPY_FRACTION, kind_rows
-from validate.predict import predict_frame
+from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import KindEfficiency, Profile
+from rooflens.validate.calibrate import fit_kind, fit_profile, write_profile
+from rooflens.validate.fit_terms import COPY_FRACTION, kind_rows
+from rooflens.validate.predict import predict_frame
 
 TRUE = KindEfficiency(
     compute_fraction=0.7,
@@ -71,7 +71,7 @@ def test_attention_rows_split_by_new_tokens():
 def test_written_profile_loads_back(tmp_path):
     profile = fit_profile(_synthetic("a100-sxm-80gb", TRUE), "a100-sxm-80gb", max_evals=200)
     path = write_profile(profile, tmp_path / "a100-sxm-80gb.yaml")
-    from hardware.presets import read_data_file
+    from rooflens.hardware.presets import read_data_file
 
     loaded = Profile.model_validate(read_data_file(path))
     assert loaded.kinds == profile.kinds

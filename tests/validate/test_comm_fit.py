@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hardware.presets import default_system, get_gpu, links
-from model.comm import load_comm_calibration
-from validate import comm_fit
+from rooflens.hardware.presets import default_system, get_gpu, links
+from rooflens.model.pricing.comm import load_comm_calibration
+from rooflens.validate import comm_fit
 
 A100 = get_gpu("a100-sxm-80gb")
 DGX = default_system(A100, 8).model_copy(update={"inter_node": links()["infiniband-hdr"]})

@@ -1,16 +1,17 @@
 """A collective pays its protocol's latency once: under `calibrated` the fitted NCCL protocols
-(hardware/calibration/comm-a100.yaml, model/comm.py) already hold the base latency of a call,
+(hardware/calibration/comm-a100.yaml, model/pricing/comm.py) already hold the base latency of a
+call,
 so pricing must not add a kernel's per-call overhead to comm ops (it still does to kernels)."""
 
 from __future__ import annotations
 
 import pytest
 
-from hardware.profiles import get_profile
-from model.api import make_scenario
-from model.comm import all_reduce_s, all_to_all_s, protocols_for
-from model.ops import decode_ops
-from model.pricing import price_op
+from rooflens.hardware.profiles import get_profile
+from rooflens.model.ops.table import decode_ops
+from rooflens.model.predict.api import make_scenario
+from rooflens.model.pricing.comm import all_reduce_s, all_to_all_s, protocols_for
+from rooflens.model.pricing.roofline import price_op
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from validate.compare import band_check, join, summarize
+from rooflens.validate.compare import band_check, join, summarize
 
 # A100: 312 TFLOP/s bf16, 2.039 TB/s, 40 MiB L2.
 GEMM = {"op": "gemm", "dtype": "bf16", "gpu": "a100-sxm-80gb", "impl": "t", "source": "t"}

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from cli import main
-from validate.compare import join
-from validate.cpu import load_cpu_spec, measure_cpu
-from validate.store import load_results
+from rooflens.cli import main
+from rooflens.validate.compare import join
+from rooflens.validate.cpu import load_cpu_spec, measure_cpu
+from rooflens.validate.store import load_results
 
 
 @pytest.mark.slow

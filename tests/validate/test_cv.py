@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cli import main
-from hardware.presets import get_gpu
-from hardware.profiles import KindEfficiency, Profile
-from validate.cv import COLUMNS, cross_validate, overall, per_call
-from validate.datasets import load_kernels
-from validate.generation import profile_for, reference_gpus
-from validate.predict import predict_frame
+from rooflens.cli import main
+from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import KindEfficiency, Profile
+from rooflens.validate.cv import COLUMNS, cross_validate, overall, per_call
+from rooflens.validate.datasets import load_kernels
+from rooflens.validate.generation import profile_for, reference_gpus
+from rooflens.validate.predict import predict_frame
 
 GPUS = ("a100-sxm-80gb", "a40", "h100-sxm")
 
@@ -204,8 +204,8 @@ def test_fit_from_stored_runs_keeps_the_kernel_rows_only(tmp_path, capsys):
 def test_opt_in_generation_rule_writes_a_profile_per_unmeasured_preset(tmp_path):
     import yaml
 
-    from hardware.presets import gpu_ids
-    from hardware.profiles import _load
+    from rooflens.hardware.presets import gpu_ids
+    from rooflens.hardware.profiles import _load
 
     measured = tmp_path / "measured"
     for gpu, fraction in (("a100-sxm-80gb", 0.5), ("h100-sxm", 0.9)):

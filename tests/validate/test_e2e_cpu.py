@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 import torch
 
-from cli import main
-from validate.cpu import measure_cpu, save_cpu_spec
-from validate.store import PROVENANCE_COLUMNS, load_results
+from rooflens.cli import main
+from rooflens.validate.cpu import measure_cpu, save_cpu_spec
+from rooflens.validate.store import PROVENANCE_COLUMNS, load_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from e2e_specs import LLAMA_OPS, TINY, shrink

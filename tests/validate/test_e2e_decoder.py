@@ -1,7 +1,7 @@
 """The e2e decoder (validate/e2e/decoder.py) against independent references: the logits of a
 prefill followed by cached decode steps equal one full forward over the same tokens (the KV
 cache, positions and masks are right); its parameters equal the closed forms of
-model/params.py and the HF-layout torch modules of tests/model/torch_reference.py."""
+model/specs/params.py and the HF-layout torch modules of tests/model/torch_reference.py."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from hardware.errors import RooflensError
-from model.params import count_params
-from model.presets import get_model
-from validate.e2e.decoder import Decoder
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.specs.params import count_params
+from rooflens.model.specs.presets import get_model
+from rooflens.validate.e2e.decoder import Decoder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from e2e_specs import PRESETS, REFUSED, TINY, WINDOW, shrink
@@ -196,8 +196,8 @@ def test_triton_backend_routes_through_kernels_and_matches_torch(preset, monkeyp
     (tests/conftest.py sets TRITON_INTERPRET), at fp32 and test-sized shapes."""
     from collections import Counter
 
-    from kernels import decode_attention, flash_attention, gemm, rmsnorm
-    from validate.e2e.backend import TritonBackend
+    from rooflens.kernels import decode_attention, flash_attention, gemm, rmsnorm
+    from rooflens.validate.e2e.backend import TritonBackend
 
     calls: Counter[str] = Counter()
     for module, name in (
@@ -231,8 +231,8 @@ def test_triton_backend_routes_through_kernels_and_matches_torch(preset, monkeyp
 @pytest.mark.parametrize("preset", ["llama-3-8b", "gemma-3-1b"])
 def test_triton_backend_and_cuda_graph_match_torch_on_a_gpu(dtype, preset):
     """Gemma 3 adds q/k norms and a sliding layer whose window (8) the 9 tokens exceed."""
-    from validate.e2e.backend import TritonBackend
-    from validate.e2e.measure import cuda_graph
+    from rooflens.validate.e2e.backend import TritonBackend
+    from rooflens.validate.e2e.measure import cuda_graph
 
     spec = shrink(preset, head_dim=16, d_model=64)
     tokens = torch.randint(0, spec.vocab_size, (2, 9), device="cuda")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cli import main
+from rooflens.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from e2e_specs import TINY

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.presets import get_model
-from validate.e2e.decoder import Decoder
-from validate.e2e.layout import layer_kinds, with_layers
-from validate.e2e.predict import RunSetup, memory_needed_bytes, run_scenario
+from rooflens.model.specs.presets import get_model
+from rooflens.validate.e2e.decoder import Decoder
+from rooflens.validate.e2e.layout import layer_kinds, with_layers
+from rooflens.validate.e2e.predict import RunSetup, memory_needed_bytes, run_scenario
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from e2e_specs import WINDOW, shrink
@@ -87,7 +87,7 @@ def test_the_prediction_uses_the_runs_dtype_for_every_weight(dtype):
 
 
 def test_the_output_says_which_dtype_ran_and_what_the_checkpoint_ships():
-    from validate.e2e.cli import _dtype_note
+    from rooflens.validate.e2e.cli import _dtype_note
 
     note = _dtype_note(get_model("gpt-oss-20b"), "bf16")
     assert "in bf16, in the run and the prediction" in note and "bf16 and mxfp4" in note

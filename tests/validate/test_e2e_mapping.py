@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.host import HOST_OP
-from validate.e2e.decoder import Decoder
-from validate.e2e.measure import Timing, attribute
-from validate.e2e.predict import PhasePrediction, RunSetup, predict_phase
-from validate.e2e.run import UNATTRIBUTED, RunConfig, _row
+from rooflens.model.pricing.host import HOST_OP
+from rooflens.validate.e2e.decoder import Decoder
+from rooflens.validate.e2e.measure import Timing, attribute
+from rooflens.validate.e2e.predict import PhasePrediction, RunSetup, predict_phase
+from rooflens.validate.e2e.run import UNATTRIBUTED, RunConfig, _row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from e2e_specs import LLAMA_OPS, PRESETS, shrink
@@ -48,9 +48,9 @@ def test_every_predicted_operator_has_a_scope(preset):
 
 def test_every_predicted_vision_operator_has_a_scope_when_images_are_given():
     """Gemma 3 4B with one image per prompt (`--images 1`): the prediction's `vision.*` rows
-    (model/vision.py) all have their scope in the encoder's forward, and run once whatever
+    (model/ops/vision.py) all have their scope in the encoder's forward, and run once whatever
     --layers says; without images there are none."""
-    from validate.e2e.predict import is_whole
+    from rooflens.validate.e2e.predict import is_whole
 
     spec = shrink("gemma-3-4b")
     context = 16  # 4 image tokens, then 12 of text
@@ -108,7 +108,7 @@ def test_profiler_events_land_under_their_operator_scope():
     """The GPU route (torch.profiler events walked up to their scope), checked on CPU events."""
     from torch.profiler import profile
 
-    from validate.e2e.measure import _scope_times
+    from rooflens.validate.e2e.measure import _scope_times
 
     spec = shrink("llama-3-8b", d_model=128, head_dim=32, d_ff=256)
     model = Decoder(spec, batch=1, capacity=33).init_weights()

@@ -1,18 +1,20 @@
 """The prediction `validate e2e` compares against (validate/e2e/predict.py): its device time is
-the pipeline's own TTFT and TPOT for the same scenario (a second route through model/api.py's
-`run`), the host term on top is model/host.py's, and the memory check refuses what does not fit
+the pipeline's own TTFT and TPOT for the same scenario (a second route through
+model/predict/api.py's
+`run`), the host term on top is model/pricing/host.py's, and the memory check refuses what does not
+fit
 while naming a depth that does."""
 
 from __future__ import annotations
 
 import pytest
 
-from hardware.errors import RooflensError
-from model.api import make_scenario, run
-from model.host import HOST_OP, host_time_s
-from model.ops import decode_ops
-from model.presets import get_model
-from validate.e2e.predict import (
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.ops.table import decode_ops
+from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.pricing.host import HOST_OP, host_time_s
+from rooflens.model.specs.presets import get_model
+from rooflens.validate.e2e.predict import (
     RunSetup,
     check_memory,
     memory_needed_bytes,

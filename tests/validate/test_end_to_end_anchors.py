@@ -15,7 +15,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from model.api import make_scenario, run
+from rooflens.model.predict.api import make_scenario, run
 
 MODEL, GPU = "llama-2-7b", "a100-sxm-80gb"  # LLaMA-7B's shape (32 x 4096, MHA, d_ff 11008)
 # (anchor, metric, batch, prompt tokens, output tokens, published value in SI units)

@@ -1,5 +1,6 @@
 """Calibration is fitted through the path it is applied through (issue 11 §1): the committed
-A100 profile, applied by kernels predict (model/kernel_predict.py, the path the operator table's
+A100 profile, applied by kernels predict (model/pricing/kernel_table.py, the path the operator
+table's
 rows re-price through, tests/model/test_one_pricing_path.py), reproduces the error its fit
 recorded in the file's provenance. This is why the calibrated golden numbers moved when the
 two pricing paths became one: the attention terms were refitted on the operator table's grid."""
@@ -9,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hardware.presets import get_gpu
-from hardware.profiles import get_profile
-from model.kernel_predict import predict_frame
-from validate.calibrate import faster_than_peak
-from validate.datasets import load_kernels
-from validate.fit_terms import kind_rows
-from validate.frontier import best_of_impls
+from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import get_profile
+from rooflens.model.pricing.kernel_table import predict_frame
+from rooflens.validate.calibrate import faster_than_peak
+from rooflens.validate.datasets import load_kernels
+from rooflens.validate.fit_terms import kind_rows
+from rooflens.validate.frontier import best_of_impls
 
 A100 = get_gpu("a100-sxm-80gb")
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from validate.compare import join
-from validate.datasets import load_kernels
-from validate.frontier import BEST_IMPL, best_of_impls
+from rooflens.validate.compare import join
+from rooflens.validate.datasets import load_kernels
+from rooflens.validate.frontier import BEST_IMPL, best_of_impls
 
 DECODE = {"op": "attention_decode", "n_heads": 32, "n_kv_heads": 8, "head_dim": 128,
           "dtype": "bf16", "kv_dtype": "bf16", "gpu": "a100-sxm-80gb", "source": "t"}  # fmt: skip

@@ -1,13 +1,13 @@
 """CI regression, blocking layer: predictions for a fixed scenario set equal the committed
 snapshot within 1e-9 relative. An intended change regenerates it in the same commit:
-`python -m validate.golden --update`, with the reason and the proving test in
+`python -m rooflens.validate.golden --update`, with the reason and the proving test in
 validate/golden_reasons.yaml (tests/validate/test_golden_reasons.py)."""
 
 from __future__ import annotations
 
 import json
 
-from validate.golden import GOLDEN_FILE, SCENARIOS, differences, snapshot
+from rooflens.validate.golden import GOLDEN_FILE, SCENARIOS, differences, snapshot
 
 
 def test_predictions_match_the_golden_snapshot():
@@ -16,7 +16,7 @@ def test_predictions_match_the_golden_snapshot():
     diff = differences(expected, snapshot(), rel_tol=1e-9)
     assert not diff, (
         "predictions moved (if intended: explain them in validate/golden_reasons.yaml and run "
-        "`python -m validate.golden --update`):\n" + "\n".join(diff[:20])
+        "`python -m rooflens.validate.golden --update`):\n" + "\n".join(diff[:20])
     )
 
 

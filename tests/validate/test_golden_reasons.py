@@ -1,5 +1,6 @@
 """Every golden change comes with a test that says why (validate/golden_reasons.py): the
-committed change log names real tests, and `python -m validate.golden --update` refuses a move
+committed change log names real tests, and `python -m rooflens.validate.golden --update` refuses a
+move
 that no entry for the committed snapshot explains."""
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from validate import golden
-from validate.golden_reasons import (
+from rooflens.validate import golden
+from rooflens.validate.golden_reasons import (
     Move,
     Reason,
     load_reasons,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from validate.compare import join, summarize
-from validate.datasets import load_kernels, load_rooflens
+from rooflens.validate.compare import join, summarize
+from rooflens.validate.datasets import load_kernels, load_rooflens
 
 OPS = ("gemm", "attention_prefill", "attention_decode", "moe")
 

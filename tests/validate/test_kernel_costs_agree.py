@@ -1,14 +1,14 @@
 """Second route for the bytes and FLOPs the validator joins on: the cost model's counts
-(validate.predict, i.e. model/ops.py) against each Triton kernel's own analytical cost."""
+(validate.predict, i.e. model/ops/table.py) against each Triton kernel's own analytical cost."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from hardware.presets import get_gpu
-from kernels import KERNELS
-from validate.predict import predict_frame
+from rooflens.hardware.presets import get_gpu
+from rooflens.kernels import KERNELS
+from rooflens.validate.predict import predict_frame
 
 A100 = get_gpu("a100-sxm-80gb")
 
@@ -33,7 +33,8 @@ def test_int8_weights_match_exactly(m, n, k):
 
 
 def test_int4_weights_differ_by_the_zero_points_only():
-    # The kernel stores a one-byte zero point per (row, group); model/ops.py counts scales only.
+    # The kernel stores a one-byte zero point per (row, group); model/ops/table.py counts scales
+    # only.
     m, n, k, g = 64, 4096, 4096, 128
     flops, nbytes = _model({"op": "gemm", "m": m, "n": n, "k": k, "dtype": "bf16",
                             "weight_dtype": "int4", "group_size": g})  # fmt: skip

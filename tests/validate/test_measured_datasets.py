@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from validate.aiconfigurator import load_moe, load_nccl
-from validate.datasets import load_kernels
+from rooflens.validate.aiconfigurator import load_moe, load_nccl
+from rooflens.validate.datasets import load_kernels
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ H100 = "rooflens-h100"
 
 @pytest.fixture(scope="module")
 def runs(measured_dir):
-    from validate.datasets import load_rooflens
+    from rooflens.validate.datasets import load_rooflens
 
     return load_rooflens(measured_dir)
 
@@ -107,7 +107,7 @@ def test_h100_quantized_kernels_baselines_are_16bit_gemms(runs):
 
 
 def test_h100_kernel_rows_join_the_contract_and_drop_launch_bound_timings(kernels):
-    from model.kernel_columns import REQUIRED
+    from rooflens.model.pricing.kernel_columns import REQUIRED
 
     h100 = kernels[kernels.gpu == "h100-sxm"]
     counts = h100.groupby(["op", "impl"]).size().to_dict()
@@ -123,7 +123,7 @@ def test_h100_kernel_rows_join_the_contract_and_drop_launch_bound_timings(kernel
 
 
 def test_kernel_rows_keep_graph_timings_and_long_do_bench_ones():
-    from validate.runs import LAUNCH_HIDDEN_S, kernel_rows
+    from rooflens.validate.runs import LAUNCH_HIDDEN_S, kernel_rows
 
     base = {"gpu": "h100-sxm", "op": "gemm", "m": 8, "n": 64, "k": 64, "dtype": "bf16",
             "impl": "torch:mm", "source": "x.csv"}  # fmt: skip

@@ -8,15 +8,15 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from hardware.presets import get_gpu
-from hardware.profiles import KindEfficiency, Profile, get_profile
-from validate.aiconfigurator import load_moe
-from validate.calibrate import fit_kind
-from validate.compare import join, summarize
-from validate.datasets import load_moe_kernels
-from validate.moe_configs import TUNED, UNTUNED, config_labels, tuned_configs
-from validate.moe_routing import with_routing
-from validate.predict import predict_frame
+from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import KindEfficiency, Profile, get_profile
+from rooflens.validate.aiconfigurator import load_moe
+from rooflens.validate.calibrate import fit_kind
+from rooflens.validate.compare import join, summarize
+from rooflens.validate.datasets import load_moe_kernels
+from rooflens.validate.moe_configs import TUNED, UNTUNED, config_labels, tuned_configs
+from rooflens.validate.moe_routing import with_routing
+from rooflens.validate.predict import predict_frame
 
 A100 = "a100-sxm-80gb"
 IMPL = tuned_configs()[A100]["impl"]

@@ -1,5 +1,5 @@
 """The `moe` op of the kernel contract: closed forms, one formula shared with the operator table
-(model/moe.py), the benchmark's routing (validate/moe_routing.py), and the ideal profile as a
+(model/ops/moe.py), the benchmark's routing (validate/moe_routing.py), and the ideal profile as a
 lower bound on every measured fused-MoE call (vLLM fused_moe, A100)."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hardware.presets import get_gpu
-from model.api import make_scenario
-from model.kernel_predict import predict_kernels
-from model.ops import decode_ops
-from validate.aiconfigurator import load_moe
-from validate.compare import join
-from validate.moe_routing import power_law_work, with_routing
-from validate.predict import predict_frame
+from rooflens.hardware.presets import get_gpu
+from rooflens.model.ops.table import decode_ops
+from rooflens.model.predict.api import make_scenario
+from rooflens.model.pricing.kernel_table import predict_kernels
+from rooflens.validate.aiconfigurator import load_moe
+from rooflens.validate.compare import join
+from rooflens.validate.moe_routing import power_law_work, with_routing
+from rooflens.validate.predict import predict_frame
 
 A100 = get_gpu("a100-sxm-80gb")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from validate.optimize import minimise, nelder_mead
+from rooflens.validate.optimize import minimise, nelder_mead
 
 
 def test_quadratic_bowl():

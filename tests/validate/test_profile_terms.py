@@ -1,4 +1,5 @@
-"""The calibrated profile's terms (numbers: hardware/profiles.py; formula: model/pricing.py)
+"""The calibrated profile's terms (numbers: hardware/profiles.py; formula:
+model/pricing/roofline.py)
 against their closed forms, and the ideal profile as the identity: the plain roofline
 max(FLOPs / peak, bytes / bandwidth)."""
 
@@ -11,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hardware.presets import default_system, get_gpu
-from hardware.profiles import IDEAL, KindEfficiency, Profile, get_profile
-from model.op import Op
-from model.ops import attention_op, gemm_op
-from model.pricing import busy_s, kind_terms, price_op, thread_blocks
+from rooflens.hardware.presets import default_system, get_gpu
+from rooflens.hardware.profiles import IDEAL, KindEfficiency, Profile, get_profile
+from rooflens.model.ops.op import Op
+from rooflens.model.ops.table import attention_op, gemm_op
+from rooflens.model.pricing.roofline import busy_s, kind_terms, price_op, thread_blocks
 
 A100 = get_gpu("a100-sxm-80gb")
 SYSTEM = default_system(A100)
@@ -70,10 +71,10 @@ def test_flash_decoding_splits_never_add_a_wave():
     assert busy_s(eff, 0.0, 0.0, unsplit, 108) == pytest.approx(2e-6)
     # So a calibrated decode step never gets faster with one more sequence across that edge
     # (a 1-head model at 1,257 keys: 11 -> 12 sequences was 57.0 -> 53.3 us before).
-    from model.api import make_pipeline, make_scenario
-    from model.pricing import step_time_s
-    from model.spec import ModelSpec
-    from model.steps import Step
+    from rooflens.model.predict.api import make_pipeline, make_scenario
+    from rooflens.model.predict.steps import Step
+    from rooflens.model.pricing.roofline import step_time_s
+    from rooflens.model.specs.spec import ModelSpec
 
     spec = ModelSpec(id="tiny", name="tiny", family="llama", n_layers=1, d_model=32, n_heads=1,
                      n_kv_heads=1, head_dim=32, d_ff=32, gated_mlp=False, vocab_size=1000,
@@ -183,7 +184,7 @@ def test_norm_rows_are_its_programs():
     # One program per row: 27 rows on 108 SMs with 0.5 programs per SM to saturate stream
     # their rows at 27 / 54 of the bandwidth (the weight vector moves at full rate); 4096 rows
     # reach all of it.
-    from model.op import norm_op
+    from rooflens.model.ops.op import norm_op
 
     eff = KindEfficiency(saturation_blocks_per_sm=0.5)
     profile = Profile(name="t", kinds={"norm": eff}, source="test")

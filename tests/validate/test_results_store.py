@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from hardware.errors import RooflensError
-from validate.store import PROVENANCE_COLUMNS, git_commit, load_results, write_results
+from rooflens.hardware.errors import RooflensError
+from rooflens.validate.store import PROVENANCE_COLUMNS, git_commit, load_results, write_results
 
 
 def test_write_then_load_keeps_rows_and_provenance(tmp_path):

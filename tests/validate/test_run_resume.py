@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hardware.errors import RooflensError
-from validate.runner import run_suite
-from validate.store import RunWriter, load_results
-from validate.suite import cpu_suite
+from rooflens.hardware.errors import RooflensError
+from rooflens.validate.runner import run_suite
+from rooflens.validate.store import RunWriter, load_results
+from rooflens.validate.suite import cpu_suite
 
 INFO = {"device_name": "Test CPU", "driver": "n/a", "cuda": "n/a", "torch": "2.5",
         "triton": "3.1", "git_commit": "abc", "date": "2026-01-01"}  # fmt: skip
@@ -38,7 +38,7 @@ def _run(writer: RunWriter, suite: pd.DataFrame, stop_after: int | None = None) 
         if stop_after is not None and len(batches) == stop_after:
             raise KeyboardInterrupt
 
-    import validate.runner as runner
+    import rooflens.validate.runner as runner
 
     original = runner.time_cpu
     runner.time_cpu = lambda calls, min_time_s=0.2: _fake_timer(measured)(calls)  # type: ignore[assignment]
@@ -111,7 +111,7 @@ def test_broken_result_files_are_skipped_with_a_line_naming_each(tmp_path: Path)
 
 
 def test_a_shared_folder_with_broken_files_warns_once_per_file(measured_dir, tmp_path, capsys):  # type: ignore[no-untyped-def]
-    from cli import main
+    from rooflens.cli import main
 
     good = measured_dir / "vidur/compute/a100/microsoft/phi-2/mlp.csv"
     base = tmp_path / "vidur/compute/a100"

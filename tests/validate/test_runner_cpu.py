@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
-from validate.cases import input_bytes, make_calls
-from validate.runner import copies_for, gpu_preset_for, run_suite, time_cpu
+from rooflens.validate.cases import input_bytes, make_calls
+from rooflens.validate.runner import copies_for, gpu_preset_for, run_suite, time_cpu
 
 ROWS = [
     {"op": "gemm", "kernel": "gemm", "m": 5, "n": 33, "k": 48, "dtype": "fp32"},

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from validate.runner import run_suite, time_gpu
-from validate.suite import gpu_quick_suite
+from rooflens.validate.runner import run_suite, time_gpu
+from rooflens.validate.suite import gpu_quick_suite
 
 pytestmark = pytest.mark.gpu
 

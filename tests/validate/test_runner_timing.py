@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from validate.runner import eager_per_call_s, run_suite, time_calls
+from rooflens.validate.runner import eager_per_call_s, run_suite, time_calls
 
 
 class FakeDevice:

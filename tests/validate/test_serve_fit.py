@@ -15,14 +15,14 @@ import pytest
 import yaml
 from serve_example import DEPLOYMENT, TRUE_CAP, TRUE_OVERHEAD_S, build
 
-import cli
-from model.planner.costs import CurveCosts
-from model.planner.profile import read_profile, with_step_overhead
-from model.planner.space import SweepSpace
-from model.planner.sweep import run_sweep
-from model.planner.workload import ServingWorkload
-from validate.serve import measured, predicted, read_result
-from validate.serve_fit import deployment_curves, fit
+import rooflens.cli as cli
+from rooflens.model.planner.serving_profile import read_profile, with_step_overhead
+from rooflens.model.planner.space import SweepSpace
+from rooflens.model.planner.step_costs import CurveCosts
+from rooflens.model.planner.sweep import run_sweep
+from rooflens.model.planner.workload import ServingWorkload
+from rooflens.validate.serve import measured, predicted, read_result
+from rooflens.validate.serve_fit import deployment_curves, fit
 
 DATA = Path(__file__).parent / "serve_data"
 
@@ -61,7 +61,7 @@ def test_overhead_adds_exactly_one_step_to_a_lone_request() -> None:
     P, O = np.array([700.0]), np.array([20.0])
     c = deployment_curves(DEPLOYMENT, P, O)
     h = 0.003
-    from model.planner.sim import replay
+    from rooflens.model.planner.sim import replay
 
     base = replay(CurveCosts(c), "chunked", np.zeros(1), P, O, 8)
     more = replay(CurveCosts(with_step_overhead(c, h)), "chunked", np.zeros(1), P, O, 8)

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hardware.errors import RooflensError
-from validate.serve import arrivals, measured, read_result
+from rooflens.hardware.errors import RooflensError
+from rooflens.validate.serve import arrivals, measured, read_result
 
 DATA = Path(__file__).parent / "serve_data"
 

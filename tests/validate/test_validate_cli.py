@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from cli import main
+from rooflens.cli import main
 
 
 def test_validate_compare_json_on_the_shared_measurements(measured_dir, capsys):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from validate.compare import join, summarize
-from validate.report import error_size_figure, parity_figure, roofline_figure, write_report
+from rooflens.validate.compare import join, summarize
+from rooflens.validate.report import error_size_figure, parity_figure, roofline_figure, write_report
 
 ROWS = pd.DataFrame(
     [{"op": "gemm", "m": m, "n": 4096, "k": 4096, "dtype": "bf16", "gpu": "a100-sxm-80gb",

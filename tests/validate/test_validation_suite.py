@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from validate.suite import cpu_suite, full_suite, gpu_quick_suite, scenario_rows, working_set_bytes
+from rooflens.validate.suite import (
+    cpu_suite,
+    full_suite,
+    gpu_quick_suite,
+    scenario_rows,
+    working_set_bytes,
+)
 
 
 def _by_name(rows):

@@ -1,17 +1,17 @@
-"""The one kernel-table predictor (model/kernel_predict.py, re-exported by validate.predict)
+"""The one kernel-table predictor (model/pricing/kernel_table.py, re-exported by validate.predict)
 prices whole tables at once; grouping rows must not change a row's price (it equals
 predict_kernels row for row), and its validator-only ops must follow the operator table's
-constructors (model/op.py)."""
+constructors (model/ops/op.py)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from hardware.errors import RooflensError
-from hardware.presets import get_gpu
-from model.kernel_predict import predict_kernels
-from validate.predict import predict_frame
+from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.presets import get_gpu
+from rooflens.model.pricing.kernel_table import predict_kernels
+from rooflens.validate.predict import predict_frame
 
 A100 = get_gpu("a100-sxm-80gb")
 TABLE = pd.DataFrame(

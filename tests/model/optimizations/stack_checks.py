@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from model.api import make_pipeline, make_scenario
-from model.ops import Op
-from model.pricing import step_time_s
-from model.scenario import Scenario
-from model.steps import Prediction, Step
+from rooflens.model.ops.table import Op
+from rooflens.model.predict.api import make_pipeline, make_scenario
+from rooflens.model.predict.scenario import Scenario
+from rooflens.model.predict.steps import Prediction, Step
+from rooflens.model.pricing.roofline import step_time_s
 
 
 def scenario(model: str = "llama-2-7b", gpu: str = "h100-sxm", **kw: Any) -> Scenario:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from stack_checks import assert_same_prediction, named, predict, scenario, step_ops
 
-from model.optimizations.activation_sparsity import skipped_fraction
-from model.steps import Step
+from rooflens.model.optimizations.activation_sparsity import skipped_fraction
+from rooflens.model.predict.steps import Step
 
 
 def test_skip_chance_closed_form() -> None:

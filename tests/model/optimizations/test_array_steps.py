@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from stack_checks import scenario, step_s
 
-from model.steps import Step
+from rooflens.model.predict.steps import Step
 
 OPTS = [
     "no-kv-cache",

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hardware.errors import RooflensError
-from hardware.presets import get_gpu
-from model.api import make_pipeline, make_scenario, run
-from model.optimizations.continuous_batching import (
+from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.presets import get_gpu
+from rooflens.model.optimizations.continuous_batching import (
     ContinuousBatching,
     critical_batch,
     expected_longest,
 )
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
 
 
 def test_expected_longest_against_simulation() -> None:
@@ -50,7 +50,7 @@ def test_critical_batch_follows_bytes_per_weight_and_grows_for_moe() -> None:
 
     bf16 = crit("llama-2-70b")
     # Weight-only int8 (W8A16): half the bytes, same 16-bit unit -> about half the batch (a
-    # little less: the kernel also dequantizes on the CUDA cores, model/ops.py).
+    # little less: the kernel also dequantizes on the CUDA cores, model/ops/table.py).
     assert 0.3 < crit("llama-2-70b", weight_dtype="int8") / bf16 < 0.55
     # W8A8: half the bytes on a unit twice as fast -> about the same batch.
     assert 0.85 < crit("llama-2-70b", weight_dtype="int8", act_dtype="int8") / bf16 < 1.15

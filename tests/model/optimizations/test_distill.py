@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from hardware.errors import RooflensError
-from model.api import make_scenario, run
-from model.optimizations.distill import Distill, shallow_student
-from model.params import count_params
-from model.spec import ModelSpec
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.optimizations.distill import Distill, shallow_student
+from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.specs.params import count_params
+from rooflens.model.specs.spec import ModelSpec
 
 # BERT-base's shapes (Devlin et al. 2019): 12 layers, D 768, 12 heads, FFN 3072, vocab 30522,
 # 512 learned positions, LayerNorm, biases everywhere, tied output embedding.

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stack_checks import named, predict, scenario, step_ops, total
 
-from hardware import get_gpu
-from model.optimizations.eager_attention import flash_kv_rows_streamed, flash_tile_rows
-from model.steps import Step
+from rooflens.hardware import get_gpu
+from rooflens.model.optimizations.eager_attention import flash_kv_rows_streamed, flash_tile_rows
+from rooflens.model.predict.steps import Step
 
 H, DH = 32, 128  # Llama-2-7B (MHA) and Llama-3-8B (GQA, 8 KV heads)
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hardware.errors import RooflensError
-from model.api import make_pipeline, make_scenario, run
-from model.host import EAGER_LAUNCH_S, HOST_OP, step_launches
-from model.optimizations import parse_opt
-from model.pricing import step_time_s
-from model.steps import Step, StepTiming
-from validate.e2e.predict import RunSetup, predict_phase
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.optimizations import parse_opt
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.predict.steps import Step, StepTiming
+from rooflens.model.pricing.host import EAGER_LAUNCH_S, HOST_OP, step_launches
+from rooflens.model.pricing.roofline import step_time_s
+from rooflens.validate.e2e.predict import RunSetup, predict_phase
 
 
 def llama(batch: int = 1, **kw):  # type: ignore[no-untyped-def]

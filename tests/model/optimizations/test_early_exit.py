@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from stack_checks import assert_grid_prices_like_points
 
-from hardware.errors import RooflensError
-from model.api import make_pipeline, make_scenario, run
-from model.optimizations.early_exit import EarlyExit, is_layer_op
-from model.steps import Step
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.optimizations.early_exit import EarlyExit, is_layer_op
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.predict.steps import Step
 
 SC = make_scenario("llama-2-7b", "a100-sxm-80gb", batch=1, prompt_len=256, output_len=32)
 

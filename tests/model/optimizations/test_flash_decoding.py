@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from stack_checks import assert_same_prediction, named, predict, scenario, step_ops, step_s
 
-from model.steps import Step
+from rooflens.model.predict.steps import Step
 
 SMS = 132  # H100 SXM
 KV, H, DH = 8, 32, 128  # Llama-3-8B

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from stack_checks import assert_same_prediction, predict, scenario, step_ops, total
 
-from model.steps import Step
+from rooflens.model.predict.steps import Step
 
 L, D, H, KV, DH, F = 32, 4096, 32, 8, 128, 14336  # Llama-3-8B
 

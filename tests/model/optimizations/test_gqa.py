@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from stack_checks import assert_same_prediction, named, predict, scenario, step_ops, total
 
-from hardware.errors import RooflensError
-from model.memory import kv_bytes_per_token
-from model.steps import Step
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.predict.memory import kv_bytes_per_token
+from rooflens.model.predict.steps import Step
 
 D, H, DH, L = 4096, 32, 128, 32  # Llama-2-7B
 
@@ -16,7 +16,7 @@ D, H, DH, L = 4096, 32, 128, 32  # Llama-2-7B
 def test_kv_bytes_per_token_closed_form() -> None:
     # 2 · N · Dh · layers · 2 bytes (bf16)
     pipeline_sc = scenario().model_copy()
-    from model.api import make_pipeline
+    from rooflens.model.predict.api import make_pipeline
 
     converted = make_pipeline(pipeline_sc, ["gqa:kv_heads=8"]).scenario
     assert kv_bytes_per_token(converted) == 2 * 8 * DH * L * 2 == 131_072

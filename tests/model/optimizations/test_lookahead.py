@@ -7,10 +7,10 @@ import itertools
 import numpy as np
 import pytest
 
-from model.api import make_pipeline, make_scenario, run
-from model.optimizations.lookahead import Lookahead, lookahead_tokens
-from model.pricing import step_time_s
-from model.steps import Step
+from rooflens.model.optimizations.lookahead import Lookahead, lookahead_tokens
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.predict.steps import Step
+from rooflens.model.pricing.roofline import step_time_s
 
 
 def scenario(batch: int = 1):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from hardware.errors import RooflensError
-from model.api import make_pipeline, make_scenario, run
-from model.optimizations._drafting import expected_tokens
-from model.optimizations.medusa import Medusa
-from model.pricing import price_ops, step_time_s
-from model.steps import Step
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.optimizations._drafting import expected_tokens
+from rooflens.model.optimizations.medusa import Medusa
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.predict.steps import Step
+from rooflens.model.pricing.roofline import price_ops, step_time_s
 
 
 def scenario(batch: int = 1, tp: int = 1):
@@ -55,7 +55,7 @@ def test_tree_must_hold_the_chain() -> None:
 
 
 def test_drafting_methods_do_not_stack() -> None:
-    from model.optimizations.speculative import Speculative
+    from rooflens.model.optimizations.speculative import Speculative
 
     with pytest.raises(RooflensError, match="both replace the decode step"):
         run(scenario(), [Medusa(), Speculative(draft="llama-2-7b")])

@@ -1,4 +1,4 @@
-"""Mixture of experts: the base table's expert accounting (model/ops.py), expert parallelism,
+"""Mixture of experts: the base table's expert accounting (model/ops/table.py), expert parallelism,
 and `--opt moe` (capacity, skew, hierarchical all-to-all). Anchors E9 and E12."""
 
 from __future__ import annotations
@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 from stack_checks import assert_grid_prices_like_points
 
-from hardware.errors import RooflensError
-from model.api import make_pipeline, make_scenario, run
-from model.memory import weights_bytes_per_gpu
-from model.ops import build_ops
-from model.optimizations.moe import MoE, busiest_gpu_load, dropped_tokens, expert_capacity
-from model.params import count_params
-from model.presets import get_model
-from model.pricing import price_ops, step_time_s
-from model.steps import Step
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.ops.table import build_ops
+from rooflens.model.optimizations.moe import MoE, busiest_gpu_load, dropped_tokens, expert_capacity
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.predict.memory import weights_bytes_per_gpu
+from rooflens.model.predict.steps import Step
+from rooflens.model.pricing.roofline import price_ops, step_time_s
+from rooflens.model.specs.params import count_params
+from rooflens.model.specs.presets import get_model
 
 MIXTRAL = get_model("mixtral-8x7b")
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from stack_checks import predict, scenario, step_ops, total
 
-from model.presets import get_model
-from model.steps import Step
+from rooflens.model.predict.steps import Step
+from rooflens.model.specs.presets import get_model
 
 # The GPT-style model of the book's table (MHA, FFN 4d, no gating): tests/model/fixtures.
 GPT = get_model(str(Path(__file__).resolve().parents[1] / "fixtures" / "gpt-style.yaml"))

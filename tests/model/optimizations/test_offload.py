@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from stack_checks import assert_same_prediction, predict, scenario
 
-from model.api import make_pipeline
-from model.pricing import step_time_s
-from model.steps import Step
+from rooflens.model.predict.api import make_pipeline
+from rooflens.model.predict.steps import Step
+from rooflens.model.pricing.roofline import step_time_s
 
 
 def weights_read(sc, step) -> float:  # type: ignore[no-untyped-def]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from stack_checks import assert_same_prediction, predict, scenario, step_ops, total
 
-from hardware.errors import RooflensError
-from model.optimizations.paged_kv import paged_tokens
-from model.steps import Step
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.optimizations.paged_kv import paged_tokens
+from rooflens.model.predict.steps import Step
 
 # vLLM paper §6.1: ShareGPT requests average 161.31 input and 337.99 output tokens; OPT-13B
 # serves up to 2,048 positions.

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from cli import main
-from dashboard.settings import from_query
-from hardware.errors import RooflensError
-from model.optimizations import EXCLUSIVE_PAIRS, parse_opt, registry
+from rooflens.cli import main
+from rooflens.dashboard.settings import from_query
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.optimizations import EXCLUSIVE_PAIRS, parse_opt, registry
 
 BOUNDED = [
     (name, key, p)
@@ -63,7 +63,7 @@ def test_the_listing_states_bounds_and_exclusive_pairs(capsys) -> None:  # type:
     for a, b, _ in EXCLUSIVE_PAIRS:
         assert b in rows[a]["exclusive_with"] and a in rows[b]["exclusive_with"]
         with pytest.raises(RooflensError, match="contradict"):
-            from model.optimizations import ordered
+            from rooflens.model.optimizations import ordered
 
             ordered([parse_opt(a), parse_opt(b)])
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from hardware.errors import RooflensError
-from model.api import make_scenario, run
-from model.optimizations.prompt_compression import PromptCompression
-from model.pipeline import Pipeline
-from model.pricing import step_time_s
-from model.steps import Step
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.optimizations.prompt_compression import PromptCompression
+from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.predict.predictor import Pipeline
+from rooflens.model.predict.steps import Step
+from rooflens.model.pricing.roofline import step_time_s
 
 
 def sc(prompt_len: int, batch: int = 4):

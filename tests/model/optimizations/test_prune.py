@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from hardware.errors import RooflensError
-from model.api import make_pipeline, make_scenario, run
-from model.memory import kv_bytes_per_token
-from model.optimizations.prune import Prune, pruned_spec
-from model.params import attention_params, count_params, mlp_params
-from model.presets import get_model
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.optimizations.prune import Prune, pruned_spec
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.predict.memory import kv_bytes_per_token
+from rooflens.model.specs.params import attention_params, count_params, mlp_params
+from rooflens.model.specs.presets import get_model
 
 
 def test_zero_is_the_identity() -> None:

@@ -8,10 +8,10 @@ import math
 import pytest
 from stack_checks import assert_same_prediction, named, predict, scenario, step_ops, total
 
-from hardware.errors import RooflensError
-from model.params import count_params
-from model.pricing import price_op
-from model.steps import Step
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.predict.steps import Step
+from rooflens.model.pricing.roofline import price_op
+from rooflens.model.specs.params import count_params
 
 D, F, V = 4096, 11008, 32000  # Llama-2-7B
 LINEAR = ("attn.qkv_proj", "attn.o_proj", "mlp.up_gate", "mlp.down")
@@ -62,7 +62,7 @@ def test_weight_only_int4_keeps_the_16_bit_peak_and_pays_dequantization() -> Non
 
 
 def _ideal(sc):  # type: ignore[no-untyped-def]
-    from hardware.profiles import IDEAL
+    from rooflens.hardware.profiles import IDEAL
 
     return IDEAL
 

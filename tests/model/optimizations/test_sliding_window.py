@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from stack_checks import assert_same_prediction, named, predict, scenario, step_ops, step_s
 
-from hardware.errors import RooflensError
-from model.memory import kv_bytes_per_token
-from model.steps import Step
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.predict.memory import kv_bytes_per_token
+from rooflens.model.predict.steps import Step
 
 H, KV, DH = 32, 8, 128  # Llama-3-8B
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from stack_checks import named, predict, scenario, step_ops
 
-from hardware.profiles import IDEAL
-from model.pricing import price_op
-from model.steps import Step
+from rooflens.hardware.profiles import IDEAL
+from rooflens.model.predict.steps import Step
+from rooflens.model.pricing.roofline import price_op
 
 D, F = 4096, 11008  # Llama-2-7B
 PREFILL = Step("prefill", 1.0, 2048.0, 2048.0)
@@ -31,7 +31,7 @@ def test_sparse_peak_and_compressed_weights_closed_form() -> None:
 
 def test_memory_saving_closed_form() -> None:
     sc = scenario("llama-2-7b", "a100-sxm-80gb", prompt_len=128, output_len=2)
-    from model.params import count_params
+    from rooflens.model.specs.params import count_params
 
     pc = count_params(sc.model)
     linear = pc.layers - pc.n_layers * pc.norms_per_layer
@@ -64,8 +64,8 @@ def test_composes_with_weight_only_int4() -> None:
 
 
 def test_the_name_with_a_colon_parses() -> None:
-    from hardware.errors import RooflensError
-    from model.optimizations import parse_opt
+    from rooflens.hardware.errors import RooflensError
+    from rooflens.model.optimizations import parse_opt
 
     assert parse_opt("sparsity-2:4").name == "sparsity-2:4"
     assert parse_opt(" paged-kv:block=32 ")["block"] == 32

@@ -8,11 +8,11 @@ import itertools
 import numpy as np
 import pytest
 
-from hardware.errors import RooflensError
-from model.api import make_pipeline, make_scenario, run
-from model.memory import kv_bytes_per_token, weights_bytes_per_gpu
-from model.optimizations._drafting import expected_tokens, leviathan_speedup
-from model.optimizations.speculative import Speculative
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.optimizations._drafting import expected_tokens, leviathan_speedup
+from rooflens.model.optimizations.speculative import Speculative
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.predict.memory import kv_bytes_per_token, weights_bytes_per_gpu
 
 TARGET, DRAFT, GPU = "llama-2-70b", "llama-2-7b", "h100-sxm"
 

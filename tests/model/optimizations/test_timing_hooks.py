@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from model.api import make_pipeline, make_scenario, run
-from model.optimizations import Optimization, parse_opt, registry
-from model.pricing import step_time_s
-from model.steps import Step, StepTiming
+from rooflens.model.optimizations import Optimization, parse_opt, registry
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.predict.steps import Step, StepTiming
+from rooflens.model.pricing.roofline import step_time_s
 
 # Settings that make each optimization do something (the defaults of some are neutral).
 ACTIVE = {
@@ -100,8 +100,8 @@ def test_offload_and_host_time_apply_to_the_whole_draft_and_verify_iteration() -
     """Closed forms on top of speculative decoding: the offloaded share of the target's weights
     crosses PCIe once per iteration (the draft's stay on the GPU), and eager launch charges every
     kernel the iteration issues, the draft's γ steps included; τ tokens share each."""
-    from model.host import step_launches
-    from model.optimizations.offload import weight_bytes_read
+    from rooflens.model.optimizations.offload import weight_bytes_read
+    from rooflens.model.pricing.host import step_launches
 
     spec = "speculative:draft=llama-3-8b,gamma=4,alpha=0.7"
     sc = scenario()

@@ -9,13 +9,13 @@ from typing import Any
 
 import numpy as np
 
-import model.planner.sweep as sweep
-from model.optimizations import parse_opt
-from model.planner.curves import Group, build_curves
-from model.planner.plan import plan
-from model.planner.space import SweepSpace
-from model.planner.workload import SLO, LengthDist, ServingWorkload
-from model.presets import get_model
+import rooflens.model.planner.sweep as sweep
+from rooflens.model.optimizations import parse_opt
+from rooflens.model.planner.curves import Group, build_curves
+from rooflens.model.planner.plan import plan
+from rooflens.model.planner.space import SweepSpace
+from rooflens.model.planner.workload import SLO, LengthDist, ServingWorkload
+from rooflens.model.specs.presets import get_model
 
 SPACE = SweepSpace(model="llama-3-8b", gpus=("l4", "h100-sxm"), tp=(1, 2), max_gpus=16)
 

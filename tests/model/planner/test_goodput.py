@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from test_sim import Linear
 
-from model.planner.grid import classify, configs, evaluate, goodput
-from model.planner.plan import plan
-from model.planner.serving import LengthStats
-from model.planner.sim import simulate
-from model.planner.space import SweepSpace
-from model.planner.sweep import run_sweep
-from model.planner.workload import SLO, LengthDist, ServingWorkload
+from rooflens.model.planner.grid import classify, configs, evaluate, goodput
+from rooflens.model.planner.plan import plan
+from rooflens.model.planner.serving import LengthStats
+from rooflens.model.planner.sim import simulate
+from rooflens.model.planner.space import SweepSpace
+from rooflens.model.planner.sweep import run_sweep
+from rooflens.model.planner.workload import SLO, LengthDist, ServingWorkload
 
 SPACE = SweepSpace(model="llama-3-8b", gpus=("h100-sxm",), tp=(1,), weight_dtypes=("bf16",),
                    kv_dtypes=("bf16",), max_gpus=8)  # fmt: skip

@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import cli
-from model.planner.check import check_by_simulation
-from model.planner.mixed import pair_grid, pairs
-from model.planner.plan import plan
-from model.planner.request import build_request
-from model.planner.serving import LengthStats, disaggregated, kv_transfer
-from model.planner.sweep import run_sweep
+import rooflens.cli as cli
+from rooflens.model.planner.check import check_by_simulation
+from rooflens.model.planner.mixed import pair_grid, pairs
+from rooflens.model.planner.plan import plan
+from rooflens.model.planner.plan_args import build_request
+from rooflens.model.planner.serving import LengthStats, disaggregated, kv_transfer
+from rooflens.model.planner.sweep import run_sweep
 
 REQUEST = dict(model="llama-3-70b", gpus="h100-sxm,l40s", prefill_gpus="h100-sxm",
                decode_gpus="l40s", rate=2.0, prompt_len="2000", output_len="800", ttft_slo=1.0,

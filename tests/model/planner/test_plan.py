@@ -9,14 +9,14 @@ import json
 import numpy as np
 import pytest
 
-import cli
-from model.planner.check import RANK, check_by_simulation
-from model.planner.grid import classify, configs, evaluate, record
-from model.planner.plan import cheapest, plan
-from model.planner.serving import LengthStats
-from model.planner.space import SweepSpace
-from model.planner.sweep import run_sweep
-from model.planner.workload import SLO, LengthDist, ServingWorkload
+import rooflens.cli as cli
+from rooflens.model.planner.check import RANK, check_by_simulation
+from rooflens.model.planner.grid import classify, configs, evaluate, record
+from rooflens.model.planner.plan import cheapest, plan
+from rooflens.model.planner.serving import LengthStats
+from rooflens.model.planner.space import SweepSpace
+from rooflens.model.planner.sweep import run_sweep
+from rooflens.model.planner.workload import SLO, LengthDist, ServingWorkload
 
 SMALL = dict(model="llama-3-8b", gpus=("l4", "a10g", "h100-sxm"), tp=(1, 2, 4),
              max_gpus=32)  # fmt: skip

@@ -1,5 +1,5 @@
 """The plan's recommendation carries energy per output token, equal to the ordinary prediction
-path's energy at the planned batch (model/energy.py), and says so in its explanation."""
+path's energy at the planned batch (model/analysis/energy.py), and says so in its explanation."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import math
 
 import pytest
 
-from model.api import make_scenario, run
-from model.energy import energy
-from model.planner.plan import plan
-from model.planner.space import SweepSpace
-from model.planner.workload import SLO, LengthDist, ServingWorkload
+from rooflens.model.analysis.energy import energy
+from rooflens.model.planner.plan import plan
+from rooflens.model.planner.space import SweepSpace
+from rooflens.model.planner.workload import SLO, LengthDist, ServingWorkload
+from rooflens.model.predict.api import make_scenario, run
 
 
 def test_recommendation_reports_energy_per_token() -> None:

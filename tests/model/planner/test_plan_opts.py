@@ -7,17 +7,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from model.api import make_pipeline, make_scenario, run
-from model.optimizations import parse_opt
-from model.planner.costs import CurveCosts
-from model.planner.curves import Curves, Group, build_curves
-from model.planner.plan import plan
-from model.planner.serving import LengthStats, chunked, colocated
-from model.planner.sim import simulate
-from model.planner.space import SweepSpace
-from model.planner.sweep import run_sweep
-from model.planner.workload import SLO, LengthDist, ServingWorkload
-from model.presets import get_model
+from rooflens.model.optimizations import parse_opt
+from rooflens.model.planner.curves import Curves, Group, build_curves
+from rooflens.model.planner.plan import plan
+from rooflens.model.planner.serving import LengthStats, chunked, colocated
+from rooflens.model.planner.sim import simulate
+from rooflens.model.planner.space import SweepSpace
+from rooflens.model.planner.step_costs import CurveCosts
+from rooflens.model.planner.sweep import run_sweep
+from rooflens.model.planner.workload import SLO, LengthDist, ServingWorkload
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.specs.presets import get_model
 
 SPEC = "speculative:draft=llama-3-8b,gamma=4,alpha=0.8"
 OPTS = [SPEC, "medusa:heads=4,alpha=0.6", "lookahead", "early-exit:mean_layers=0.6",

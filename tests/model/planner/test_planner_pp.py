@@ -1,5 +1,5 @@
 """Pipeline parallelism in the planner (model/planner/curves.py, serving.py, sim.py) takes its
-stage timing from model/pipeline_parallel.py, as `rooflens predict` does: the curves of a PP
+stage timing from model/predict/pp_schedule.py, as `rooflens predict` does: the curves of a PP
 group equal predict's numbers for the same scenario, and the stage-to-stage send is charged once.
 
 Why the planner's PP figures moved (issue 14): the planner used to add its own
@@ -14,14 +14,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from model.api import make_scenario, run
-from model.optimizations import parse_opt
-from model.planner.costs import CurveCosts
-from model.planner.curves import Curves, Group, build_curves
-from model.planner.plan import recheck
-from model.planner.sim import simulate
-from model.planner.workload import LengthDist, ServingWorkload
-from model.presets import get_model
+from rooflens.model.optimizations import parse_opt
+from rooflens.model.planner.curves import Curves, Group, build_curves
+from rooflens.model.planner.plan import recheck
+from rooflens.model.planner.sim import simulate
+from rooflens.model.planner.step_costs import CurveCosts
+from rooflens.model.planner.workload import LengthDist, ServingWorkload
+from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.specs.presets import get_model
 
 MODEL, GPU, TP, P = "llama-2-13b", "a100-sxm-80gb", 2, 1000
 # fixed lengths with two output tokens: the planner's mean KV length P + O/2 is predict's one

@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import cli
-from hardware.presets import get_gpu
-from model.planner.costs import CurveCosts
-from model.planner.curves import Curves, Group, build_curves
-from model.planner.kv_tiers import host_capacity_bytes, tiers
-from model.planner.request import build_request
-from model.planner.sim import simulate
-from model.planner.workload import LengthDist, ServingWorkload
-from model.presets import get_model
+import rooflens.cli as cli
+from rooflens.hardware.presets import get_gpu
+from rooflens.model.planner.curves import Curves, Group, build_curves
+from rooflens.model.planner.kv_tiers import host_capacity_bytes, tiers
+from rooflens.model.planner.plan_args import build_request
+from rooflens.model.planner.sim import simulate
+from rooflens.model.planner.step_costs import CurveCosts
+from rooflens.model.planner.workload import LengthDist, ServingWorkload
+from rooflens.model.specs.presets import get_model
 
 P = 4000.0
 

@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-import cli
-from model.planner.plan import plan
-from model.planner.relax import SLO_METRICS
-from model.planner.space import SweepSpace
-from model.planner.workload import SLO, LengthDist, ServingWorkload
+import rooflens.cli as cli
+from rooflens.model.planner.plan import plan
+from rooflens.model.planner.relax import SLO_METRICS
+from rooflens.model.planner.space import SweepSpace
+from rooflens.model.planner.workload import SLO, LengthDist, ServingWorkload
 
 SPACE = SweepSpace(model="llama-3-8b", gpus=("l4", "h100-sxm"), tp=(1, 2, 4), max_gpus=16)
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from hardware.errors import RooflensError
-from model.planner.plan import plan
-from model.planner.request import MAX_CONFIGS, build_request, estimated_configs
-from model.planner.sweep import run_sweep
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.planner.plan import plan
+from rooflens.model.planner.plan_args import MAX_CONFIGS, build_request, estimated_configs
+from rooflens.model.planner.sweep import run_sweep
 
 REQUEST = dict(model="llama-3-8b", gpus="h100-sxm,a100-sxm-80gb", rate=4.0, prompt_len="512",
                output_len="128", tp="1,2", max_gpus=6, max_batch="8,64")  # fmt: skip
@@ -46,8 +46,8 @@ SPACE_DEFAULTS = ("tp", "pp", "ep", "weight_dtypes", "kv_dtypes", "max_batches",
 def test_every_route_plans_with_the_sweep_spaces_defaults() -> None:
     # SweepSpace states the planner's defaults once; the Python route and the CLI's options
     # start from them (as the dashboard's planner form does)
-    import cli
-    from model.planner.space import SweepSpace
+    import rooflens.cli as cli
+    from rooflens.model.planner.space import SweepSpace
 
     plain = SweepSpace(model="llama-3-8b", gpus=("h100-sxm",))
     space, _ = build_request(model="llama-3-8b", gpus="h100-sxm", rate=1.0)

@@ -8,12 +8,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.api import make_pipeline, make_scenario, run
-from model.planner.curves import Group, build_curves
-from model.planner.pareto import pareto_mask
-from model.planner.serving import LengthStats, chunked, colocated, disaggregated, solve_concurrency
-from model.planner.workload import LengthDist, ServingWorkload
-from model.presets import get_model
+from rooflens.model.planner.curves import Group, build_curves
+from rooflens.model.planner.pareto import pareto_mask
+from rooflens.model.planner.serving import (
+    LengthStats,
+    chunked,
+    colocated,
+    disaggregated,
+    solve_concurrency,
+)
+from rooflens.model.planner.workload import LengthDist, ServingWorkload
+from rooflens.model.predict.api import make_pipeline, make_scenario, run
+from rooflens.model.specs.presets import get_model
 
 W = ServingWorkload(rate_per_s=4.0, prompt=LengthDist.parse("512"), output=LengthDist.parse("128"))
 GROUP = Group("h100-sxm", 1, 1, 1, "bf16", "bf16", "bf16")
@@ -93,7 +99,7 @@ def test_pareto_mask_matches_brute_force() -> None:
 
 def test_neutral_optimization_is_the_identity() -> None:
     """An optimization whose hooks are all the identity leaves every curve unchanged."""
-    from model.optimizations import Optimization
+    from rooflens.model.optimizations import Optimization
 
     class Neutral(Optimization):
         name = ""  # not registered

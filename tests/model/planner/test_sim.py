@@ -8,12 +8,12 @@ import time
 import numpy as np
 import pytest
 
-from model.planner.costs import CurveCosts
-from model.planner.curves import Group, build_curves
-from model.planner.serving import LengthStats, chunked, colocated
-from model.planner.sim import simulate
-from model.planner.workload import LengthDist, ServingWorkload
-from model.presets import get_model
+from rooflens.model.planner.curves import Group, build_curves
+from rooflens.model.planner.serving import LengthStats, chunked, colocated
+from rooflens.model.planner.sim import simulate
+from rooflens.model.planner.step_costs import CurveCosts
+from rooflens.model.planner.workload import LengthDist, ServingWorkload
+from rooflens.model.specs.presets import get_model
 
 
 class Linear:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from test_sim import Linear
 
-from model.planner.sim import replay, simulate
+from rooflens.model.planner.sim import replay, simulate
 
 
 def test_one_client_at_a_time_waits_for_nothing() -> None:

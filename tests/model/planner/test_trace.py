@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import cli
-from hardware.errors import RooflensError
-from model.planner.check import simulate_row
-from model.planner.plan import plan
-from model.planner.request import build_request
-from model.planner.trace import read_trace
+import rooflens.cli as cli
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.planner.check import simulate_row
+from rooflens.model.planner.plan import plan
+from rooflens.model.planner.plan_args import build_request
+from rooflens.model.planner.trace import read_trace
 
 SPACE = dict(model="llama-3-8b", gpus="h100-sxm", tp="1", weight_dtypes="bf16", kv_dtypes="bf16",
              ttft_slo=1.0, tpot_slo=0.05)  # fmt: skip

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hardware.errors import RooflensError
-from model.planner.workload import LengthDist, ServingWorkload
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.planner.workload import LengthDist, ServingWorkload
 
 
 def test_lognormal_fit_reproduces_mean_and_p99() -> None:

@@ -1,0 +1,50 @@
+"""`rooflens kernels predict`: flops, bytes, predicted time and bound added to a CSV of single
+kernel calls (the CSV contract of DESIGN.md; model/pricing/kernel_table.py does the work)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.presets import get_gpu
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("kernels", help="single-kernel predictions (CSV contract of DESIGN.md)")
+    ksub = p.add_subparsers(dest="kernels_command", required=True)
+    kp = ksub.add_parser("predict", help="add flops, bytes, predicted_s, bound to a kernel CSV")
+    kp.add_argument("input", help="CSV with an 'op' column: gemm, attention_prefill/decode "
+                    "(also moe, mla_prefill/decode, norm, elementwise, embedding, comm: the "
+                    "calls of predict --json's ops rows; "
+                    "model/pricing/kernel_table.py)")  # fmt: skip
+    kp.add_argument("--gpu", required=True)
+    kp.add_argument("--profile", default="ideal", choices=("ideal", "calibrated"))
+    kp.add_argument("-o", "--output", help="write CSV here (atomically) instead of stdout")
+    kp.set_defaults(handler=cmd_kernels_predict)
+
+
+def cmd_kernels_predict(args: argparse.Namespace) -> int:
+    from rooflens.model.io import atomic_write_csv, check_writable
+    from rooflens.model.pricing.kernel_table import predict_kernels
+
+    if args.output:
+        check_writable(args.output)
+    path = Path(args.input)
+    if not path.is_file():
+        raise RooflensError(f"input file not found: {path}")
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise RooflensError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
+    result = predict_kernels(frame, get_gpu(args.gpu), args.profile)
+    if args.output:
+        atomic_write_csv(args.output, result)
+        print(f"wrote {len(result)} predictions to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(result.to_csv(index=False))
+    return 0

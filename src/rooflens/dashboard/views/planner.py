@@ -1,0 +1,224 @@
+"""Capacity planner: the `rooflens plan` form, its recommendation and explanation, the Pareto
+chart, rejected-reason counts and the simulation check (`model.planner`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from rooflens.dashboard import compute, tables
+from rooflens.dashboard.charts import show
+from rooflens.dashboard.controls import Context, url_state
+from rooflens.dashboard.export import download_row
+from rooflens.dashboard.figures.planner import pareto_figure, rejected_figure
+from rooflens.dashboard.numbers import fmt_sig
+from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.presets import gpu_ids
+from rooflens.model.planner.explain import ALTERNATIVES_HINT
+from rooflens.model.planner.plan_args import listed
+from rooflens.model.planner.serving import MODES
+from rooflens.model.planner.space import SweepSpace
+from rooflens.model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
+
+DTYPES = ["bf16", "fp8", "int8", "int4"]
+# The form's list widgets: (label, link key, the SweepSpace field giving the default, options)
+MULTI = (
+    ("Weight dtypes", "plan_wdtypes", "weight_dtypes", DTYPES),
+    ("KV dtypes", "plan_kvdtypes", "kv_dtypes", DTYPES),
+    ("Schedulers", "plan_modes", "modes", list(MODES)),
+)
+PROGRESS_STEP = 0.05  # the progress bar moves in steps of this fraction of the sweep
+
+
+def _form(ctx: Context) -> dict[str, Any]:
+    s = ctx.settings
+    with st.form("plan_form"):
+        a, b, c = st.columns(3)
+        a.number_input(
+            "Arrival rate (requests/s)", min_value=0.001, key=url_state(ctx, "plan_rate", 5.0)
+        )
+        b.text_input(
+            "Prompt length (tokens)",
+            key=url_state(ctx, "plan_prompt", "512"),
+            help="N, or lognormal:mean=N,p99=M",
+        )
+        c.text_input(
+            "Output length (tokens)",
+            key=url_state(ctx, "plan_output", "128"),
+            help="N, or lognormal:mean=N,p99=M",
+        )
+        a.number_input(
+            "TTFT p99 SLO (ms, 0 = none)", min_value=0.0, key=url_state(ctx, "plan_ttft_ms", 2000.0)
+        )
+        b.number_input(
+            "TPOT p99 SLO (ms, 0 = none)", min_value=0.0, key=url_state(ctx, "plan_tpot_ms", 50.0)
+        )
+        c.text_input("TP degrees", key=url_state(ctx, "plan_tp", listed("tp")))
+        default_gpu = s.gpu if s.gpu in gpu_ids() else "h100-sxm"
+        st.multiselect(
+            "GPUs (none = every GPU with a listed price)",
+            gpu_ids(),
+            key=url_state(ctx, "plan_gpus", [default_gpu]),
+        )
+        a, b, c = st.columns(3)
+        for column, (label, key, name, options) in zip((a, b, c), MULTI, strict=True):
+            default = list(SweepSpace.default(name))
+            column.multiselect(label, options, key=url_state(ctx, key, default))
+        max_gpus = SweepSpace.default("max_gpus")
+        a.number_input(
+            "Max GPUs", min_value=1, step=1, key=url_state(ctx, "plan_max_gpus", max_gpus)
+        )
+        b.radio("Profile", ["calibrated", "ideal"], key=url_state(ctx, "plan_profile",
+                s.profile), horizontal=True, help="starts as the sidebar's")  # fmt: skip
+        a.radio("Objective", ["cost", "goodput-per-dollar"], horizontal=True,
+                key=url_state(ctx, "plan_objective", SweepSpace.default("objective")),
+                help="the cheapest configuration, or the most goodput (requests/s within every "
+                "SLO) per dollar")  # fmt: skip
+        c.number_input(
+            "Simulated requests (0 = skip the check)",
+            min_value=0,
+            step=500,
+            key=url_state(ctx, "plan_sim", 2000),
+        )
+        st.form_submit_button("Plan", type="primary")
+    st.caption(
+        f"Model: {s.model_ref}, with the sidebar's optimizations in every configuration; GPU "
+        "prices from model/planner/prices.yaml (with sources)."
+    )
+    state = st.session_state
+    for key in ("plan_prompt", "plan_output"):
+        if str(state[key]).strip().startswith("file:"):
+            raise RooflensError("length files (file:PATH) are for `rooflens plan`; give N or a "
+                                "lognormal:mean=N,p99=M here")  # fmt: skip
+    return {
+        "model": s.model_ref,
+        "gpus": ",".join(state.plan_gpus) or "all",
+        "rate": float(state.plan_rate),
+        "prompt_len": str(state.plan_prompt),
+        "output_len": str(state.plan_output),
+        "ttft_slo": float(state.plan_ttft_ms) / 1e3 or None,
+        "tpot_slo": float(state.plan_tpot_ms) / 1e3 or None,
+        "tp": str(state.plan_tp),
+        "weight_dtypes": ",".join(state.plan_wdtypes),
+        "kv_dtypes": ",".join(state.plan_kvdtypes),
+        "modes": ",".join(state.plan_modes),
+        "max_gpus": int(state.plan_max_gpus),
+        "profile": str(state.plan_profile),
+        "opts": tuple(s.opts),
+        "simulate_requests": int(state.plan_sim),
+        "objective": str(state.plan_objective),
+    }
+
+
+def render(ctx: Context) -> None:
+    st.header("Capacity planner")
+    request = _form(ctx)
+    bar = st.empty()
+    shown = [-1.0]  # the last fraction drawn
+
+    def progress(done: int, total: int) -> None:
+        # Every group would be a message and a redraw (288 for every GPU): draw each 5 %.
+        if done == total or done / total - shown[0] >= PROGRESS_STEP:
+            shown[0] = done / total
+            bar.progress(done / total, text=f"Sweeping configurations: group {done:,} of {total:,}")
+
+    result, feasible = compute.capacity_plan(progress=progress, **request)
+    bar.empty()
+    rec = result["recommended"]
+    relax = result.get("relaxation")
+    if rec is None:
+        st.error("No configuration meets this load and its SLOs.")
+        if relax:  # the nearest feasible relaxation, from this sweep (model/planner/relax.py)
+            st.info(relax["line"])
+    else:
+        gpus = f"{rec['n_gpus']:,} GPU" + ("s" if rec["n_gpus"] != 1 else "")
+        values = (
+            (f"GPUs ({rec['gpu']})", gpus),
+            ("Cost per hour", f"${rec['cost_per_hour']:,.2f}"),
+            ("Cost per M output tokens", f"${rec['cost_per_million_tokens']:,.3f}"),
+            ("TTFT p99", fmt_time(rec["ttft_p99_s"])),
+            ("TPOT p99", fmt_time(rec["tpot_p99_s"])),
+            ("Goodput", f"{fmt_sig(rec['goodput_requests_per_s'])} requests/s"),
+        )
+        for column, (label, value) in zip(st.columns(len(values)), values, strict=True):
+            column.metric(label, value, border=True)
+    for line in result["explanation"]:
+        if not (line.startswith(ALTERNATIVES_HINT) or (relax and line == relax["line"])):
+            st.markdown(f"- {line}")  # the CLI's hint to re-plan is no widget here
+    pareto = pd.DataFrame(result["pareto"])
+    fig = pareto_figure(feasible, pareto, rec)
+    if len(feasible):
+        show(fig, key="plan_pareto")
+    n_feasible = result["n_configs_evaluated"] - sum(result["rejected"].values())
+    show(rejected_figure(result["rejected"], n_feasible), key="plan_rejected")
+    st.caption(
+        f"{result['n_configs_evaluated']:,} configurations in {result['sweep_s']:.2f} s "
+        f"(plan total {result['elapsed_s']:.2f} s). " + " ".join(result["notes"])
+    )
+    if len(pareto):
+        st.subheader("Pareto frontier")
+        tables.show(_table(pareto))
+    if result["simulations"]:
+        st.subheader("Simulation check (one replica, Poisson arrivals, seeded)")
+        tables.show(_simulations(result["simulations"]))
+    download_row("rooflens-plan", frame=feasible, data=result, fig=fig)
+
+
+def _table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The Pareto frontier, pairs of numbers sharing a column so every column fits a 1400-px
+    window."""
+    return pd.DataFrame(
+        {
+            "GPUs": [f"{n} × {g}" for n, g in zip(rows["n_gpus"], rows["gpu"], strict=True)],
+            "TP": rows["tp"],
+            "weights/KV": rows["weight_dtype"] + "/" + rows["kv_dtype"],
+            "scheduler": rows["mode"],
+            "batch cap": [fmt_quantity(v, "sequences") for v in rows["batch"]],
+            "TTFT / TPOT p99": [
+                f"{fmt_time(a)} / {fmt_time(b)}"
+                for a, b in zip(rows["ttft_p99_s"], rows["tpot_p99_s"], strict=True)
+            ],
+            "tokens/s: GPU / user": [
+                f"{fmt_number(a)} / {fmt_number(b)}"
+                for a, b in zip(
+                    rows["tokens_per_s_per_gpu"], rows["tokens_per_s_per_user"], strict=True
+                )
+            ],
+            "$/h / $ per M tokens": [
+                f"${a:,.2f} / ${b:,.3f}"
+                for a, b in zip(rows["cost_per_hour"], rows["cost_per_million_tokens"], strict=True)
+            ],
+            "memory/GPU": [fmt_bytes(v) for v in rows["memory_per_gpu_bytes"]],
+            "goodput": [fmt_quantity(v, "requests/s") for v in rows["goodput_requests_per_s"]],
+        }
+    )
+
+
+def _simulations(sims: list[dict[str, Any]]) -> pd.DataFrame:
+    """The simulation check, one row per simulated configuration, times with their units."""
+    rows = []
+    for sim in sims:
+        c = sim["config"]
+        gpu = c["gpu"] if c.get("prefill_gpu") in (None, "", c["gpu"]) else (
+            f"{c['prefill_gpu']} → {c['gpu']}")  # fmt: skip
+        layout = f"{c['n_gpus']} × {gpu} TP {c['tp']}" + (
+            f" PP {c['pp']}" if c.get("pp", 1) > 1 else ""
+        )
+        flags = [f"optimistic: {f}" for f in sim.get("optimistic", [])] + [
+            f"misses the {m} SLO" for m in sim.get("sim_misses_slo", [])
+        ]
+        rows.append(
+            {
+                "role": sim["role"],
+                "configuration": f"{layout}, {c['mode']}, batch cap {c['batch']:,}",
+                "requests": sim["n_requests"],
+                "TTFT p50 / p99": f"{fmt_time(sim['ttft_p50_s'])} / {fmt_time(sim['ttft_p99_s'])}",
+                "TPOT p50 / p99": f"{fmt_time(sim['tpot_p50_s'])} / {fmt_time(sim['tpot_p99_s'])}",
+                "mean batch (sequences)": fmt_sig(sim["mean_batch"]),
+                "goodput at this load": f"{fmt_sig(sim['goodput_requests_per_s'])} requests/s",
+                "analytical vs simulated": "; ".join(flags) or "agree",
+            }
+        )
+    return pd.DataFrame(rows)

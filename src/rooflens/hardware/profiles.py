@@ -1,0 +1,118 @@
+"""Pricing profiles, as data: how far below the datasheet a GPU really runs each kind of
+operator. The formulas that use these numbers live in model/pricing/roofline.py, the one place that
+turns a kernel call into seconds; this module holds only the fitted numbers and their loader.
+
+`ideal` is the datasheet roofline with no overheads, a lower bound on any real kernel.
+`calibrated` scales peaks by achieved fractions and adds terms fitted from measurements
+(validate/calibrate.py writes `hardware/calibration/<gpu-id>.yaml` with its provenance). A GPU
+without its own file uses `generic.yaml`, which validate/ derives from the measured GPUs.
+
+Each kind's terms (`KindEfficiency`: achieved compute and bandwidth fractions, a fixed cost
+per call, the overlap power of the roofs, a latency per wave of thread blocks, the blocks per
+SM that saturate bandwidth, the bytes per SM cycle an eager PyTorch kernel issues, the bytes
+per microsecond each of its resident threads keeps moving) are defined by the formula in
+model/pricing/roofline.py. Kinds: the op kinds of model/ops/op.py, plus `attention_decode` (one new
+token
+per sequence) and `moe` (fused MoE experts, model/ops/moe.py), which take their own terms when
+fitted.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.presets import read_data_file
+from rooflens.hardware.spec import GPUSpec
+
+CALIBRATION_DIR = Path(__file__).parent / "calibration"
+PROFILES = ("ideal", "calibrated")
+
+
+class KindEfficiency(BaseModel):
+    """Achieved fractions of peak for one operator kind, its fixed cost per call, and the
+    small-problem terms (see the module docstring). Defaults are the ideal roofline;
+    model/pricing/roofline.py applies them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    compute_fraction: float = Field(default=1.0, gt=0, le=1.0)
+    memory_fraction: float = Field(default=1.0, gt=0, le=1.0)
+    overhead_s: float = Field(default=0.0, ge=0, description="fixed time per kernel call, s")
+    overlap_power: float | None = Field(
+        default=None, ge=1.0, description="p of the smooth max of the roofs (None: max)"
+    )
+    wave_latency_s: float = Field(
+        default=0.0, ge=0, description="least time per wave of thread blocks over the SMs, s"
+    )
+    saturation_blocks_per_sm: float = Field(
+        default=0.0, ge=0, description="thread blocks per SM that saturate bandwidth (0: off)"
+    )
+    bytes_per_sm_cycle: float = Field(
+        default=0.0,
+        ge=0,
+        description="bytes an eager (unfused PyTorch) kernel moves per SM per clock (0: off)",
+    )
+    bytes_per_thread_us: float = Field(
+        default=0.0,
+        ge=0,
+        description="bytes each resident thread of an eager (unfused PyTorch) kernel moves per "
+        "microsecond: the bytes it keeps in flight over the memory latency (0: off)",
+    )
+    wave_tail: float = Field(
+        default=0.0,
+        ge=0,
+        le=1.0,
+        description="share of a GEMM's tile and wave padding the compute roof pays (0: none)",
+    )
+
+
+class Profile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    gpu_id: str | None = Field(default=None, description="GPU it was fitted on (None = any)")
+    kinds: dict[str, KindEfficiency] = Field(
+        default_factory=dict,
+        description="op kind -> efficiency; key 'default' for the rest",
+    )
+    comm_bandwidth_fraction: float = Field(default=1.0, gt=0, le=1.0)
+    comm_latency_scale: float = Field(default=0.0, ge=0, description="x link latency per step")
+    source: str = Field(description="how it was obtained: datasheet, or fit data and date")
+    provenance: dict[str, Any] = Field(
+        default_factory=dict,
+        description="fit record: data sets, rows, errors, versions, git commit, date",
+    )
+
+    def kind(self, kind: str) -> KindEfficiency:
+        return self.kinds.get(kind) or self.kinds.get("default") or KindEfficiency()
+
+
+IDEAL = Profile(
+    name="ideal",
+    source="datasheet peaks, perfect overlap, no launch overhead: a lower bound",
+)
+
+
+@cache
+def _load(path: Path) -> Profile:
+    return Profile.model_validate(read_data_file(path))
+
+
+def calibration_path(gpu_id: str) -> Path:
+    """The calibration file a GPU's `calibrated` profile comes from (its own, else generic)."""
+    own = CALIBRATION_DIR / f"{gpu_id}.yaml"
+    return own if own.is_file() else CALIBRATION_DIR / "generic.yaml"
+
+
+def get_profile(name: str, gpu: GPUSpec) -> Profile:
+    """`ideal`, or `calibrated` for this GPU (its own fit, else the generic derived profile)."""
+    if name == "ideal":
+        return IDEAL
+    if name != "calibrated":
+        raise RooflensError(f"unknown profile '{name}': use one of {', '.join(PROFILES)}")
+    return _load(calibration_path(gpu.id))

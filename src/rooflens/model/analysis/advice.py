@@ -1,0 +1,133 @@
+"""What would make a scenario fit in memory: the one advisor behind DESIGN.md's "says by how much
+and what would make it fit", for the CLI and the dashboard alike (issue 14: there were two, and
+they disagreed).
+
+`fit_fixes` returns data: changes to the scenario, each checked to fit by the caller's own
+`fits` (which applies the caller's optimizations), cheapest first:
+1. a smaller batch, when one sequence fits (free);
+2. an 8-bit KV cache (a small quality cost, no new hardware);
+3. smaller weights, in the cheapest dtype the GPU runs natively: fp8 where it has fp8 tensor
+   cores (Hopper, Ada, Blackwell, CDNA3), else int8, then int4;
+4. more tensor parallelism (more GPUs: the dearest);
+and, when no single change fits, the fewest GPUs with the largest weights dtype that fit
+together. Front ends word a fix in their own vocabulary (flags, widget labels).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rooflens.hardware.errors import RooflensError
+from rooflens.model.predict.scenario import Scenario
+from rooflens.model.predict.steps import MemoryBreakdown
+from rooflens.model.units import fmt_bytes
+
+FIT_TP = (2, 4, 8, 16)
+SIXTEEN_BIT = ("fp32", "tf32", "bf16", "fp16")
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One change to the scenario (field -> value: tp, weight_dtype, kv_dtype, batch)."""
+
+    changes: dict[str, object]
+    at_most: bool = False  # "batch N or less"
+
+
+@dataclass(frozen=True)
+class FitAdvice:
+    total_bytes: float
+    capacity_bytes: float
+    fixes: list[Fix] = field(default_factory=list)  # each fits on its own, cheapest first
+    combined: bool = False  # no single change fits; fixes[0] changes several fields
+
+    @property
+    def over_bytes(self) -> float:
+        return self.total_bytes - self.capacity_bytes
+
+
+def weight_dtypes_to_try(sc: Scenario) -> list[str]:
+    """Storage dtypes smaller than the current weights, cheapest for this GPU first: fp8 where
+    the GPU has fp8 tensor cores, then int8 and int4 (weight-only, any GPU)."""
+    order = ["fp8"] if "fp8" in sc.gpu.peak_flops_per_s else []
+    order += ["int8", "int4"]
+    bits = {"fp8": 8, "int8": 8, "int4": 4}
+    current = bits.get(sc.precision.weight_dtype, 16)
+    return [d for d in order if bits[d] < current]
+
+
+def kv_dtype_to_try(sc: Scenario) -> str | None:
+    if sc.precision.kv_dtype not in SIXTEEN_BIT:
+        return None
+    return "fp8" if "fp8" in sc.gpu.peak_flops_per_s else "int8"
+
+
+def fit_fixes(sc: Scenario, mem: MemoryBreakdown, fits: Callable[[Scenario], bool]) -> FitAdvice:
+    """The advice for a scenario that does not fit (see the module docstring)."""
+    fixes: list[Fix] = []
+
+    def works(**changes: object) -> bool:
+        candidate = _with(sc, changes)
+        return candidate is not None and fits(candidate)
+
+    if 1 <= mem.max_batch < sc.workload.batch:
+        fixes.append(Fix({"batch": mem.max_batch}, at_most=True))
+    kv = kv_dtype_to_try(sc)
+    if kv is not None and works(kv_dtype=kv):
+        fixes.append(Fix({"kv_dtype": kv}))
+    weights = weight_dtypes_to_try(sc)
+    dtype = next((d for d in weights if works(weight_dtype=d)), None)
+    if dtype is not None:
+        fixes.append(Fix({"weight_dtype": dtype}))
+    tp = next((t for t in FIT_TP if t > sc.parallel.tp and works(tp=t)), None)
+    if tp is not None:
+        fixes.append(Fix({"tp": tp}))
+    if fixes:
+        return FitAdvice(mem.total_bytes, mem.capacity_bytes, fixes)
+    for t in (x for x in FIT_TP if x > sc.parallel.tp):
+        for d in weights:
+            if works(tp=t, weight_dtype=d):
+                return FitAdvice(
+                    mem.total_bytes, mem.capacity_bytes, [Fix({"tp": t, "weight_dtype": d})], True
+                )
+    return FitAdvice(mem.total_bytes, mem.capacity_bytes)
+
+
+CLI_FLAGS = {"tp": "--tp", "weight_dtype": "--weight-dtype", "kv_dtype": "--kv-dtype",
+             "batch": "--batch"}  # fmt: skip
+
+
+def fit_advice(sc: Scenario, mem: MemoryBreakdown, fits: Callable[[Scenario], bool]) -> str:
+    """The CLI's one line: 'needs X, Y over capacity Z: try --weight-dtype fp8, or --tp 2'.
+    (Wording for the CLI front end; moves to the cli package when it has one.)"""
+    advice = fit_fixes(sc, mem, fits)
+    head = (
+        f"{sc.model.id} needs {fmt_bytes(advice.total_bytes)} per GPU on {sc.gpu.id} "
+        f"(capacity {fmt_bytes(advice.capacity_bytes)}, {fmt_bytes(advice.over_bytes)} over)"
+    )
+    if not advice.fixes:
+        return head + f"; nothing up to --tp {FIT_TP[-1]} with int4 weights fits: add --pp"
+    texts = [
+        " ".join(f"{CLI_FLAGS[k]} {v}" for k, v in fix.changes.items())
+        + (" or less" if fix.at_most else "")
+        for fix in advice.fixes
+    ]
+    joined = " with ".join(texts) if advice.combined else ", or ".join(texts)
+    return f"{head}; try {joined}" + (" (no single change fits)" if advice.combined else "")
+
+
+FIELDS = {"tp": "parallel", "weight_dtype": "precision", "kv_dtype": "precision",
+          "batch": "workload"}  # fmt: skip
+
+
+def _with(sc: Scenario, changes: dict[str, object]) -> Scenario | None:
+    update: dict[str, object] = {}
+    for name, value in changes.items():
+        part = FIELDS[name]
+        current = update.get(part, getattr(sc, part))
+        update[part] = current.model_copy(update={name: value})  # type: ignore[attr-defined]
+    try:
+        return Scenario.model_validate({**sc.__dict__, **update})
+    except (ValueError, RooflensError):
+        return None

@@ -1,0 +1,99 @@
+"""The cost pipeline (DESIGN.md): scenario -> optimizations -> operator tables -> roofline
+pricing -> phase times -> TTFT, TPOT, end-to-end latency and throughput.
+
+TTFT = prefill time (the last token's logits included; sampling is negligible at this grain).
+TPOT = mean decode-step time over output tokens 2..O, step i attending over P + i positions
+(DESIGN.md); it averages over the growing KV length instead of taking the final length
+(model/predict/steps.py samples the decode steps; it also holds the data types this module returns).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rooflens.hardware.profiles import Profile, get_profile
+from rooflens.model.ops.table import Op, build_ops
+from rooflens.model.optimizations import Optimization, ordered
+from rooflens.model.predict.memory import memory_breakdown
+from rooflens.model.predict.pp_schedule import apply_pipeline_parallel
+from rooflens.model.predict.scenario import Scenario
+from rooflens.model.predict.steps import (
+    MemoryBreakdown,
+    Prediction,
+    Step,
+    decode_kv_lens,
+    phase_result,
+)
+from rooflens.model.pricing.roofline import PricedOp, price_ops, step_time_s
+
+
+class Pipeline:
+    """Runs a scenario through its optimizations. Build one per scenario; call `predict()`."""
+
+    def __init__(self, scenario: Scenario, optimizations: list[Optimization] | None = None):
+        self.opts = ordered(list(optimizations or []))
+        sc = scenario
+        for opt in self.opts:
+            sc = opt.scenario(sc)
+        self.scenario = sc
+        self.profile: Profile = get_profile(sc.profile, sc.gpu)
+
+    def step_ops(self, step: Step, sc: Scenario | None = None) -> list[Op]:
+        sc = sc or self.scenario
+        ops = build_ops(sc, step.phase, step.B, step.T, step.L, step.lm_tokens)
+        for opt in self.opts:
+            ops = opt.ops(ops, sc, step)
+        return ops
+
+    def price_step(self, step: Step, sc: Scenario | None = None) -> list[PricedOp]:
+        sc = sc or self.scenario
+        return price_ops(self.step_ops(step, sc), sc.system, self.profile)
+
+    def decode_kv_lens(self) -> np.ndarray:
+        """KV lengths of decode steps 1..O−1 (token i+1 attends over P + i positions)."""
+        return decode_kv_lens(self.scenario.workload)
+
+    def memory(self) -> MemoryBreakdown:
+        return memory_breakdown(self.scenario, self)
+
+    def predict(self) -> Prediction:
+        sc, w = self.scenario, self.scenario.workload
+        B, P = float(w.batch), float(w.prompt_len)
+        prefill = self.price_step(Step("prefill", B, P, P))
+        prefill_s = float(step_time_s(prefill))
+        kv_lens = self.decode_kv_lens()
+        if kv_lens.size:
+            decode = self.price_step(Step("decode", B, 1.0, kv_lens))
+            decode_s = float(np.mean(step_time_s(decode)))
+        else:
+            decode, decode_s = self.price_step(Step("decode", B, 1.0, P + 1.0)), 0.0
+        pred = Prediction(
+            scenario=sc,
+            prefill=phase_result("prefill", prefill, prefill_s),
+            decode=phase_result("decode", decode, decode_s),
+            ttft_s=prefill_s,
+            tpot_s=decode_s,
+            e2e_s=prefill_s + decode_s * (w.output_len - 1),
+            memory=self.memory(),
+            notes=_unit_fallbacks(prefill + decode, sc),
+        )
+        if sc.parallel.pp > 1:
+            pred = apply_pipeline_parallel(pred, self)
+        for opt in self.opts:
+            pred = opt.result(pred, sc, self)
+        return pred
+
+
+def _unit_fallbacks(priced: list[PricedOp], sc: Scenario) -> list[str]:
+    """Say when a compute dtype has no unit on this GPU and runs on another (GPUSpec.peak)."""
+    gpu = sc.gpu
+    missing = sorted({p.op.compute_dtype for p in priced} - set(gpu.peak_flops_per_s))
+    return [
+        f"{gpu.id} has no {dtype} tensor-core rate in its datasheet: {dtype} math is priced at "
+        f"{gpu.peak(dtype) / 1e12:.0f} TFLOP/s, the unit kernels fall back to"
+        for dtype in missing
+    ]
+
+
+def predict(scenario: Scenario, optimizations: list[Optimization] | None = None) -> Prediction:
+    return Pipeline(scenario, optimizations).predict()

@@ -1,0 +1,182 @@
+"""A scenario: the model, the machine, the workload and the settings one prediction is for."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from rooflens.hardware.spec import GPUSpec, Spec, SystemSpec
+from rooflens.model.specs.dtypes import ACTIVATION_DTYPES, FP4_DTYPES, STORAGE_DTYPES
+from rooflens.model.specs.spec import ModelSpec
+
+GIB = float(2**30)
+# CUDA context (~0.5 GiB), cuBLAS/NCCL workspaces and CUDA-graph pools (~1 GiB): the memory a
+# serving process holds beyond weights, KV cache and activations. An assumption, overridable.
+DEFAULT_OVERHEAD_BYTES = 1.5 * GIB
+# Prefill activations are sized for at most this many tokens at once: vLLM's default
+# max_num_batched_tokens with chunked prefill (8192). Set it to 0 for no chunking.
+DEFAULT_PREFILL_CHUNK_TOKENS = 8192
+
+
+class Precision(Spec):
+    """Storage dtype per tensor kind; matmuls run on the unit dtypes.compute_dtype picks."""
+
+    weight_dtype: str = "bf16"
+    act_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    expert_weight_dtype: str = Field(
+        default="",
+        description="routed experts' weight dtype when it differs (gpt-oss's mxfp4); '' = weights",
+    )
+    weight_group_size: int = Field(
+        default=128,
+        gt=0,
+        description="elements sharing one fp16 scale in int8/int4/nf4 weights",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> Precision:
+        for field, allowed in (
+            ("weight_dtype", STORAGE_DTYPES),
+            ("kv_dtype", STORAGE_DTYPES),
+            ("act_dtype", ACTIVATION_DTYPES),
+            ("expert_weight_dtype", ("", *STORAGE_DTYPES)),
+        ):
+            value = getattr(self, field)
+            if value not in allowed:
+                raise ValueError(f"{field} '{value}' is not one of {', '.join(allowed)}")
+        return self
+
+    @property
+    def expert_dtype(self) -> str:
+        """The dtype routed experts are stored in."""
+        return self.expert_weight_dtype or self.weight_dtype
+
+
+class Parallelism(Spec):
+    tp: int = Field(default=1, gt=0, description="tensor-parallel degree")
+    pp: int = Field(default=1, gt=0, description="pipeline-parallel degree")
+    ep: int = Field(default=1, gt=0, description="expert-parallel degree")
+
+    @property
+    def n_gpus(self) -> int:
+        return self.tp * self.pp
+
+
+class Workload(Spec):
+    batch: int = Field(default=1, gt=0, description="concurrent sequences (B)")
+    prompt_len: int = Field(default=512, gt=0, description="prompt tokens per sequence (P)")
+    output_len: int = Field(default=128, gt=0, description="generated tokens per sequence (O)")
+    images_per_prompt: int = Field(
+        default=0,
+        ge=0,
+        description="images per prompt of a vision-language model; their tokens are part of "
+        "prompt_len and the vision encoder runs at prefill (model/ops/vision.py)",
+    )
+    prefill_chunk_tokens: int = Field(
+        default=DEFAULT_PREFILL_CHUNK_TOKENS,
+        ge=0,
+        description="tokens prefilled at once, which sizes activation memory (0 = all B·P)",
+    )
+
+
+class Applied(Spec):
+    """What the optimizations applied to a scenario leave for later pipeline stages: set by
+    their `scenario` hooks (model/optimizations/), read by their `result`/`timing` hooks and by
+    pipeline parallelism. Zero or empty means "not applied"."""
+
+    decoding: str = Field(
+        default="",
+        pattern=r"^[a-z0-9-]*$",
+        description="the optimization that replaced the decode step (speculative, medusa, "
+        "lookahead); '' = plain one-token decoding",
+    )
+    pp_microbatches: int = Field(
+        default=0, ge=0, description="micro-batches per pipeline-parallel batch (0 = min(pp, B))"
+    )
+    kv_window_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="positions a sequence's KV cache holds at most under --opt sliding-window "
+        "(window + sinks); 0 = the model's own window, if any",
+    )
+    prune_from_params: int = Field(
+        default=0, ge=0, description="parameters before --opt prune (0 = not pruned)"
+    )
+    distill_from_params: int = Field(
+        default=0, ge=0, description="the teacher's parameters under --opt distill (0 = none)"
+    )
+    prompt_len_before_compression: int = Field(
+        default=0,
+        ge=0,
+        description="prompt tokens P before --opt prompt-compression (0 = not compressed)",
+    )
+
+
+def with_applied(sc: Scenario, **changes: int | str) -> Scenario:
+    """`sc` with fields of its `applied` record changed (each checked against its bounds)."""
+    return sc.model_copy(update={"applied": sc.applied.model_copy(update=changes)})
+
+
+class Scenario(Spec):
+    model: ModelSpec
+    system: SystemSpec
+    workload: Workload = Workload()
+    precision: Precision = Precision()
+    parallel: Parallelism = Parallelism()
+    profile: str = "ideal"
+    overhead_bytes: float = Field(default=DEFAULT_OVERHEAD_BYTES, ge=0)
+    applied: Applied = Field(
+        default=Applied(),
+        description="what optimizations' scenario hooks leave for later stages (never user input)",
+    )
+
+    @property
+    def gpu(self) -> GPUSpec:
+        return self.system.gpu
+
+    @model_validator(mode="after")
+    def _check(self) -> Scenario:
+        m, tp = self.model, self.parallel.tp
+        if m.n_heads % tp:
+            raise ValueError(f"--tp {tp} must divide {m.id}'s {m.n_heads} attention heads")
+        kv = m.n_kv_heads
+        if m.attention != "mla" and kv % tp and tp % kv:
+            raise ValueError(
+                f"--tp {tp} and {m.id}'s {kv} KV heads must divide one another "
+                "(KV heads are split, or replicated when tp exceeds them)"
+            )
+        p = self.precision
+        for flag, value in (("--act-dtype", p.act_dtype), ("--kv-dtype", p.kv_dtype)):
+            if value in FP4_DTYPES and "fp4" not in self.gpu.peak_flops_per_s:
+                raise ValueError(
+                    f"{flag} {value} needs FP4 tensor cores (Blackwell), which {self.gpu.id} "
+                    f"lacks; keep {value} for weights only (--weight-dtype {value}, dequantized "
+                    "to bf16/fp8 activations)"
+                )
+        images = self.workload.images_per_prompt
+        if images and m.vision is None:
+            raise ValueError(f"--images {images}: {m.id} has no vision encoder")
+        if images and m.vision and self.workload.prompt_len < images * m.vision.tokens_per_image:
+            raise ValueError(
+                f"prompt_len {self.workload.prompt_len} is shorter than the {images} image(s)' "
+                f"{images * m.vision.tokens_per_image} tokens"
+            )
+        if m.n_layers % self.parallel.pp:
+            raise ValueError(f"--pp {self.parallel.pp} must divide {m.id}'s {m.n_layers} layers")
+        if self.context_tokens > m.max_context:
+            raise ValueError(
+                f"the sequence reaches {self.context_tokens} positions (prompt + output − 1), "
+                f"over {m.id}'s max context of {m.max_context} tokens; use a shorter "
+                "--context (memory) or --prompt-len/--output-len"
+            )
+        return self
+
+    @property
+    def context_tokens(self) -> int:
+        """Positions a sequence holds at its last step: P + O − 1 (the last token is not fed)."""
+        return self.workload.prompt_len + self.workload.output_len - 1
+
+    @property
+    def kv_heads_per_gpu(self) -> int:
+        """KV heads per GPU: split by TP, replicated once TP exceeds them (vLLM, Megatron)."""
+        return max(1, self.model.n_kv_heads // self.parallel.tp)

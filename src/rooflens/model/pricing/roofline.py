@@ -1,0 +1,286 @@
+"""Roofline pricing (DESIGN.md step 3), the one place that turns a kernel call into seconds:
+each operator's compute, memory and communication time, its arithmetic intensity and what
+bounds it, for a GPU and a profile. The operator table (model/predict/predictor.py), `rooflens
+kernels
+predict` and the validator (model/pricing/kernel_table.py) and the calibration fit
+(validate/calibrate.py) all price through `price_op`. The profile's numbers are data
+(hardware/profiles.py); their formula is here.
+
+The time of one kernel call under a profile's terms for its kind:
+
+    C = FLOPs / (peak · compute_fraction) · q         compute roof, q = 1 + wave_tail · (Q − 1)
+    M = bytes / (bandwidth · memory_fraction · u)     memory roof, u = min(1, blocks / (SMs · s))
+    W = wave_latency_s · ceil(blocks / SMs)           latency roof: each wave of thread blocks
+                                                       costs at least one dependent-load chain
+                                                       (split KV grids: waves of the unsplit ones)
+    busy = (C^p + M^p + W^p)^(1/p)                    p = overlap_power (None: the max)
+    time = busy + communication + overhead_s · kernels
+
+For an eager PyTorch kernel (`eager` in its shape: a harness that times unfused torch ops one
+by one, model/ops/op.py memory_op) the bandwidth is also capped by the SM side, the lesser of:
+- issue: SMs × clock × bytes_per_sm_cycle. PyTorch's embedding gather (index_select) spends
+  integer index arithmetic on every 2-byte element, so it tracks the SMs' clock (Vidur: 0.30
+  TB/s on the A100's 2.0 TB/s HBM, 0.35 TB/s on the A40's 0.70 TB/s: 2.0 and 2.4 bytes per SM
+  cycle);
+- latency (Little's law, bandwidth = bytes in flight / memory latency): resident threads (SMs ×
+  max_threads_per_sm) × bytes_per_thread_us. Streaming kernels with a few loads in flight per
+  thread (norms, activations, RoPE) move a fixed number of bytes per resident thread per unit of
+  time, whatever the clock: Vidur's norms run at 0.68 TB/s on the A100 (221,184 resident
+  threads) and 0.415 TB/s on the A40 (129,024: 48 warps per SM on compute capability 8.6),
+  3.1 and 3.2 bytes per thread per microsecond, 0.33 and 0.60 of their HBM.
+
+C and M are the roofline (Williams, Waterman & Patterson, CACM 2009). The p-norm interpolates
+between perfect overlap of the roofs (p = ∞: the roofline's max, a lower bound) and none
+(p = 1: their sum, the upper bound of the JAX scaling book, "Rooflines"). u is memory-level
+parallelism: a thread block keeps a bounded number of bytes in flight, so bandwidth needs about
+s blocks per SM (Little's law; Volkov, "Better performance at lower occupancy", GTC 2010);
+without a fitted s, the op's structural share min(1, blocks / SMs) applies (model/ops/attention.py).
+W is the wave quantization of a grid over the SMs (NVIDIA Deep Learning Performance Guide,
+"Tile quantization", "Wave quantization"); for a GEMM, Q = ⌈tiles / SMs⌉ · SMs · 128² / (m·n)
+is the work its grid really does (whole tiles, whole waves) over the work it needs, and q
+charges the share `wave_tail` of it (cuBLAS picks smaller tiles and split-K to keep it small,
+so the fit decides); `thread_blocks` gives a GEMM's grid from its
+shape, norms and attention ops state theirs (model/ops/op.py, model/ops/attention.py). A collective
+does not overlap compute (model/pricing/comm.py).
+overhead_s is the floor of one kernel launch (under a CUDA graph: the graph node's launch and
+the kernel's ramp-up and tail); an op that launches more than one kernel states how many
+(`kernels` in its shape: split-KV attention adds its combine kernel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rooflens.hardware.profiles import KindEfficiency, Profile
+from rooflens.hardware.spec import GPUSpec, SystemSpec
+from rooflens.model.ops.op import Num, Op, kernels_per_call
+from rooflens.model.pricing.comm import collective_time_s
+
+GEMM_TILE_M = 128  # output tile of a tensor-core GEMM (CUTLASS/cuBLAS default 128x128 class)
+GEMM_TILE_N = 128
+
+
+@dataclass(frozen=True)
+class PricedOp:
+    op: Op
+    compute_s: Num  # per instance
+    memory_s: Num
+    comm_s: Num
+    time_s: Num  # per instance
+
+    @property
+    def total_s(self) -> Num:
+        return self.time_s * self.op.count
+
+    @property
+    def intensity(self) -> Num:
+        """FLOP per byte of HBM traffic (inf for an op that moves nothing)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.divide(self.op.flops, self.op.bytes)
+
+    @property
+    def bound(self) -> str:
+        """'compute', 'memory' or 'comm' (scalar ops; use bound_array for grids); 'host' for
+        the exposed host time of an eager step (model/optimizations/eager_launch.py)."""
+        if self.op.kind in ("comm", "host"):
+            return self.op.kind
+        return (
+            "compute"
+            if float(np.mean(self.compute_s)) >= float(np.mean(self.memory_s))
+            else "memory"
+        )
+
+
+def kind_terms(profile: Profile, op: Op) -> KindEfficiency:
+    """The profile's terms for one op. Decode-shaped attention (one new token per sequence:
+    flash-decoding kernels, CUDA-core bound when compute-bound) takes the `attention_decode`
+    terms when the profile has them; prefill, chunked prefill and verification (T > 1, or a
+    grid mixing both) take `attention`. A fused MoE layer's routed experts (a `gemm` op with
+    `experts_read` in its shape, model/ops/moe.py) take the `moe` terms when the profile has them:
+    a grouped GEMM over ragged per-expert batches, not one dense cuBLAS call."""
+    kinds, shape = profile.kinds, op.shape
+    if op.kind == "gemm" and "experts_read" in shape and "moe" in kinds:
+        return kinds["moe"]
+    if op.kind == "attention" and "attention_decode" in kinds:
+        new_tokens = shape.get("new_tokens")
+        if new_tokens is not None and bool(np.all(np.asarray(new_tokens) <= 1)):
+            return kinds["attention_decode"]
+    return profile.kind(op.kind)
+
+
+def thread_blocks(op: Op) -> Num | None:
+    """Programs in the grid of the kernel that runs an op; None if unknown. An op may state its
+    grid (attention, model/ops/attention.py); a GEMM Y[m,n] has one program per 128x128 tile."""
+    shape = op.shape
+    if "thread_blocks" in shape:
+        return np.asarray(shape["thread_blocks"], float)
+    if op.kind == "gemm" and {"m", "n"} <= shape.keys():
+        m, n = np.asarray(shape["m"], float), np.asarray(shape["n"], float)
+        return np.ceil(m / GEMM_TILE_M) * np.ceil(n / GEMM_TILE_N)
+    return None
+
+
+def _tile_quantization(op: Op, sm_count: int) -> Num:
+    """Work a GEMM's grid really does over the work it needs: whole 128x128 tiles, in whole
+    waves over the SMs, ceil(tiles / SMs) · SMs · 128² / (m · n) ≥ 1."""
+    m, n = np.asarray(op.shape["m"], float), np.asarray(op.shape["n"], float)
+    tiles = np.ceil(m / GEMM_TILE_M) * np.ceil(n / GEMM_TILE_N)
+    return np.ceil(tiles / sm_count) * sm_count * GEMM_TILE_M * GEMM_TILE_N / (m * n)
+
+
+def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count: int,
+           streamed_share: Num = 1.0) -> Num:  # fmt: skip
+    """Busy time of one call from its compute and memory roofs (overhead not included).
+
+    `streamed_share` is the part of the bytes the grid streams in parallel (an attention
+    op's KV-cache reads); only it is throttled by occupancy, the rest moves at full rate.
+    """
+    blocks = None
+    if eff.wave_latency_s > 0 or eff.saturation_blocks_per_sm > 0 or eff.wave_tail > 0:
+        blocks = thread_blocks(op)
+    latency_s: Num = 0.0
+    if blocks is not None:
+        blocks = np.maximum(blocks, 1.0)
+        if eff.wave_tail > 0 and {"m", "n"} <= op.shape.keys():
+            compute_s = compute_s * (1.0 + eff.wave_tail * (_tile_quantization(op, sm_count) - 1))
+        if eff.saturation_blocks_per_sm > 0:
+            with np.errstate(over="ignore"):  # a vanishing saturation means "always full"
+                used = np.minimum(1.0, blocks / (sm_count * eff.saturation_blocks_per_sm))
+            memory_s = memory_s * (streamed_share / used + 1.0 - streamed_share)
+        # Flash-Decoding picks its KV split count to fill one wave (FlashAttention-2's
+        # num_splits_heuristic maximises wave efficiency), so splitting never adds a wave:
+        # count the waves of the unsplit programs (a stated grid of kv_splits per program).
+        splits = np.maximum(np.asarray(op.shape.get("kv_splits", 1.0), dtype=np.float64), 1.0)
+        latency_s = eff.wave_latency_s * np.ceil(np.maximum(blocks / splits, 1.0) / sm_count)
+    top = np.maximum(np.maximum(compute_s, memory_s), latency_s)
+    p = eff.overlap_power
+    if p is None:
+        return top
+    with np.errstate(divide="ignore", invalid="ignore"):
+        total = sum((np.divide(x, top) ** p for x in (compute_s, memory_s, latency_s)), 0.0)
+        return np.where(top > 0, top * total ** (1.0 / p), 0.0 * top)
+
+
+def sm_throughput(gpu: GPUSpec, eff: KindEfficiency) -> float:
+    """Bytes/s an eager PyTorch kernel issues: SMs × clock × bytes per SM cycle (0 if unknown)."""
+    return gpu.sm_count * (gpu.boost_clock_hz or 0.0) * eff.bytes_per_sm_cycle
+
+
+def thread_throughput(gpu: GPUSpec, eff: KindEfficiency) -> float:
+    """Bytes/s an eager PyTorch kernel keeps in flight (Little's law): resident threads (SMs ×
+    threads per SM) × bytes each moves per microsecond (0 if unknown)."""
+    threads = gpu.sm_count * (gpu.max_threads_per_sm or 0)
+    return threads * eff.bytes_per_thread_us * 1e6
+
+
+def eager_roof(gpu: GPUSpec, eff: KindEfficiency) -> float:
+    """The lesser of an eager kernel's SM-side roofs that the profile and the GPU state, bytes/s
+    (inf where none is known)."""
+    roofs = [r for r in (sm_throughput(gpu, eff), thread_throughput(gpu, eff)) if r > 0]
+    return min(roofs, default=float("inf"))
+
+
+def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
+    gpu = system.gpu
+    eff = kind_terms(profile, op)
+    compute_s = op.flops / (gpu.peak(op.compute_dtype) * eff.compute_fraction)
+    compute_s = compute_s + op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
+    # One occupancy model at a time: a calibrated profile's fitted one (on the op's real grid)
+    # replaces the op's structural min(1, blocks / SMs).
+    occupancy = 1.0 if eff.saturation_blocks_per_sm > 0 else op.bandwidth_fraction
+    bandwidth = gpu.hbm_bytes_per_s * eff.memory_fraction * occupancy
+    if op.shape.get("eager"):
+        bandwidth = np.minimum(bandwidth, eager_roof(gpu, eff))
+    memory_s = op.bytes / bandwidth
+    comm_s: Num = 0.0
+    if op.kind == "comm":
+        comm_s = collective_time_s(op, system, profile)
+    # Only the bytes the grid streams (an attention op's KV reads, a norm's rows) are throttled
+    # by its occupancy; the rest moves at full rate.
+    streamed_bytes = op.shape.get("streamed_bytes", op.shape.get("kv_read_bytes"))
+    streamed: Num = 1.0
+    if streamed_bytes is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            streamed = np.where(op.bytes > 0, streamed_bytes / op.bytes, 1.0)
+    busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed) + comm_s
+    # A collective's fixed cost is its protocol's base latency (model/pricing/comm.py; fitted on
+    # NCCL
+    # under `calibrated`): a kernel's per-call overhead on top would count it twice.
+    # Per grid point: an op emitted for a whole grid (Flash-Decoding's combine where some
+    # points split) costs nothing where it does no work, as a scalar call would not emit it.
+    return PricedOp(op, compute_s, memory_s, comm_s, busy + launch_floor_s(op, profile))
+
+
+def launch_floor_s(op: Op, profile: Profile) -> Num:
+    """The fixed time of one call: the profile's per-launch floor × the kernels the call
+    launches (zero under `ideal`, and for a collective, whose base latency is its own)."""
+    works = does_work(op)
+    if op.kind == "comm" or not np.any(works):
+        return 0.0
+    floor = kind_terms(profile, op).overhead_s * kernels_per_call(op)
+    return floor if np.all(works) else np.where(works, floor, 0.0)
+
+
+def does_work(op: Op) -> np.ndarray:
+    """Elementwise: does the op move or compute anything at each grid point."""
+    return (np.asarray(op.flops) > 0) | (np.asarray(op.bytes) > 0) | (np.asarray(op.comm_bytes) > 0)
+
+
+def price_ops(ops: list[Op], system: SystemSpec, profile: Profile) -> list[PricedOp]:
+    return [price_op(op, system, profile) for op in ops]
+
+
+def step_time_s(priced: list[PricedOp]) -> Num:
+    total: Num = 0.0
+    for p in priced:
+        total = total + p.total_s
+    return total
+
+
+def call_columns(op: Op) -> dict[str, Any]:
+    """The op's kernel call as scalar cells (`kernels predict` columns); a grid's varying
+    shape is given as its mean (the row's time is the mean over the grid too)."""
+    out: dict[str, Any] = {}
+    for key, value in op.call.items():
+        if isinstance(value, str | bool):
+            out[key] = value
+        else:
+            mean = float(np.mean(value))
+            out[key] = int(mean) if mean.is_integer() else mean
+    return out
+
+
+def to_frame(priced: list[PricedOp]) -> pd.DataFrame:
+    """One row per op with totals over `count` (scalar workloads), in SI units."""
+    rows = []
+    for p in priced:
+        op = p.op
+        rows.append(
+            {
+                "name": op.name,
+                "phase": op.phase,
+                "kind": op.kind,
+                "count": op.count,
+                "flops": float(np.mean(op.flops)) * op.count,
+                "bytes": float(np.mean(op.bytes)) * op.count,
+                "weight_bytes": float(np.mean(op.weight_bytes)) * op.count,
+                "act_bytes": float(np.mean(op.act_bytes)) * op.count,
+                "kv_bytes": float(np.mean(op.kv_bytes)) * op.count,
+                "comm_bytes": float(np.mean(op.comm_bytes)) * op.count,
+                "compute_s": float(np.mean(p.compute_s)) * op.count,
+                "memory_s": float(np.mean(p.memory_s)) * op.count,
+                "comm_s": float(np.mean(p.comm_s)) * op.count,
+                "time_s": float(np.mean(p.total_s)),
+                "compute_dtype": op.compute_dtype,
+                "bound": p.bound,
+            }
+        )
+    df = pd.DataFrame(rows)
+    if not df.empty:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df["intensity"] = df["flops"] / df["bytes"].where(df["bytes"] > 0)
+    return df

@@ -1,0 +1,116 @@
+"""Measured vs predicted: join a measurement table with the cost model's predictions under the
+`ideal` and `calibrated` profiles, and summarise the error by GPU and operator class.
+
+Error of a row = predicted / measured − 1 (negative: the model is too fast). Statistics are the
+median and 90th percentile of |error|. Rows measured faster than the ideal roofline are left
+out of the statistics and counted: the README of the measurements calls them cache effects.
+Whether such a row really is one is checked, not assumed: even with the whole L2 holding part
+of the working set, a kernel needs at least max(FLOPs / peak, (bytes − L2) / bandwidth)
+(`cache_bound_s`). Rows faster than that bound cannot be explained by caching; they count as
+rows the ideal profile under-predicts, and that share must be ~0 for `ideal` to be the lower
+bound DESIGN.md promises. Fused-MoE rows also report their tuned and untuned kernel-config
+subsets apart (`summarize(..., subsets=True)`): the calibrated `moe` terms describe the tuned one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import Profile
+from rooflens.validate.moe_configs import SUBSET_COLUMN
+from rooflens.validate.predict import predict_frame
+
+PROFILE_NAMES = ("ideal", "calibrated")
+
+
+def join(measured: pd.DataFrame, profiles: Sequence[str | Profile] = PROFILE_NAMES) -> pd.DataFrame:
+    """`measured` plus flops, bytes, bound (ideal), predicted_<profile>_s, error_<profile>, and
+    the flags below_ideal (faster than the roofline), cache_effect and ideal_under (rows in
+    `measured`'s order, index reset)."""
+    measured = measured.reset_index(drop=True)
+    parts = []
+    for gpu_id, rows in measured.groupby("gpu", sort=True):
+        gpu = get_gpu(str(gpu_id))
+        out = predict_frame(rows, gpu, "ideal", detail=True)
+        out = out.rename(columns={"predicted_s": "ideal_s"})
+        for profile in profiles:
+            label = profile if isinstance(profile, str) else profile.name
+            if label == "ideal":
+                out["predicted_ideal_s"] = out["ideal_s"]
+                continue
+            out[f"predicted_{label}_s"] = predict_frame(rows, gpu, profile)["predicted_s"]
+        peak = out["compute_dtype"].map(gpu.peak).to_numpy(dtype=float)
+        streamed = np.maximum(out["bytes"] - gpu.l2_bytes, 0.0) / gpu.hbm_bytes_per_s
+        out["cache_bound_s"] = np.maximum(out["flops"] / peak, streamed)
+        parts.append(out)
+    joined = pd.concat(parts).loc[measured.index]
+    below = joined["ideal_s"] > joined["measured_s"]
+    joined["below_ideal"] = below
+    joined["cache_effect"] = below & (joined["measured_s"] >= joined["cache_bound_s"])
+    joined["ideal_under"] = below & ~joined["cache_effect"]
+    for profile in profiles:
+        label = profile if isinstance(profile, str) else profile.name
+        joined[f"error_{label}"] = joined[f"predicted_{label}_s"] / joined["measured_s"] - 1.0
+    return joined.drop(columns=["ideal_s"])
+
+
+def summarize(
+    joined: pd.DataFrame,
+    by: Sequence[str] = ("gpu", "op"),
+    profiles: Sequence[str] = PROFILE_NAMES,
+    subsets: bool = False,
+) -> pd.DataFrame:
+    """Per group: rows, rows left out (faster than the roofline; cache effects), the ideal
+    profile's under-predicted share, and median / p90 |error| of each profile. With `subsets`
+    (and `op` in `by`), rows labelled with a kernel-config subset (`moe_config`: tuned or
+    untuned, validate/moe_configs.py) are also summarised apart as op `moe/tuned`, …, after
+    their op's row over all of them."""
+    out = _summary(joined, by, profiles)
+    if not (subsets and "op" in by and SUBSET_COLUMN in joined.columns):
+        return out
+    labelled = joined[joined[SUBSET_COLUMN].notna()]
+    if labelled.empty:
+        return out
+    labelled = labelled.assign(op=labelled["op"] + "/" + labelled[SUBSET_COLUMN].astype(str))
+    out = pd.concat([out, _summary(labelled, by, profiles)], ignore_index=True)
+    return out.sort_values(list(by), kind="stable").reset_index(drop=True)
+
+
+def _summary(joined: pd.DataFrame, by: Sequence[str], profiles: Sequence[str]) -> pd.DataFrame:
+    records = []
+    for keys, g in joined.groupby(list(by), sort=True):
+        kept = g[~g["below_ideal"]]
+        rec: dict[str, object] = dict(zip(by, keys if isinstance(keys, tuple) else (keys,),
+                                          strict=True))  # fmt: skip
+        rec["rows"] = len(g)
+        rec["excluded_cache"] = int(g["cache_effect"].sum())
+        rec["ideal_under_share"] = float(g["ideal_under"].mean())
+        for label in profiles:
+            err = kept[f"error_{label}"].abs()
+            rec[f"{label}_median"] = float(err.median()) if len(err) else float("nan")
+            rec[f"{label}_p90"] = float(err.quantile(0.9)) if len(err) else float("nan")
+        if "calibrated" in profiles and len(kept):
+            rec["calibrated_bias"] = float(kept["error_calibrated"].median())
+        records.append(rec)
+    return pd.DataFrame(records)
+
+
+def band_check(
+    joined: pd.DataFrame,
+    profile: str = "ideal",
+    median_band: tuple[float, float] = (0.5, 5.0),
+    floor: float = 0.3,
+) -> tuple[bool, dict[str, float]]:
+    """Whether measured / predicted sits in a band a noisy shared machine still meets: the
+    median ratio within `median_band` and no row faster than `floor` x the prediction (a
+    faster row means a wrong spec or a wrong FLOP/byte count, not noise)."""
+    ratio = joined["measured_s"] / joined[f"predicted_{profile}_s"]
+    stats = {"median_ratio": float(ratio.median()), "min_ratio": float(ratio.min()),
+             "max_ratio": float(ratio.max()), "rows": float(len(ratio))}  # fmt: skip
+    low, high = median_band
+    ok = bool(low <= stats["median_ratio"] <= high and stats["min_ratio"] >= floor)
+    return ok, stats

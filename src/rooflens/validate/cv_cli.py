@@ -1,0 +1,62 @@
+"""`rooflens validate cv`: leave-one-GPU-out cross-validation of the calibration, its arguments
+and its table; the folds are in validate/cv.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rooflens.validate.cli_render import console, table, training_table_of
+from rooflens.validate.datasets import DEFAULT_ROOT
+
+
+def cmd_cv(args: argparse.Namespace) -> int:
+    from rooflens.model.io import atomic_write_csv, to_json
+    from rooflens.validate.cv import cross_validate, overall, per_call
+
+    progress = None if args.json else console.print
+    calls: list = []
+    cv = cross_validate(training_table_of(args), args.rule, args.max_evals, progress, calls)
+    calls_summary = per_call(calls)
+    if args.output:
+        atomic_write_csv(args.output, cv)
+    if args.json:
+        print(to_json({"cells": cv.to_dict(orient="records"), "overall": overall(cv),
+                       "per_call": calls_summary}))  # fmt: skip
+        return 0
+    shown = cv[["held_out", "op", "rows", "trained_rows", "median", "p90", "bias"]]
+    shown = shown.rename(columns={"held_out": "held-out GPU", "trained_rows": "trained on (rows)",
+                                  "median": "median |err|", "p90": "p90 |err|"})  # fmt: skip
+    title = (f"Leave-one-GPU-out: fitted on the other GPUs ({args.rule} rule), predicting the "
+             "held-out one; |predicted / measured − 1|, bias = median error")  # fmt: skip
+    console.print(table(title, shown, percent=("median |err|", "p90 |err|", "bias")))
+    o = overall(cv)
+    console.print(
+        f"over {int(o['cells'])} GPU × class cells with training data: median "
+        f"{100 * o['median_of_medians']:.1f} % (worst {100 * o['worst_median']:.1f} %),"
+        f" p90 {100 * o['median_of_p90']:.1f} % (worst {100 * o['worst_p90']:.1f} %)"
+    )
+    console.print(
+        f"per call over {int(calls_summary['rows']):,} held-out rows (fused MoE left out): median "
+        f"{100 * calls_summary['median']:.1f} %, p90 {100 * calls_summary['p90']:.1f} %"
+    )
+    if args.output:
+        console.print(f"wrote {args.output}")
+    return 0
+
+
+def add_cv_parser(vsub: argparse._SubParsersAction) -> None:
+    from rooflens.validate.cv import RULES
+    from rooflens.validate.store import RESULTS_DIR
+
+    cv = vsub.add_parser("cv", help="leave-one-GPU-out cross-validation of the calibration")
+    cv.add_argument("--measured", default=str(DEFAULT_ROOT), help="shared measurement folder")
+    cv.add_argument("--results-device", action="append", help="also use this device's runs")
+    cv.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")
+    cv.add_argument("--rule", choices=RULES, default="pooled",
+                    help="what a held-out GPU learns from: all other GPUs pooled (the rule "
+                    "calibrate fit uses), or its nearest architecture generation's")  # fmt: skip
+    cv.add_argument("--max-evals", type=int, default=1500, help="fit evaluations per kind")
+    cv.add_argument("-o", "--output", help="write the table as CSV (atomically)")
+    cv.add_argument("--json", action="store_true")
+    cv.set_defaults(handler=cmd_cv)

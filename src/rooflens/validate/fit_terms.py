@@ -1,0 +1,150 @@
+"""What `rooflens calibrate fit` fits for each operator kind: the measured ops a kind's rows
+are, the `KindEfficiency` terms it fits (hardware/profiles.py) and where the search starts,
+the prior that settles an eager kernel's SM-side roof against its HBM fraction (COPY_FRACTION),
+which kinds are fitted on a subset (the attention frontier, tuned MoE configs), and the map
+between valid terms and the unconstrained vector Nelder-Mead searches (logistic for fractions,
+exp for positive terms). The fit itself is validate/calibrate.py.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from rooflens.hardware.profiles import KindEfficiency
+from rooflens.hardware.spec import GPUSpec
+from rooflens.model.pricing.roofline import eager_roof
+
+KIND_OPS: dict[str, tuple[str, ...]] = {
+    "gemm": ("gemm",),
+    "attention": ("attention_prefill",),
+    "attention_decode": ("attention_decode", "attention_prefill"),
+    "norm": ("norm",),
+    "elementwise": ("elementwise",),
+    "embedding": ("embedding",),
+    "moe": ("moe",),
+}
+FULL_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power",
+              "wave_latency_s", "saturation_blocks_per_sm")  # fmt: skip
+# Memory kinds measured as eager PyTorch kernels also fit their SM-side roof
+# (model/pricing/roofline.py;
+# no effect on fused calls): the embedding gather its bytes per SM cycle (issue-bound on index
+# arithmetic), streaming norms and elementwise kernels their bytes per resident thread per µs
+# (bound by the loads they keep in flight: Vidur's A100/A40 speed ratio is their threads', 1.7x).
+MEMORY_TERMS = ("memory_fraction", "overhead_s", "bytes_per_sm_cycle")
+STREAM_TERMS = ("memory_fraction", "overhead_s", "bytes_per_thread_us")
+EAGER_ROOF_TERMS = ("bytes_per_sm_cycle", "bytes_per_thread_us")
+# One GPU's eager rows cannot tell an HBM fraction from an SM-side roof: a constant bandwidth
+# is explained by either. The fit then takes the HBM roof to be a device copy's (3.01 of the
+# H100's 3.35 TB/s, measured with the H100 set: shared/data/measured/rooflens-h100/README.md)
+# and lets the SM-side roof explain the rest, unless a free HBM fraction fits the rows better by
+# more than COPY_PRIOR_TOLERANCE (mean |log error|; the fits reach 0.03-0.08). The same eager
+# kernels run at 0.35-0.5 of HBM on the A100: they are not HBM-bound there.
+COPY_FRACTION = 0.90
+COPY_PRIOR_TOLERANCE = 2e-3
+# Norms launch one program per row (model/ops/op.py norm_op): few rows cannot fill the SMs.
+GRID_MEMORY_TERMS = (*STREAM_TERMS, "wave_latency_s", "saturation_blocks_per_sm")
+# A fused MoE op states no grid (its ragged per-expert tiles are routing-dependent), so the
+# wave and occupancy terms have nothing to act on.
+MOE_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power")
+START = {"compute_fraction": 0.75, "memory_fraction": 0.8, "overhead_s": 4e-6,
+         "overlap_power": 2.0, "wave_latency_s": 1e-6, "saturation_blocks_per_sm": 0.5,
+         "wave_tail": 0.05, "bytes_per_sm_cycle": 4.0, "bytes_per_thread_us": 4.0}  # fmt: skip
+# Kinds whose implementations differ by more than the model's error (two engines' attention
+# kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
+FRONTIER_KINDS = ("attention", "attention_decode")
+# Kinds whose one implementation runs tuned and untuned kernel configs (vLLM's fused_moe, ~2x
+# apart at large token counts on the A100): fitted on the tuned rows (validate/moe_configs.py).
+TUNED_KINDS = ("moe",)
+
+
+class Calls(NamedTuple):
+    """One GPU's measured calls of a kind: bytes moved, seconds, and which ran eager."""
+
+    gpu: GPUSpec
+    nbytes: np.ndarray
+    measured_s: np.ndarray
+    eager: np.ndarray
+
+
+def roof_start(calls: list[Calls], term: str) -> float:
+    """The eager SM-side roof term (EAGER_ROOF_TERMS) that the largest quarter of the eager
+    calls run at, geometric mean over GPUs: where the fit of that term starts (on the roof's
+    flat side, where HBM binds instead, the simplex stalls)."""
+    values = []
+    for c in calls:
+        if not c.eager.any():
+            continue
+        large = c.eager & (c.nbytes >= np.quantile(c.nbytes[c.eager], 0.75))
+        bandwidth = float(np.median(c.nbytes[large] / c.measured_s[large]))
+        per_unit = eager_roof(c.gpu, KindEfficiency(**{term: 1.0}))  # bytes/s per unit of term
+        values.append(bandwidth / max(per_unit, 1.0))
+    return float(np.exp(np.mean(np.log(values)))) if values else START[term]
+
+
+def terms_for(kind: str) -> tuple[str, ...]:
+    if kind == "moe":
+        return MOE_TERMS
+    if kind == "norm":
+        return GRID_MEMORY_TERMS
+    if kind == "gemm":
+        # No occupancy term: a GEMM's grid jumps at each 128-row tile, so bandwidth that grows
+        # with blocks would price m = 129 faster than m = 128 (cuBLAS picks split-K or smaller
+        # tiles instead); its small-grid costs are the wave and tile terms, monotone in m.
+        return (*(t for t in FULL_TERMS if t != "saturation_blocks_per_sm"), "wave_tail")
+    if kind == "elementwise":
+        return STREAM_TERMS
+    return FULL_TERMS if kind in ("gemm", "attention", "attention_decode") else MEMORY_TERMS
+
+
+def kind_rows(table: pd.DataFrame, kind: str) -> pd.Series:
+    """Rows a kind is fitted on. Attention splits as pricing does (pricing.kind_terms): one new
+    token per sequence is decode-shaped, whichever phase the row was measured as."""
+    rows = table["op"].isin(KIND_OPS[kind])
+    if kind.startswith("attention"):
+        one_token = table["op"].eq("attention_decode")
+        if "seq_len" in table.columns:
+            one_token |= table["op"].eq("attention_prefill") & table["seq_len"].eq(1)
+        rows &= one_token if kind == "attention_decode" else ~one_token
+    return rows
+
+
+def interior(term: str, value: float | None) -> bool:
+    """Whether `value` maps back to a finite search coordinate (to_vector)."""
+    if value is None:
+        return False
+    if term.endswith("fraction") or term == "wave_tail":
+        return 0.0 < value < 1.0
+    return value > (1.0 if term == "overlap_power" else 0.0)
+
+
+def to_params(x: np.ndarray, terms: tuple[str, ...]) -> dict[str, float]:
+    """Unconstrained vector -> valid terms (fractions by logistic, positive terms by exp)."""
+    out = {}
+    for value, term in zip(x, terms, strict=True):
+        if term.endswith("fraction") or term == "wave_tail":
+            out[term] = float(1.0 / (1.0 + np.exp(-value)))
+        elif term == "overlap_power":
+            out[term] = 1.0 + float(np.exp(value))
+        elif term.endswith("_s"):
+            out[term] = float(np.exp(value)) * 1e-6
+        else:
+            out[term] = float(np.exp(value))
+    return out
+
+
+def to_vector(params: dict[str, float], terms: tuple[str, ...]) -> np.ndarray:
+    x = []
+    for term in terms:
+        v = params[term]
+        if term.endswith("fraction") or term == "wave_tail":
+            x.append(np.log(v / (1.0 - v)))
+        elif term == "overlap_power":
+            x.append(np.log(v - 1.0))
+        elif term.endswith("_s"):
+            x.append(np.log(v * 1e6))
+        else:
+            x.append(np.log(v))
+    return np.array(x)

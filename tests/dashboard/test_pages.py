@@ -169,7 +169,7 @@ def test_validation_filters_and_profiles(app, measured_dir) -> None:  # type: ig
     assert si(shown["Within ±20 % (ideal)"]) < si(shown["Within ±20 % (calibrated)"])
     # issue 26 §6: the calibrated share is said to be in-sample
     assert IN_SAMPLE_TEXT in [c.value for c in at.caption]
-    assert "in-sample" in next(m for m in at.metric if "calibrated" in m.label).help
+    assert "in-sample" in next(m for m in at.metric if "calibrated" in m.label).proto.help
     at.radio(key="vsection").set_value("measured vs predicted").run()
     assert_clean(at)
     assert metrics(at) == shown  # the tiles stay; the section's chart changes

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from rooflens.dashboard.figures import LAYOUT
+from rooflens.dashboard.figures import LAYOUT, SERIES_COLORS
 
 UNATTRIBUTED_COLOR = "rgba(120,120,120,0.55)"
 
@@ -40,14 +40,17 @@ def e2e_figure(frame: pd.DataFrame, phase: str) -> go.Figure:
     ]
     x = [[lab for lab in labels for _ in (0, 1)], ["predicted", "measured"] * len(labels)]
     traces = []
-    for op in dict.fromkeys(rows["op"]):
+    for k, op in enumerate(dict.fromkeys(rows["op"])):
         ms = []
         for b, c in zip(scenarios["batch"], scenarios["context"], strict=True):
             hit = rows[(rows["op"] == op) & (rows["batch"] == b) & (rows["context"] == c)]
             for column in ("predicted_s", "measured_s"):
                 value = hit[column].iloc[0] if len(hit) else float("nan")
                 ms.append(None if pd.isna(value) else float(value) * 1e3)
-        color = {"marker": {"color": UNATTRIBUTED_COLOR}} if op == "unattributed" else {}
+        shade = (
+            UNATTRIBUTED_COLOR if op == "unattributed" else SERIES_COLORS[k % len(SERIES_COLORS)]
+        )
+        color = {"marker": {"color": shade}}
         traces.append(
             {
                 "type": "bar",

@@ -1,7 +1,8 @@
 """Issue 26 §3: an optimization never changes silently. The draft picker lists only drafts that
 can draft for the target; a draft that cannot (the previous target's, or a link's) is replaced
 and the page says so under the chips; with no valid draft speculative decoding is left out and
-the page says why, in the words the CLI uses (model/optimizations/speculative.py)."""
+the page says why, in the words the CLI uses (model/optimizations/speculative.py). Also §4's
+link label: a topology caption names the link as the GPU's system preset does."""
 
 from __future__ import annotations
 
@@ -70,3 +71,10 @@ def test_a_links_invalid_draft_is_replaced_and_said(app, capsys) -> None:  # typ
     at.sidebar.selectbox(key="model").set_value("llama-3.1-405b").run()
     assert not any("instead of" in w for w in _beside_chips(at))
     assert at.sidebar.selectbox(key="opt.speculative.draft").value == "llama-3.1-8b"
+
+
+def test_mi300x_names_its_link_from_the_preset(app) -> None:  # type: ignore[no-untyped-def]
+    at = app(gpu="mi300x", tp="8")
+    assert_clean(at)
+    said = " ".join(c.value for c in at.sidebar.caption)
+    assert "TP 8 inside one node over infinity-fabric-mi300x" in said and "nvlink" not in said

@@ -5,6 +5,8 @@ only (ms, GB, TFLOP/s)."""
 
 from __future__ import annotations
 
+import math
+
 BOUND_COLORS = {"memory": "#1f77b4", "compute": "#d62728", "comm": "#2ca02c"}
 HEATMAP_TEXT_PX = 13  # heat-map cell text, fixed (plotly would shrink it to fit a cell)
 PHASE_SYMBOLS = {"prefill": "circle", "decode": "diamond"}
@@ -16,3 +18,12 @@ SERIES_COLORS = ("#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d", "#7defa1
                  "#17becf", "#222a2a", "#b68100", "#750d86", "#511cfb", "#862a16")  # fmt: skip
 # The look (template "rooflens") is set once in dashboard/charts.py, which the pages draw through.
 LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 50}}
+
+
+def inward(x: float, lo: float, hi: float) -> str:
+    """The `xanchor` that keeps a label at x (on a log axis over [lo, hi]) inside the plot: text
+    runs right from a point in the left half and left from one in the right half, so a label
+    near the right edge is never cut off (issue 26 §4: "critical batch ≈…", "memory limi…")."""
+    if not (x > 0 and lo > 0 and hi > lo):
+        return "left"
+    return "left" if math.log(x / lo) <= math.log(hi / lo) / 2 else "right"

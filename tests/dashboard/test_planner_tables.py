@@ -5,9 +5,12 @@ the planner's."""
 
 from __future__ import annotations
 
-import pytest
-from apptest_helpers import assert_clean
+import re
 
+import pytest
+from apptest_helpers import assert_clean, metrics
+
+from rooflens.dashboard.headline import USD_PER_M_LABEL
 from rooflens.model.planner.pareto import thinning_rule
 from rooflens.model.planner.sim import WARMUP_SHARE
 
@@ -20,6 +23,13 @@ def test_the_simulation_and_pareto_tables_explain_themselves(app) -> None:  # ty
     at = app(**PLAN)
     assert_clean(at)
     pareto, sims = (t.value for t in at.table)
+    # §4: one name and one format for $ per M output tokens, in the tile, the explanation and
+    # the table ("$1.732" beside Explore's "$11.8" before)
+    tile = metrics(at)[USD_PER_M_LABEL]
+    assert re.fullmatch(r"\$[\d,.]+", tile)
+    assert len(re.sub(r"\D", "", tile).strip("0")) <= 3  # three significant digits
+    assert any(f"= {tile} per million output tokens" in m.value for m in at.markdown)
+    assert any(c.endswith(USD_PER_M_LABEL) for c in pareto.columns)
     captions = " ".join(c.value for c in at.caption)
     # each simulated configuration once (the recommended one was also the frontier's first)
     assert sims["configuration"].is_unique
@@ -47,6 +57,7 @@ def test_the_simulation_and_pareto_tables_explain_themselves(app) -> None:  # ty
 def test_explore_says_its_ttft_prefills_the_whole_batch(app) -> None:  # type: ignore[no-untyped-def]
     at = app(batch="48", prompt="512")
     assert_clean(at)
+    assert USD_PER_M_LABEL in metrics(at)  # the planner's name for the same quantity
     said = " ".join(c.value for c in at.caption)
     assert "prefills the whole batch at once (48 prompts of 512 tokens" in said
     assert "the capacity planner's TTFT is per request" in said

@@ -43,3 +43,15 @@ def test_a_plan_front_is_thinned_and_counts_what_it_hid() -> None:
     hidden = len(front) - len(shown)
     assert f"{hidden:,} frontier configurations" in thinning_rule(hidden)
     assert "at least 2 % faster per user" in thinning_rule(hidden)
+
+
+def test_a_configuration_simulated_once_is_listed_once() -> None:
+    # the recommendation is often the frontier's first point: its check is not run twice
+    from rooflens.model.planner.check import roles, sim_config, unsimulated
+
+    row = {"gpu": "h100-sxm", "n_gpus": 8, "tp": 8, "pp": 1, "ep": 1, "mode": "chunked",
+           "batch": 64, "weight_dtype": "fp8", "kv_dtype": "fp8", "opts": ""}  # fmt: skip
+    other = {**row, "kv_dtype": "bf16"}  # differs in its KV dtype only: a configuration of its own
+    sims = [{"role": "recommended", "config": sim_config(row)}]
+    assert unsimulated([("pareto", row), ("pareto", other)], sims) == [("pareto", other)]
+    assert roles(sims[0]) == "recommended, pareto"

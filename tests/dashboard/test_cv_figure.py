@@ -17,12 +17,16 @@ def test_heatmap_cells_are_the_tables_median_and_p90_in_percent() -> None:
                        "op": ["gemm", "norm", "gemm", "gemm/sub"],
                        "trained_rows": [10, 0, 10, 10], "median": [0.072, 0.29, 0.088, 0.5],
                        "p90": [0.179, 0.44, 0.289, 0.9]})  # fmt: skip
-    trace = cv_figure(cv).data[0]
+    fig = cv_figure(cv)
+    trace = fig.data[0]
     assert list(trace.y) == ["a40", "h100-sxm"] and list(trace.x) == ["gemm", "norm"]
     assert trace.z[0][0] == pytest.approx(7.2) and trace.z[1][0] == pytest.approx(8.8)
     assert trace.z[1][1] is None  # H100 norm not in the table: no cell, no made-up number
     assert trace.text[0][0] == "7 / 18" and trace.text[1][0] == "9 / 29"
-    assert trace.text[0][1] == "29 / 44<br>(no training rows)"
+    assert trace.text[0][1] == "29 / 44 *" and "* the class has no training rows" in (
+        fig.layout.title.text
+    )
+    assert trace.textfont.size >= 12  # issue 26 §4: a fixed size, never shrunk to 7 px
 
 
 def test_validation_page_draws_the_committed_cross_validation(app) -> None:  # type: ignore[no-untyped-def]

@@ -45,7 +45,7 @@ def test_bars_stack_each_operator_predicted_beside_measured(frame):
     assert fig.layout.barmode == "stack" and "ms" in fig.layout.yaxis.title.text
     scenarios, kinds = fig.data[0].x
     assert list(kinds[:2]) == ["predicted", "measured"] and len(kinds) == 2 * 4
-    assert scenarios[0] == scenarios[1] == "B=1, S=1024"
+    assert scenarios[0] == scenarios[1] and scenarios[0].startswith("B=1, S=1024<br>error ")
     # each bar's stack adds up to the step's total, in ms
     totals = frame[(frame["phase"] == "prefill") & (frame["op"] == "total")]
     first = totals[(totals["batch"] == 1) & (totals["context"] == 1024)].iloc[0]
@@ -58,3 +58,13 @@ def test_missing_measurements_leave_gaps_and_no_results_is_an_empty_frame(frame,
     fig = e2e_figure(frame, "decode")
     assert fig.data[0].y[1] is None and fig.data[0].y[0] > 0
     assert load_e2e(tmp_path).empty
+
+
+def test_each_scenario_shows_the_error_the_caption_defines(frame):
+    # issue 26 §6: error = predicted / measured − 1 of the step; at B=1, S=1024 (scale 1) the
+    # step predicts 1 + 3 + 0.1 = 4.1 ms against 2 + 2.5 + 0.5 = 5 ms measured: −18 %
+    fig = e2e_figure(frame, "prefill")
+    scenarios, _ = fig.data[0].x
+    assert scenarios[0] == "B=1, S=1024<br>error -18 %"
+    # S=4096 scales attention 4×: (4 + 3 + 0.1) / (8 + 2.5 + 0.5) − 1 = −35 %
+    assert "B=1, S=4096<br>error -35 %" in scenarios

@@ -139,3 +139,25 @@ def test_roofline_hover_names_the_operators_hidden_on_the_same_spot(pred) -> Non
     company = re.findall(r"([\w.]+) \((\w+),", hover["norm.attn"].split("same spot: ")[1])
     assert ("norm.mlp", "decode") in company
     assert all(name.startswith("norm.") for name, _ in company), company
+
+
+def test_chart_labels_near_the_right_edge_run_inwards() -> None:
+    """Issue 26 §4: "critical batch ≈…" and "memory limi…" were cut at the plot's right edge.
+    A label in the right half of its log axis is anchored on its right, so it runs inwards."""
+    from rooflens.dashboard.figures import inward
+    from rooflens.dashboard.figures.curve import curve_figure
+
+    assert inward(10, 1, 1000) == "left" and inward(100, 1, 1000) == "right"
+    frame = sweeps.batch_sweep(DEFAULTS)
+    speeds = frame["output_tokens_per_s"]
+    batches = frame["batch"].tolist()
+    fig = curve_figure(frame, (batches[-2], batches[-1]), batches[-1], batches[0])
+    for note in fig.layout.annotations:
+        # x is log10 of the speed; compare with the middle of the log range by hand
+        middle = (math.log10(speeds.min()) + math.log10(speeds.max())) / 2
+        assert note.xanchor == ("right" if note.x > middle else "left"), note.text
+    sides = {n.text.split(" ≈")[0]: n.xanchor for n in fig.layout.annotations}
+    assert sides["critical batch"] == sides["memory limit"] == "right"
+    assert sides["current batch"] == "left"
+    wide = batch_figure(frame, None, batches[-1], 8)
+    assert [a.xanchor for a in wide.layout.annotations if "max batch" in a.text] == ["right"]

@@ -39,7 +39,7 @@ def test_no_draft_for_the_family_is_said_in_the_widget(app) -> None:  # type: ig
     at = app(model="phi-2", tp="1", opt="speculative")
     assert_clean(at)
     said = " ".join(w.value for w in at.sidebar.warning)
-    assert "No preset shares phi-2's tokenizer" in said
+    assert "no preset shares phi-2's tokenizer" in said
     assert len(at.metric) == 7  # the page renders (the six tiles and energy), no speculation
     plain = run(make_scenario("phi-2", "h100-sxm", batch=8, tp=1, profile=DEFAULTS.profile))
     assert si(metrics(at)["TPOT"]) == pytest.approx(plain.tpot_s, rel=5e-3)

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
+from rooflens.dashboard.labels import LABELS
 from rooflens.dashboard.settings import (
     CHOICES,
     DEFAULTS,
@@ -132,7 +133,14 @@ def test_a_link_out_of_bounds_gets_the_schema_message(name: str) -> None:
     settings, problems = from_query({QUERY_NAMES[name]: [str(value)]})
     assert settings == DEFAULTS
     message = bad_value(Settings, name, value if FIELDS[name].annotation is int else float(value))
-    assert problems == [f"{QUERY_NAMES[name]}: {message}; using {getattr(DEFAULTS, name)}"]
+    # issue 26 §4: said with the widget's label, as every other error of the page, not the flag
+    (problem,) = problems
+    bound = message.split(" must ")[1]
+    assert problem == (
+        f"“{LABELS[name]}” must {bound} (link: {QUERY_NAMES[name]}={value}); "
+        f"using {getattr(DEFAULTS, name)}"
+    )
+    assert "--" not in problem
     if name in ScenarioRequest.model_fields:  # the CLI and the schema say the same
         with pytest.raises(RooflensError, match=re.escape(message)):
             ScenarioRequest(model="m", gpu="g", **{name: value})

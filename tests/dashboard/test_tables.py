@@ -149,6 +149,7 @@ def test_explore_and_roofline_pages_show_these_tables(app) -> None:  # type: ign
         "-5 %",
         "$12.34 / $0.567",
         "$ per M tokens",
+        "$/M output tokens",
     ],
 )
 def test_static_table_cells_read_as_written(text: str) -> None:

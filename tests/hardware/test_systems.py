@@ -142,3 +142,19 @@ def test_links_referenced_by_presets_exist() -> None:
         data = read_data_file(path)
         for key in ("intra_node", "inter_node"):
             assert data.get(key) is None or data[key] in table
+
+
+def test_a_gpus_default_box_labels_its_link_as_its_system_preset_does() -> None:
+    """Issue 26 §4: MI300X showed "nvlink" although its preset says Infinity Fabric. The default
+    box takes the link of a system preset of the same GPU when the numbers are the same, so
+    only the label (and its source) changes; a GPU without such a preset keeps the template."""
+    from rooflens.hardware.presets import default_system, get_gpu, links
+    from rooflens.hardware.systems import get_system
+
+    mi300x = default_system(get_gpu("mi300x")).intra_node
+    assert mi300x == get_system("mi300x-oam-8").intra_node
+    assert "Infinity Fabric" in mi300x.source and "nvlink" not in mi300x.name
+    assert mi300x.bytes_per_s == get_gpu("mi300x").nvlink_bytes_per_s  # the GPU's own figure
+    assert mi300x.latency_s == links()["nvlink"].latency_s
+    rtx = default_system(get_gpu("rtx-4090")).intra_node
+    assert rtx.name == "pcie" and rtx.bytes_per_s == get_gpu("rtx-4090").pcie_bytes_per_s

@@ -130,3 +130,26 @@ def test_a_shared_folder_with_broken_files_warns_once_per_file(measured_dir, tmp
     for name in ("empty/mlp.csv", "foreign/mlp.csv", "truncated/mlp.csv", "gemm_perf.parquet"):
         assert sum(name in line for line in lines) == 1
     assert "phi-2" not in err and out.strip().startswith("[")  # the good file still counts
+
+
+def test_every_row_is_stored_before_it_is_printed(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Issue 26 §7: with two impls per suite row, the first impl's row used to be printed while
+    it waited for its sibling to be stored; a Ctrl-C between the two lost a row on screen."""
+    import rooflens.validate.runner as runner
+
+    monkeypatch.setattr(runner, "make_calls", lambda row, impl, device, copies: [])
+    suite = cpu_suite().head(3)
+    writer = RunWriter("cpu", "quick", INFO, tmp_path, "cpu")
+    printed: list[str] = []
+    stored_when_printed: list[int] = []
+
+    def progress(line: str) -> None:
+        printed.append(line)
+        stored_when_printed.append(len(pd.read_csv(writer.path)))
+
+    timer = _fake_timer([])
+    runner.collect_rows(suite, ("triton", "torch"), "cpu", timer, 0.0, 1e9, progress,
+                        None, writer.append)  # fmt: skip
+    assert len(printed) == 2 * len(suite)
+    # the k-th line printed finds k rows on disk: its own row is already stored
+    assert stored_when_printed == list(range(1, len(printed) + 1))

@@ -10,7 +10,9 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from rooflens.model.planner.check import roles
 from rooflens.model.planner.grid import OPT_SEP
+from rooflens.model.planner.pareto import thinning_rule
 from rooflens.model.planner.plan import Plan
 from rooflens.model.units import fmt_time
 
@@ -63,7 +65,7 @@ def _sim_cells(s: dict[str, Any], mark: bool = True) -> list[str]:
     unit += _marks(c.get("opts")) if mark else ""
     gpu = c["gpu"] if c.get("prefill_gpu") in (None, "", c["gpu"]) else (
         f"{c['prefill_gpu']} → {c['gpu']}")  # fmt: skip
-    return [s["role"], f"{c['n_gpus']} × {gpu} {unit} {c['mode']} batch {c['batch']}",
+    return [roles(s), f"{c['n_gpus']} × {gpu} {unit} {c['mode']} batch {c['batch']}",
             fmt_time(s["ttft_p50_s"]), fmt_time(s["ttft_p99_s"]), fmt_time(s["tpot_p50_s"]),
             fmt_time(s["tpot_p99_s"]), "; ".join(s["optimistic"]) or "—"]  # fmt: skip
 
@@ -90,7 +92,8 @@ def sim_title(plan: Plan) -> str:
 
 def footer(plan: Plan) -> str:
     rej = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in plan.sweep.rejected.items())
-    return (
+    thinned = f"{thinning_rule(plan.pareto_hidden)} " if plan.pareto_hidden else ""
+    return thinned + (
         f"{plan.sweep.n_configs:,} configurations in {plan.sweep.elapsed_s:.2f} s "
         f"({plan.sweep.n_configs / max(plan.sweep.elapsed_s, 1e-9):,.0f} per second); "
         f"rejected: {rej}. Total {plan.elapsed_s:.2f} s (with simulation and explanations)."

@@ -80,21 +80,28 @@ def cmd_predict(args: argparse.Namespace) -> int:
         console.print(_contributions_table(effects))
     if not args.no_ops:
         frame = pred.ops_frame()
-        for phase, phase_time in (("prefill", pred.ttft_s), ("decode", pred.tpot_s)):
-            sub = frame[frame["phase"] == phase]
-            console.print(_ops_table(sub, phase, phase_time))
+        console.print(_ops_table(frame[frame["phase"] == "prefill"], "prefill", pred.ttft_s))
+        decode = frame[frame["phase"] != "prefill"]
+        if set(decode["phase"]) <= {"decode"}:
+            console.print(_ops_table(decode, "decode", pred.tpot_s))
+        else:  # a drafting optimization: its iteration is draft steps, then a verify step
+            decode = decode.sort_values("phase", key=lambda p: p != "draft", kind="stable")
+            console.print(_ops_table(decode, "iteration", float(decode["time_s"].sum())))
     for note in pred.notes:
         console.print(f"note: {note}")
     return 0
 
 
 def _ops_table(frame: pd.DataFrame, phase: str, phase_time: float) -> Group:
-    label = "one prefill step" if phase == "prefill" else "mean decode step"
+    label = {"prefill": "one prefill step", "decode": "mean decode step"}.get(
+        phase, "one decode iteration: the draft steps, then the verify step"
+    )
     rows = []
     for r in frame.itertuples():
+        name = r.name if r.phase in ("prefill", "decode") else f"{r.phase} · {r.name}"
         share = r.time_s / phase_time * 100 if phase_time else 0.0
         intensity = "—" if pd.isna(r.intensity) else f"{r.intensity:,.1f}"
-        rows.append([r.name, str(r.count), fmt_flops(r.flops), fmt_bytes(r.bytes), intensity,
+        rows.append([name, str(r.count), fmt_flops(r.flops), fmt_bytes(r.bytes), intensity,
                      fmt_time(r.time_s), f"{share:.1f} %", r.bound])  # fmt: skip
     return table(
         f"Operators, {label} (totals over count)",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from rooflens.dashboard import style
 from rooflens.dashboard.compute import UPLOAD_DIR
 from rooflens.dashboard.controls import sidebar
 from rooflens.dashboard.links import write_url
@@ -19,6 +20,7 @@ from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import files_limited_to
 
 st.set_page_config(page_title="rooflens", page_icon="📐", layout="wide")
+style.apply()
 with files_limited_to(UPLOAD_DIR):  # a server opens no file but presets and uploads
     page, ctx = sidebar(list(PAGES), {key: title for key, (title, _) in PAGES.items()})
     for problem in ctx.problems:

@@ -15,10 +15,11 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 
+from rooflens.dashboard.figures import SERIES_COLORS
+
 # Streamlit's light theme (streamlit/elements/lib/streamlit_plotly_theme.py and its frontend)
 TEXT, MUTED, GRID = "#31333F", "#808495", "#e6eaf1"
-CATEGORICAL = ("#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d", "#7defa1", "#ff8700",
-               "#ffd16a", "#6d3fc0", "#d5dae5")  # fmt: skip
+CATEGORICAL = SERIES_COLORS  # Streamlit's ten, then ten more (dashboard/figures)
 LOOK = {
     "font": {"family": '"Source Sans", "Source Sans Pro", sans-serif', "color": TEXT, "size": 13},
     "title": {"x": 0.0, "xanchor": "left", "font": {"size": 16, "weight": "bold"}},

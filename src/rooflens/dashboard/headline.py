@@ -25,6 +25,9 @@ def usd_per_million_tokens(price_per_gpu_hour: float, n_gpus: int, tokens_per_s:
     return float(prices.usd_per_million_tokens(price_per_gpu_hour * n_gpus, tokens_per_s))
 
 
+USD_PER_M_LABEL = "$/M output tokens"  # the one name of this quantity on every page
+
+
 def fmt_tokens_per_s(value: float) -> str:
     return fmt_quantity(value, "tokens/s")
 
@@ -50,7 +53,8 @@ def energy_metric(pred: Prediction, usd_per_kwh: float = 0.0) -> Metric:
     # the tile shows J/token only (it must fit at 1400 px); the rest goes in its help
     extra = f"{fmt_quantity(e.output_tokens_per_joule, 'tokens/J')}"
     if e.electricity_usd_per_million_tokens is not None:
-        extra += f"; electricity ${fmt_number(e.electricity_usd_per_million_tokens)} per M tokens"
+        usd = fmt_usd_per_m(e.electricity_usd_per_million_tokens)
+        extra += f"; electricity {usd} per M output tokens"
     return Metric("joules_per_output_token", "Energy", e.joules_per_output_token,
                   fmt_joules_per_token, True,
                   f"GPU board energy of the batch over its output tokens ({extra}): {power}; "
@@ -110,11 +114,21 @@ def headline(
                suffix=f" of {fmt_bytes(mem.capacity_bytes)}"),
         Metric("max_batch", "Max batch", float(mem.max_batch), fmt_sequences, False,
                f"largest batch that fits at a context of {sc.context_tokens:,} tokens"),
-        Metric("usd_per_million_tokens", "Cost per M tokens", cost, fmt_usd_per_m, True,
+        Metric("usd_per_million_tokens", USD_PER_M_LABEL, cost, fmt_usd_per_m, True,
                f"{sc.parallel.n_gpus} GPU(s) at ${price_per_gpu_hour:,.2f} per GPU-hour "
                f"({price_source or 'no price set'}), fully used"),
         energy_metric(pred, usd_per_kwh),
     ]  # fmt: skip
+
+
+def ttft_text(pred: Prediction) -> str:
+    """What Explore's TTFT assumes, unlike the planner's (model/planner/serving.py)."""
+    w = pred.scenario.workload
+    return (
+        f"TTFT here prefills the whole batch at once ({w.batch:,} prompts of {w.prompt_len:,} "
+        "tokens arriving together); the capacity planner's TTFT is per request, with requests "
+        "arriving one by one (Poisson), so it is usually shorter"
+    )
 
 
 def e2e_text(pred: Prediction) -> str:

@@ -15,12 +15,18 @@ import streamlit as st
 from rooflens.dashboard.labels import LABELS
 from rooflens.hardware.errors import RooflensError
 from rooflens.model.optimizations import registry
-from rooflens.model.optimizations.speculative import default_draft, draft_candidates
-from rooflens.model.specs.presets import get_model, model_ids
+from rooflens.model.optimizations.speculative import (
+    default_draft,
+    draft_candidates,
+    draft_problem,
+    no_draft_text,
+)
+from rooflens.model.specs.presets import get_model
+from rooflens.model.specs.spec import ModelSpec
 
 OPT_KEY = "opts_selected"
 DRAFT_KEY = "opt.speculative.draft"
-DRAFT_TARGET_KEY = "opt.speculative._target"  # the target the draft was chosen for
+SUBSTITUTED_KEY = "opt.speculative._substituted"  # (target, draft, what was said)
 
 
 def opt_string(name: str) -> str:
@@ -35,7 +41,8 @@ def opt_string(name: str) -> str:
 
 
 def optimizations(model_ref: str) -> tuple[str, ...]:
-    """Draw the optimization widgets; return the selected optimizations as `--opt` texts."""
+    """Draw the optimization widgets; return the selected optimizations as `--opt` texts.
+    What is dropped or substituted is said right under the chips, not inside an expander."""
     table = registry()
     if not table:
         st.caption("No optimizations are registered yet (model/optimizations/).")
@@ -49,52 +56,74 @@ def optimizations(model_ref: str) -> tuple[str, ...]:
         help="applied in their registry order on top of the default stack "
         "(KV cache, Flash attention, paged KV, fused add+norm)",
     )
+    beside_chips = st.container()
     out = []
     for name in names:
         cls = table[name]
-        usable = True
+        usable, notice = True, None
         with st.expander(f"{name}: {cls.summary}"):
             st.caption(f"Source: {cls.citation}")
             for key, param in cls.params.items():
                 if (name, key) == ("speculative", "draft"):
-                    usable = _draft_widget(model_ref, param.help)
+                    usable, notice = _draft_widget(model_ref, param.help)
                 else:
                     _param_widget(name, key, param)
+        if notice:
+            beside_chips.warning(notice)
         if usable:
             out.append(opt_string(name))
     return tuple(out)
 
 
-def _draft_widget(model_ref: str, help_text: str) -> bool:
-    """The draft model picker; False (speculative left out) when no preset can draft."""
+def _draft_problem(target: ModelSpec, ref: str) -> str | None:
+    """Why the draft `ref` cannot draft for `target` (the model's words), None when it can."""
+    try:
+        return draft_problem(target, get_model(ref))
+    except RooflensError as exc:
+        return str(exc)
+
+
+def _draft_widget(model_ref: str, help_text: str) -> tuple[bool, str | None]:
+    """The draft model picker, listing only drafts that can draft for the target; returns
+    (speculative kept, what to say beside its chip). A draft that cannot (a link's, or the
+    previous target's) is replaced by the default draft and the page says so; with none, the
+    optimization is left out and the page says why, in the CLI's words (`no_draft_text`)."""
     try:
         target = get_model(model_ref)
     except RooflensError:
-        return False
-    candidates = draft_candidates(target)
+        return False, None  # the model's own widget reports it
     state = st.session_state
-    if not candidates and not state.get(DRAFT_KEY):
-        st.warning(
-            f"No preset shares {target.id}'s tokenizer and is smaller, so there is no draft "
-            "model to pick: speculative decoding is left out. Try medusa or lookahead, which "
-            "need no draft."
+    candidates = draft_candidates(target)
+    current = str(state.get(DRAFT_KEY) or "")
+    problem = _draft_problem(target, current) if current else None
+    options = [current, *candidates] if current and problem is None else candidates
+    options = list(dict.fromkeys(options))
+    if not options:
+        state[SUBSTITUTED_KEY] = None
+        return (
+            False,
+            f"speculative is left out: {no_draft_text(target)}. Medusa and lookahead "
+            "need no draft.",
         )
-        return False
-    options = candidates + [m for m in model_ids() if m not in candidates]
-    if state.get(DRAFT_TARGET_KEY) != target.id:  # a new target: a draft that fits it
-        if state.get(DRAFT_KEY) not in candidates and state.get(DRAFT_TARGET_KEY) is not None:
-            state[DRAFT_KEY] = default_draft(target) or options[0]
-        state[DRAFT_TARGET_KEY] = target.id
-    if state.get(DRAFT_KEY) not in options:
+    if current not in options:
         state[DRAFT_KEY] = default_draft(target) or options[0]
+        state[SUBSTITUTED_KEY] = (
+            (target.id, state[DRAFT_KEY], f"speculative: draft {state[DRAFT_KEY]} instead of "
+             f"{current}, because {problem}")
+            if current else None
+        )  # fmt: skip
     st.selectbox(
         "draft",
         options,
         key=DRAFT_KEY,
-        help=f"{help_text}. Listed first: presets sharing {target.id}'s tokenizer, smallest "
-        "first (the default is the smallest that holds the target's context).",
+        help=f"{help_text}. Only drafts that can draft for {target.id} are listed: presets "
+        "sharing its tokenizer and smaller, smallest first (the default is the smallest that "
+        "holds the target's context).",
     )
-    return True
+    said = state.get(SUBSTITUTED_KEY)  # said while that target and that draft stay
+    if said and said[:2] == (target.id, state[DRAFT_KEY]):
+        return True, said[2]
+    return True, None
 
 
 def _param_widget(name: str, key: str, param: Any) -> None:

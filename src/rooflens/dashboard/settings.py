@@ -29,6 +29,7 @@ from rooflens.model.predict.request import (
     ScenarioRequest,
     bad_value,
     choices,
+    flag,
     lower_bound,
     meta,
     with_defaults,
@@ -168,8 +169,9 @@ def from_query(params: Mapping[str, Sequence[str]]) -> tuple[Any, list[str]]:
                 problems.append(f"{key}={text!r} is not a valid {kind.__name__}; using {default}")
                 continue
         problem = bad_value(Settings, name, value)
-        if problem:
-            problems.append(f"{key}: {problem}; using {default}")
+        if problem:  # in the widget's words, as every other error of the page
+            said = f"“{meta(f)['label']}”" + problem.removeprefix(flag(Settings, name))
+            problems.append(f"{said} (link: {key}={text}); using {default}")
             continue
         values[name] = value
     return Settings(**values), problems

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from rooflens.hardware.presets import get_gpu
@@ -22,6 +23,23 @@ from rooflens.model.io import atomic_write_csv, atomic_write_text
 
 BAND = 0.2
 MAX_POINTS_PER_CLASS = 2500
+# One colour per operator class, one marker per GPU: a (GPU, class) series never repeats the
+# look of another, where plotly's ten-colour cycle repeated by the eleventh of 15 (issue 26 §4).
+OP_COLORS = qualitative.Dark24
+GPU_SYMBOLS = ("circle", "diamond", "square", "triangle-up", "x", "cross", "star", "hexagon",
+               "triangle-down", "pentagon")  # fmt: skip
+GPU_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+
+
+def series_style(data: pd.DataFrame) -> dict[tuple[str, str], dict[str, str]]:
+    """(GPU, operator class) -> its marker colour and symbol: colour by class, symbol by GPU."""
+    ops = sorted(str(o) for o in data["op"].unique())
+    gpus = sorted(str(g) for g in data["gpu"].unique())
+    return {
+        (gpu, op): {"color": OP_COLORS[i % len(OP_COLORS)],
+                    "symbol": GPU_SYMBOLS[j % len(GPU_SYMBOLS)]}
+        for j, gpu in enumerate(gpus) for i, op in enumerate(ops)
+    }  # fmt: skip
 
 
 def _sample(joined: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
@@ -40,11 +58,13 @@ def parity_figure(joined: pd.DataFrame, profiles: Sequence[str]) -> go.Figure:
     lo = float(min(data["measured_s"].min(), *(data[f"predicted_{p}_s"].min() for p in profiles)))
     hi = float(max(data["measured_s"].max(), *(data[f"predicted_{p}_s"].max() for p in profiles)))
     line = np.geomspace(lo, hi, 50)
+    style = series_style(data)
     for col, profile in enumerate(profiles, start=1):
         for (gpu, op), g in data.groupby(["gpu", "op"]):
             fig.add_trace(go.Scattergl(
                 x=g["measured_s"] * 1e6, y=g[f"predicted_{profile}_s"] * 1e6, mode="markers",
-                marker={"size": 4, "opacity": 0.5}, name=f"{gpu} {op}", legendgroup=f"{gpu} {op}",
+                marker={"size": 5, "opacity": 0.6, **style[(str(gpu), str(op))]},
+                name=f"{gpu} {op}", legendgroup=f"{gpu} {op}",
                 showlegend=col == 1,
                 hovertemplate="measured %{x:.3g} µs<br>predicted %{y:.3g} µs",
             ), row=1, col=col)  # fmt: skip
@@ -64,19 +84,22 @@ def roofline_figure(joined: pd.DataFrame) -> go.Figure:
     data = _sample(joined)
     data = data[(data["flops"] > 0) & (data["bytes"] > 0)]
     fig = go.Figure()
-    for gpu_id, g in data.groupby("gpu"):
+    style = series_style(data)
+    for k, (gpu_id, g) in enumerate(data.groupby("gpu")):
         gpu = get_gpu(str(gpu_id))
         intensity = g["flops"] / g["bytes"]
         for op, h in g.groupby("op"):
             fig.add_trace(go.Scattergl(
                 x=intensity[h.index], y=h["flops"] / h["measured_s"] / 1e12, mode="markers",
-                marker={"size": 4, "opacity": 0.5}, name=f"{gpu_id} {op}",
+                marker={"size": 5, "opacity": 0.6, **style[(str(gpu_id), str(op))]},
+                name=f"{gpu_id} {op}",
             ))  # fmt: skip
         peak = max(gpu.peak(str(d)) for d in g["compute_dtype"].unique())
         x = np.geomspace(max(float(intensity.min()), 1e-2), float(intensity.max()) * 2, 100)
         roof = np.minimum(peak, x * gpu.hbm_bytes_per_s) / 1e12
         fig.add_trace(go.Scatter(x=x, y=roof, mode="lines", name=f"{gpu_id} roofline",
-                                 line={"width": 2}))  # fmt: skip
+                                 line={"width": 2, "color": "black",
+                                       "dash": GPU_DASHES[k % len(GPU_DASHES)]}))  # fmt: skip
     fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP/byte)")
     fig.update_yaxes(type="log", title_text="achieved TFLOP/s")
     fig.update_layout(title="Roofline with measured points", height=550)
@@ -87,10 +110,12 @@ def error_size_figure(joined: pd.DataFrame, profile: str = "calibrated") -> go.F
     """Signed error of a profile against the ideal time (problem size), log x."""
     data = _sample(joined)
     fig = go.Figure()
+    style = series_style(data)
     for (gpu, op), g in data.groupby(["gpu", "op"]):
         fig.add_trace(go.Scattergl(
             x=g["predicted_ideal_s"] * 1e6, y=g[f"error_{profile}"] * 100, mode="markers",
-            marker={"size": 4, "opacity": 0.5}, name=f"{gpu} {op}",
+            marker={"size": 5, "opacity": 0.6, **style[(str(gpu), str(op))]},
+            name=f"{gpu} {op}",
         ))  # fmt: skip
     for level in (-100 * BAND, 0.0, 100 * BAND):
         fig.add_hline(y=level, line={"color": "black", "dash": "solid" if level == 0 else "dot"})

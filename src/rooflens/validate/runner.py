@@ -167,8 +167,8 @@ def run_suite(
     """One result row per (suite row, impl): the suite's columns (describing the call that ran,
     validate/runs.py `as_run`) plus impl, measured_s, q20_s, q80_s, timing, eager_s and copies.
     `device` is 'cuda' or 'cpu' (where only torch runs); `quick` shortens the CPU's sampling.
-    `skip(row, impl)` leaves out pairs already measured, and `sink` receives each suite row's
-    results as soon as they are measured (see collect_rows)."""
+    `skip(row, impl)` leaves out pairs already measured, and `sink` receives each measured
+    row (a list of one) before `progress` prints it (see collect_rows)."""
     if device == "cpu":
         impls = tuple(i for i in impls if i == "torch")
         min_time_s = 0.05 if quick else 0.2
@@ -193,26 +193,26 @@ def collect_rows(
     skip: Callable[[dict[str, object], str], bool] | None,
     sink: Callable[[list[dict[str, object]]], None] | None,
 ) -> pd.DataFrame:
-    """The measuring loop: each suite row's impls timed, handed to `sink` as one batch the
-    moment they are measured (so an interrupted run keeps them), pairs `skip` names left out."""
+    """The measuring loop: each suite row's impls timed, each measured row handed to `sink` the
+    moment it is measured and before `progress` prints it (so an interrupted run keeps every
+    row the screen showed), pairs `skip` names left out."""
     results: list[dict[str, object]] = []
     for _, row in suite.iterrows():
         copies = copies_for(row, cache_bytes, budget_bytes)
         cells = row.to_dict()
-        batch = []
         for impl in impls:
             label = f"triton:{row['kernel']}" if impl == "triton" else f"torch:{baseline_name(row)}"
             if skip is not None and skip(cells, label):
                 continue
             calls = make_calls(row, impl, device, copies)
             timing = timer(calls)
-            batch.append({**cells, "impl": label, "copies": copies, **timing})
+            measured = {**cells, "impl": label, "copies": copies, **timing}
             del calls
+            if sink is not None:  # stored before it is shown: a Ctrl-C loses nothing printed
+                sink([measured])  # as measured: the store's readers apply `as_run`
+            results.append(measured)
             if progress:
                 progress(f"{label} {_describe(row)}: {float(timing['measured_s']) * 1e6:.1f} us")
-        if sink is not None and batch:
-            sink(batch)  # as measured: the store's readers apply `as_run` (validate/datasets.py)
-        results.extend(batch)
     return as_run(pd.DataFrame(results))
 
 

@@ -9,13 +9,14 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from rooflens.dashboard.figures import LAYOUT
+from rooflens.dashboard.headline import USD_PER_M_LABEL, fmt_usd_per_m
 from rooflens.model.units import fmt_quantity, fmt_time
 
 PANELS = (
     ("ttft_s", "TTFT (ms)", 1e3, fmt_time),
     ("tpot_s", "TPOT (ms)", 1e3, fmt_time),
     ("output_tokens_per_s", "output tokens/s", 1.0, lambda v: fmt_quantity(v, "tokens/s")),
-    ("usd_per_million_tokens", "$ per M output tokens", 1.0, lambda v: f"${v:,.3g}"),
+    ("usd_per_million_tokens", USD_PER_M_LABEL, 1.0, fmt_usd_per_m),
 )
 GAP = 0.06
 

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from rooflens.dashboard.figures import LAYOUT
+from rooflens.dashboard.figures import LAYOUT, inward
 from rooflens.dashboard.numbers import fmt_count, fmt_ms, log_axis
 from rooflens.model.units import fmt_quantity, fmt_time
 
@@ -47,6 +47,7 @@ def curve_figure(
     if crossover is not None:
         marks.append((crossover[1], f"critical batch ≈ {crossover[1]:,}", "#d62728", "dashdot"))
     shapes, notes = [], []
+    speed = frame["output_tokens_per_s"]
     for i, (b, label, color, dash) in enumerate(marks):
         row = frame[frame["batch"] == b]
         if row.empty:
@@ -54,8 +55,9 @@ def curve_figure(
         x = float(row["output_tokens_per_s"].iloc[0])
         shapes.append({"type": "line", "x0": x, "x1": x, "y0": 0, "y1": 1, "yref": "paper",
                        "line": {"color": color, "dash": dash, "width": 1.5}})  # fmt: skip
+        side = inward(x, float(speed[speed > 0].min()), float(speed.max()))
         notes.append({"x": _log10(x), "y": 1.0 - 0.07 * i, "yref": "paper", "text": label,
-                      "showarrow": False, "xanchor": "left", "font": {"color": color},
+                      "showarrow": False, "xanchor": side, "font": {"color": color},
                       "bgcolor": "rgba(255,255,255,0.8)"})  # fmt: skip
     latency_ms = pd.concat([frame[c] * MS for c, _, _ in SERIES])
     layout = {**LAYOUT, "title": "Latency against throughput as the batch grows (labels: batch)",

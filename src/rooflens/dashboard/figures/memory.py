@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
-from rooflens.dashboard.figures import LAYOUT
+from rooflens.dashboard.figures import HEATMAP_TEXT_PX, LAYOUT
 from rooflens.model.predict.steps import MemoryBreakdown
 
 GB = 1e9
@@ -78,6 +78,7 @@ def max_batch_heatmap(grid: pd.DataFrame, current_context: int, current_kv: str)
             colorscale=scale,
             text=[[f"{int(b):,}" for b in row] for row in batches],
             texttemplate="%{text}",
+            textfont={"size": HEATMAP_TEXT_PX},
             customdata=batches,
             colorbar={
                 "title": "max batch<br>(sequences)",

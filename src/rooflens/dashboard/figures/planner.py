@@ -16,7 +16,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from rooflens.dashboard.figures import LAYOUT
+from rooflens.dashboard.headline import fmt_usd_per_m
 from rooflens.dashboard.numbers import fmt_count, log_axis
+from rooflens.model.units import fmt_number
 
 REASON_LABELS = {
     "does_not_fit": "does not fit in memory",
@@ -32,7 +34,8 @@ def _hover(frame: pd.DataFrame) -> list[str]:
         f"<br>{r.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
         f"{r.tokens_per_s_per_user:,.1f} tokens/s per user"
         f"<br>TTFT p99 {r.ttft_p99_s * 1e3:,.0f} ms, TPOT p99 {r.tpot_p99_s * 1e3:,.1f} ms"
-        f"<br>${r.cost_per_hour:,.2f}/h, ${r.cost_per_million_tokens:,.3f} per M tokens"
+        f"<br>${fmt_number(r.cost_per_hour)} per hour, {fmt_usd_per_m(r.cost_per_million_tokens)}"
+        f" per M output tokens"
         for r in frame.itertuples()
     ]
 
@@ -41,7 +44,7 @@ CELLS_X, CELLS_Y = 60, 30
 
 
 def thin(feasible: pd.DataFrame) -> pd.DataFrame:
-    """Per GPU, the cheapest configuration ($ per M tokens) in each cell of a log grid over the
+    """Per GPU, the cheapest configuration ($/M output tokens) in each cell of a log grid over the
     chart's axes: what the cloud looks like at the chart's resolution, in far fewer points."""
     if feasible.empty:
         return feasible

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from rooflens.dashboard.figures import LAYOUT
+from rooflens.dashboard.figures import LAYOUT, inward
 from rooflens.dashboard.numbers import fmt_count, fmt_ms, log_axis
 from rooflens.model.units import fmt_quantity, fmt_time
 
@@ -162,7 +162,8 @@ def batch_figure(
                            "fillcolor": "red", "opacity": 0.15, "line": {"width": 0}, **legend,
                            "name": "decode: memory- → compute-bound"})  # fmt: skip
     if max_batch >= 1:
-        notes.append(note(max_batch, 2, f"max batch {max_batch:,}", "left", 0.12))
+        side = inward(max_batch, float(frame["batch"].min()), float(frame["batch"].max()))
+        notes.append(note(max_batch, 2, f"max batch {max_batch:,}", side, 0.12))
     return two_panel(
         frame, "batch", "batch (sequences)", [("output_tokens_per_s", "throughput")],
         shapes, notes, "Against batch (prompt and output fixed)",

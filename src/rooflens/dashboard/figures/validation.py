@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from rooflens.dashboard.figures import LAYOUT
+from rooflens.dashboard.figures import HEATMAP_TEXT_PX, LAYOUT
 
 BAND = 0.20
 
@@ -59,17 +59,20 @@ def cv_figure(cv: pd.DataFrame) -> go.Figure:
                 continue
             cell = grid.loc[(gpu, op)]
             z_row.append(float(cell["median"]) * 100)
-            note = "" if cell["trained_rows"] > 0 else "<br>(no training rows)"
+            note = "" if cell["trained_rows"] > 0 else " *"  # the title says what * means
             text_row.append(f"{cell['median'] * 100:.0f} / {cell['p90'] * 100:.0f}{note}")
         z.append(z_row)
         text.append(text_row)
+    # a fixed text size: left to itself plotly shrinks a cell's text to fit it (7 px)
     trace = {"type": "heatmap", "x": ops, "y": gpus, "z": z, "text": text,
-             "texttemplate": "%{text}", "colorscale": "RdYlGn", "reversescale": True,
+             "texttemplate": "%{text}", "textfont": {"size": HEATMAP_TEXT_PX},
+             "colorscale": "RdYlGn", "reversescale": True,
              "zmin": 0, "zmax": 50, "colorbar": {"title": "median |error| (%)"},
              "hovertemplate": "held out %{y}, %{x}: median / p90 %{text} %<extra></extra>",
              }  # fmt: skip
     layout = {**LAYOUT, "height": 140 + 60 * len(gpus),
-              "title": "Held-out GPU: median / p90 |predicted / measured − 1| (%)",
+              "title": "Held-out GPU: median / p90 |predicted / measured − 1| (%); * the class "
+                       "has no training rows",
               "xaxis": {"title": "operator class"},
               "yaxis": {"title": "GPU left out of the fit"}}  # fmt: skip
     return go.Figure(data=[trace], layout=layout)

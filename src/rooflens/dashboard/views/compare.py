@@ -4,8 +4,6 @@ chart. Each column is the same `model/` prediction the Explore page shows for th
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import streamlit as st
 
@@ -14,12 +12,12 @@ from rooflens.dashboard.charts import show
 from rooflens.dashboard.controls import Context, url_state
 from rooflens.dashboard.export import download_row
 from rooflens.dashboard.figures.compare import compare_figure
-from rooflens.dashboard.headline import usd_per_million_tokens
+from rooflens.dashboard.headline import USD_PER_M_LABEL, fmt_usd_per_m, usd_per_million_tokens
 from rooflens.dashboard.views.common import fit_warning
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import gpu_ids
 from rooflens.hardware.systems import system_ids
-from rooflens.model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
+from rooflens.model.units import fmt_bytes, fmt_quantity, fmt_time
 
 DEFAULT_OTHERS = ("h200", "b200", "mi300x")
 MAX_PICKED = 4
@@ -108,10 +106,7 @@ def _table(frame: pd.DataFrame) -> pd.DataFrame:
             "TPOT": [fmt_time(v) for v in frame["tpot_s"]],
             "max batch": [fmt_quantity(v, "sequences") for v in frame["max_batch"]],
             "throughput": [fmt_quantity(v, "tokens/s") for v in frame["output_tokens_per_s"]],
-            "$ per M tokens": [
-                f"${fmt_number(v)}" if math.isfinite(v) else "no price"
-                for v in frame["usd_per_million_tokens"]
-            ],
+            USD_PER_M_LABEL: [fmt_usd_per_m(v) for v in frame["usd_per_million_tokens"]],
             "bound (prefill / decode)": frame["prefill_bound"] + " / " + frame["decode_bound"],
         }
     )

@@ -16,7 +16,7 @@ from rooflens.dashboard.deploy_text import command_text, yaml_text
 from rooflens.dashboard.export import download_row
 from rooflens.dashboard.figures.breakdown import breakdown_figure
 from rooflens.dashboard.figures.curve import curve_figure
-from rooflens.dashboard.headline import e2e_text, headline
+from rooflens.dashboard.headline import e2e_text, headline, ttft_text
 from rooflens.dashboard.labels import describe
 from rooflens.dashboard.numbers import fmt_sig
 from rooflens.dashboard.report import scenario_report_html
@@ -55,6 +55,7 @@ def render(ctx: Context) -> None:
                 border=True,
             )
     st.caption(e2e_text(pred) + (" · deltas against the pinned baseline" if base else ""))
+    st.caption(ttft_text(pred))
     for note in pred.notes:
         st.info(note)
     breakdown = breakdown_figure(compute.time_breakdown(s))

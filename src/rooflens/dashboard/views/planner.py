@@ -13,12 +13,16 @@ from rooflens.dashboard.charts import show
 from rooflens.dashboard.controls import Context, url_state
 from rooflens.dashboard.export import download_row
 from rooflens.dashboard.figures.planner import pareto_figure, rejected_figure
+from rooflens.dashboard.headline import USD_PER_M_LABEL, fmt_usd_per_m
 from rooflens.dashboard.numbers import fmt_sig
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import gpu_ids
+from rooflens.model.planner.check import roles
 from rooflens.model.planner.explain import ALTERNATIVES_HINT
+from rooflens.model.planner.pareto import thinning_rule
 from rooflens.model.planner.plan_args import listed
 from rooflens.model.planner.serving import MODES
+from rooflens.model.planner.sim import WARMUP_SHARE
 from rooflens.model.planner.space import SweepSpace
 from rooflens.model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 
@@ -136,8 +140,8 @@ def render(ctx: Context) -> None:
         gpus = f"{rec['n_gpus']:,} GPU" + ("s" if rec["n_gpus"] != 1 else "")
         values = (
             (f"GPUs ({rec['gpu']})", gpus),
-            ("Cost per hour", f"${rec['cost_per_hour']:,.2f}"),
-            ("Cost per M output tokens", f"${rec['cost_per_million_tokens']:,.3f}"),
+            ("$ per hour", f"${fmt_number(rec['cost_per_hour'])}"),
+            (USD_PER_M_LABEL, fmt_usd_per_m(rec["cost_per_million_tokens"])),
             ("TTFT p99", fmt_time(rec["ttft_p99_s"])),
             ("TPOT p99", fmt_time(rec["tpot_p99_s"])),
             ("Goodput", f"{fmt_sig(rec['goodput_requests_per_s'])} requests/s"),
@@ -160,10 +164,31 @@ def render(ctx: Context) -> None:
     if len(pareto):
         st.subheader("Pareto frontier")
         tables.show(_table(pareto))
+        st.caption(f"{thinning_rule(result['pareto_hidden'])} {GOODPUT_TEXT}")
     if result["simulations"]:
         st.subheader("Simulation check (one replica, Poisson arrivals, seeded)")
         tables.show(_simulations(result["simulations"]))
+        st.caption(warmup_text(request["simulate_requests"]))
     download_row("rooflens-plan", frame=feasible, data=result, fig=fig)
+
+
+GOODPUT_TEXT = (
+    "Goodput is the highest arrival rate a configuration serves with every SLO met (DistServe, "
+    "Zhong et al. OSDI'24): its replicas times one replica's rate at its batch cap. It jumps "
+    "from row to row with the replicas and the batch cap, not with the GPU count: fewer, wider "
+    "replicas (a higher TP) serve fewer requests/s within the same SLOs."
+)
+
+
+def warmup_text(requests: int) -> str:
+    """Why the simulation counts fewer requests than the form asks for (sim.WARMUP_SHARE)."""
+    dropped = int(WARMUP_SHARE * requests)
+    return (
+        f"Each check simulates {requests:,} requests and drops the first "
+        f"{WARMUP_SHARE * 100:g} % ({dropped:,}) as warm-up, since they meet an empty replica: "
+        f"{requests - dropped:,} requests are counted. A configuration both recommended and on "
+        "the frontier is simulated once and listed once."
+    )
 
 
 def _table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -186,14 +211,31 @@ def _table(rows: pd.DataFrame) -> pd.DataFrame:
                     rows["tokens_per_s_per_gpu"], rows["tokens_per_s_per_user"], strict=True
                 )
             ],
-            "$/h / $ per M tokens": [
-                f"${a:,.2f} / ${b:,.3f}"
+            f"$ per hour / {USD_PER_M_LABEL}": [
+                f"${fmt_number(a)} / {fmt_usd_per_m(b)}"
                 for a, b in zip(rows["cost_per_hour"], rows["cost_per_million_tokens"], strict=True)
             ],
             "memory/GPU": [fmt_bytes(v) for v in rows["memory_per_gpu_bytes"]],
-            "goodput": [fmt_quantity(v, "requests/s") for v in rows["goodput_requests_per_s"]],
+            "replicas": [_replicas(r) for r in rows.to_dict("records")],
+            "goodput (per replica)": [
+                f"{fmt_quantity(g, 'requests/s')} ({fmt_number(g / _replica_count(r))})"
+                for g, r in zip(
+                    rows["goodput_requests_per_s"], rows.to_dict("records"), strict=True
+                )
+            ],
         }
     )
+
+
+def _replica_count(row: dict[str, Any]) -> int:
+    """Replicas serving requests: the decode replicas of a disaggregated pair."""
+    return max(int(row.get("decode_replicas") or row.get("replicas") or 1), 1)
+
+
+def _replicas(row: dict[str, Any]) -> str:
+    if row["mode"] == "disaggregated":
+        return f"{row['prefill_replicas']} prefill + {row['decode_replicas']} decode"
+    return f"{row['replicas']:,}"
 
 
 def _simulations(sims: list[dict[str, Any]]) -> pd.DataFrame:
@@ -211,9 +253,10 @@ def _simulations(sims: list[dict[str, Any]]) -> pd.DataFrame:
         ]
         rows.append(
             {
-                "role": sim["role"],
-                "configuration": f"{layout}, {c['mode']}, batch cap {c['batch']:,}",
-                "requests": sim["n_requests"],
+                "role": roles(sim),
+                "configuration": f"{layout}, {c.get('weight_dtype')}/{c.get('kv_dtype')}, "
+                f"{c['mode']}, batch cap {c['batch']:,}",
+                "requests counted": f"{sim['n_requests']:,}",
                 "TTFT p50 / p99": f"{fmt_time(sim['ttft_p50_s'])} / {fmt_time(sim['ttft_p99_s'])}",
                 "TPOT p50 / p99": f"{fmt_time(sim['tpot_p50_s'])} / {fmt_time(sim['tpot_p99_s'])}",
                 "mean batch (sequences)": fmt_sig(sim["mean_batch"]),

@@ -7,11 +7,18 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rooflens.dashboard import compute
+from rooflens.dashboard import compute, tables
 from rooflens.dashboard.charts import show
 from rooflens.dashboard.controls import Context, url_state
 from rooflens.dashboard.export import download_row
 from rooflens.dashboard.figures.validation import BAND, cv_figure, error_figure
+from rooflens.dashboard.numbers import fmt_sig
+from rooflens.dashboard.validation_text import (
+    CPU_DEVICE,
+    IN_SAMPLE_TEXT,
+    e2e_run_label,
+    lead_text,
+)
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import get_profile
 from rooflens.model.units import fmt_quantity
@@ -24,7 +31,10 @@ MEASURED = SECTIONS[:3]  # the sections drawn from the picked measurements
 
 
 def render(ctx: Context) -> None:
+    from rooflens.validate.cv import CV_FILE
+
     st.header("Validation")
+    st.markdown(lead_text(pd.read_csv(CV_FILE) if CV_FILE.is_file() else None))
     sources = compute.validation_sources()
     key = url_state(ctx, "vsource", sources[0])
     hint = "the shared public sets, or a device in validate/results/"
@@ -63,10 +73,13 @@ def _measurements(source: str, section: str) -> None:
         within = float((kept[f"error_{p}"].abs() <= BAND).mean()) if len(kept) else 0.0
         column.metric(f"Within ±20 % ({p})", f"{within * 100:.1f} %", border=True,
                       help=f"share of the measured rows the {p} profile predicts within ±20 % "
-                      "(rows faster than the roofline left out)")  # fmt: skip
+                      "(rows faster than the roofline left out)"
+                      + ("; in-sample: the profile was fitted on these rows"
+                         if p == "calibrated" else ""))  # fmt: skip
     cache = int(rows["cache_effect"].sum())
     columns[-1].metric("Cache effects (left out)", fmt_quantity(cache, "rows"), border=True,
                        help="left out of the statistics; see validate/compare.py")  # fmt: skip
+    st.caption(IN_SAMPLE_TEXT)
     if section != MEASURED[0]:
         parity, roofline = compute.validation_figures(source, tuple(gpus), tuple(ops))
         fig = parity if section == MEASURED[1] else roofline
@@ -82,10 +95,8 @@ def _measurements(source: str, section: str) -> None:
         return
     summary = compute.validation_summary(source, tuple(gpus), tuple(ops))
     errors = error_figure(summary, profiles)
-    chart = st.container()  # above the table (a data grid, slow to settle), sent after it
-    table = _summary_table(summary, profiles)
-    narrow = {c: st.column_config.NumberColumn(width="small") for c in table.columns[2:]}
-    st.dataframe(table, hide_index=True, width="stretch", column_config=narrow)
+    chart = st.container()  # above the table, sent after it
+    tables.show(_summary_table(summary, profiles))  # static: its headers wrap, none is cut
     download_row("rooflens-validation", frame=summary, fig=errors)
     with chart:
         show(errors, key="validation_errors")
@@ -125,8 +136,14 @@ def _e2e() -> None:
         return
     left, right = st.columns(2)
     names = sorted(runs["run"].unique(), reverse=True)
-    labels = {r: f"{runs.loc[runs['run'] == r, 'model'].iloc[0]} · {r}" for r in names}
+    first = {r: runs[runs["run"] == r].iloc[0] for r in names}
+    labels = {r: e2e_run_label(str(f["model"]), str(f["device"]), r) for r, f in first.items()}
     run = left.selectbox("Run", names, format_func=labels.get, key="ve2e_run")
+    if str(first[run]["device"]) == CPU_DEVICE:
+        st.info(
+            "A CPU run (validate/results/e2e/cpu): it checks the operator accounting and the "
+            "host term on this machine's CPU, not a GPU's speed."
+        )
     phase = right.radio("Step", ("prefill", "decode"), horizontal=True, key="ve2e_phase")
     show(e2e_figure(runs[runs["run"] == run], phase), key="validation_e2e")
     st.caption(
@@ -136,19 +153,24 @@ def _e2e() -> None:
 
 
 def _summary_table(summary: pd.DataFrame, profiles: tuple[str, ...]) -> pd.DataFrame:
+    """One row per GPU and operator class; numbers as read (thousands separated, 3 digits)."""
+
+    def percent(values: pd.Series) -> list[str]:
+        return [fmt_sig(v * 100) for v in values]
+
     table = pd.DataFrame(
         {
             "GPU": summary["gpu"],
             "operator class": summary["op"],
-            "rows": summary["rows"],
-            "left out (cache)": summary["excluded_cache"],
-            "ideal under-predicts (% of rows)": summary["ideal_under_share"] * 100,
+            "rows": [f"{int(v):,}" for v in summary["rows"]],
+            "left out (cache)": [f"{int(v):,}" for v in summary["excluded_cache"]],
+            "ideal under-predicts (% of rows)": percent(summary["ideal_under_share"]),
         }
     )
     for p in profiles:
-        table[f"{p} median |err| (%)"] = summary[f"{p}_median"] * 100
-        table[f"{p} p90 |err| (%)"] = summary[f"{p}_p90"] * 100
-    return table.round(1)
+        table[f"{p} median |err| (%)"] = percent(summary[f"{p}_median"])
+        table[f"{p} p90 |err| (%)"] = percent(summary[f"{p}_p90"])
+    return table
 
 
 def _profile(ctx: Context) -> None:

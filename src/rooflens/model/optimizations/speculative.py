@@ -60,21 +60,45 @@ if TYPE_CHECKING:
 TOKENIZER_LINEAGE = {"mixtral": "mistral"}
 
 
-def draft_candidates(target: ModelSpec) -> list[str]:
-    """Presets that can draft for `target`: a draft must share the target's tokenizer (same
-    family lineage and vocabulary size) and be smaller. Cheapest first: fewest parameters, then
-    the longest context (a draft must hold the target's context), then id."""
+def draft_problem(target: ModelSpec, draft: ModelSpec) -> str | None:
+    """Why `draft` cannot draft for `target`, in the words the CLI and the dashboard both show;
+    None when it can. A draft must share the target's tokenizer (same family lineage and
+    vocabulary size: engines such as vLLM refuse another vocabulary) and be smaller (a larger
+    draft makes every iteration slower than plain decoding)."""
+    problems = []
     lineage = TOKENIZER_LINEAGE.get(target.family, target.family)
-    size = count_params(target).total
+    if TOKENIZER_LINEAGE.get(draft.family, draft.family) != lineage or (
+        draft.vocab_size != target.vocab_size
+    ):
+        problems.append(
+            f"another tokenizer ({draft.family}, {draft.vocab_size:,} tokens; the target's: "
+            f"{target.family}, {target.vocab_size:,})"
+        )
+    draft_params, target_params = count_params(draft).total, count_params(target).total
+    if draft_params >= target_params:
+        problems.append(
+            f"not smaller ({draft_params / 1e9:.1f} B parameters against "
+            f"{target_params / 1e9:.1f} B)"
+        )
+    if not problems:
+        return None
+    return f"{draft.id} cannot draft for {target.id}: {' and '.join(problems)}"
+
+
+def draft_candidates(target: ModelSpec) -> list[str]:
+    """Presets that can draft for `target` (`draft_problem` finds none). Cheapest first: fewest
+    parameters, then the longest context (a draft must hold the target's context), then id."""
     found = []
     for preset in model_ids():
         spec = get_model(preset)
-        same = TOKENIZER_LINEAGE.get(spec.family, spec.family) == lineage
-        if same and spec.vocab_size == target.vocab_size and spec.id != target.id:
-            params = count_params(spec).total
-            if params < size:
-                found.append((params, -spec.max_context, preset))
+        if spec.id != target.id and draft_problem(target, spec) is None:
+            found.append((count_params(spec).total, -spec.max_context, preset))
     return [preset for _, _, preset in sorted(found)]
+
+
+def no_draft_text(target: ModelSpec) -> str:
+    """What the CLI and the dashboard say when no preset can draft for `target`."""
+    return f"no preset shares {target.id}'s tokenizer and is smaller, so none can draft for it"
 
 
 def default_draft(target: ModelSpec) -> str | None:
@@ -115,12 +139,17 @@ class Speculative(Optimization):
     def draft_spec(self, target: ModelSpec) -> ModelSpec:
         """The draft model: the one given, else the target family's smallest (`default_draft`)."""
         if self["draft"]:
-            return get_model(self["draft"])
+            draft = get_model(self["draft"])
+            problem = draft_problem(target, draft)
+            if problem:
+                fits = ", ".join(draft_candidates(target)[:3]) or "none among the presets"
+                raise RooflensError(f"--opt speculative: {problem}; drafts that can: {fits}")
+            return draft
         found = default_draft(target)
         if found is None:
             raise RooflensError(
-                f"--opt speculative: no preset shares {target.id}'s tokenizer to draft for it; "
-                "give one with draft=MODEL (a preset id or a spec file)"
+                f"--opt speculative: {no_draft_text(target)}; give a draft with draft=MODEL "
+                "(a preset id or a spec file), or use medusa or lookahead, which need no draft"
             )
         return get_model(found)
 
@@ -181,11 +210,12 @@ class Speculative(Optimization):
         def describe(t: StepTiming, speedup: float) -> str:
             drafted = [p for p in t.decode_priced if p.op.phase == "draft"]
             cost_ratio = float(np.mean(step_time_s(drafted))) / gamma / plain_s
+            slower = " (slower than plain decoding: speculation does not pay here)"
             return (
                 f"speculative: draft {self.draft_spec(sc.model).id}, γ={gamma}, α={alpha:g}: "
                 f"{t.tokens_per_step:.2f} tokens per target step, draft/target step cost "
                 f"c={cost_ratio:.3f}, decode speedup {speedup:.2f}x over plain decoding at "
-                f"batch {w.batch}"
+                f"batch {w.batch}" + (slower if speedup < 1 else "")
             )
 
         return retime_with_timing(self, pred, sc, pipeline, describe)

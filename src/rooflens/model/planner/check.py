@@ -104,6 +104,36 @@ def _simulate_trace(
                     chunk_tokens, decode_arrivals, xfer, slo_s=slo)  # fmt: skip
 
 
+CONFIG_KEYS = ("gpu", "n_gpus", "tp", "pp", "ep", "mode", "batch", "weight_dtype", "kv_dtype",
+               "opts")  # fmt: skip
+
+
+def sim_config(row: dict[str, Any]) -> dict[str, Any]:
+    """What names a simulated configuration (a plan row's layout, scheduler, cap and dtypes)."""
+    return {**{k: row.get(k) for k in CONFIG_KEYS}, "prefill_gpu": row.get("prefill_gpu") or ""}
+
+
+def unsimulated(
+    picks: list[tuple[str, dict[str, Any]]], sims: list[dict[str, Any]]
+) -> list[tuple[str, dict[str, Any]]]:
+    """The picks not simulated yet; a pick already in `sims` (the recommendation is often the
+    frontier's first point) adds its role to that simulation's `also` list instead of being
+    simulated and listed twice (`roles` says both)."""
+    out = []
+    for role, row in picks:
+        same = [s for s in sims if s["config"] == sim_config(row)]
+        for s in same:
+            s["also"] = [*s.get("also", []), role]
+        if not same:
+            out.append((role, row))
+    return out
+
+
+def roles(sim: dict[str, Any]) -> str:
+    """A simulation's roles, for a table: 'recommended, pareto'."""
+    return ", ".join([sim["role"], *sim.get("also", [])])
+
+
 def check_by_simulation(
     rows: list[tuple[str, dict[str, Any]]], sweep: SweepResult, space: SweepSpace,
     w: ServingWorkload, n_requests: int, seed: int,
@@ -131,8 +161,7 @@ def check_by_simulation(
                                         ("TPOT mean", sim.tpot_mean_s, slo.tpot_mean_s))
             if target is not None and value > target
         ]  # fmt: skip
-        config = {k: row[k] for k in ("gpu", "n_gpus", "tp", "pp", "ep", "mode", "batch", "opts")}
-        config["prefill_gpu"] = row.get("prefill_gpu") or ""
+        config = sim_config(row)
         out.append({"role": role, "config": config, **sim.to_dict(), "optimistic": flags,
                     "sim_misses_slo": misses,
                     "goodput_requests_per_s": sim.slo_attainment * w.rate_per_s})  # fmt: skip

@@ -18,7 +18,7 @@ from rooflens.model.planner.serving import LengthStats
 from rooflens.model.planner.space import SweepSpace
 from rooflens.model.planner.sweep import SweepResult, first_record
 from rooflens.model.planner.workload import ServingWorkload
-from rooflens.model.units import fmt_bytes, fmt_time
+from rooflens.model.units import fmt_bytes, fmt_number, fmt_time
 
 MODE_LABEL = {
     "colocated": "prefill and decode on the same GPUs (prefill stalls decode)",
@@ -99,8 +99,9 @@ def explain_recommendation(
     slo = w.slo
     lines = [
         f"Recommended: {describe(row)}.",
-        f"Cost: ${row['cost_per_hour']:.2f}/h for {row['output_tokens_per_s']:,.0f} output "
-        f"tokens/s = ${row['cost_per_million_tokens']:.3f} per million output tokens.",
+        f"Cost: ${fmt_number(row['cost_per_hour'])} per hour for "
+        f"{row['output_tokens_per_s']:,.0f} output tokens/s = "
+        f"${fmt_number(row['cost_per_million_tokens'])} per million output tokens.",
     ]
     memory_caps_batch = row["batch"] >= row["max_batch_memory"]
     ratios = {"memory": 1.0 if memory_caps_batch else 0.0, "capacity": row["load"]}
@@ -236,7 +237,8 @@ def nearest_alternatives(
         found = result.feasible
         if len(found):
             best = first_record(found.sort_values(["cost_per_hour", "n_gpus", "tpot_p99_s"]))
-            summary = f"{describe(best)}: ${best['cost_per_million_tokens']:.3f} per million tokens"
+            usd = fmt_number(best["cost_per_million_tokens"])
+            summary = f"{describe(best)}: ${usd} per million output tokens"
             out.append({"change": change, "summary": summary, **best})
         elif len(result.rows):
             miss = first_record(result.rows.sort_values(["slo_ratio", "cost_per_hour"]))

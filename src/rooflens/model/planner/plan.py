@@ -18,12 +18,18 @@ import pandas as pd
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.model.analysis.energy import energy
-from rooflens.model.planner.check import MAX_SIMULATIONS, RANK, check_by_simulation, verify
+from rooflens.model.planner.check import (
+    MAX_SIMULATIONS,
+    RANK,
+    check_by_simulation,
+    unsimulated,
+    verify,
+)
 from rooflens.model.planner.curves import Group
 from rooflens.model.planner.explain import describe, explain_infeasible, explain_recommendation
 from rooflens.model.planner.grid import goodput, goodput_of, per_dollar_key
 from rooflens.model.planner.mixed import evaluate_pair, prefill_group
-from rooflens.model.planner.pareto import pareto_mask
+from rooflens.model.planner.pareto import pareto_mask, thin_mask
 from rooflens.model.planner.plan_args import check_simulation
 from rooflens.model.planner.serving import LengthStats
 from rooflens.model.planner.space import SweepSpace
@@ -44,6 +50,7 @@ class Plan:
     elapsed_s: float = 0.0
     verified: bool | None = None  # the recommendation passed the simulation (None: not run)
     relaxation: dict[str, Any] | None = None  # infeasible: the nearest SLO loosening (relax.py)
+    pareto_hidden: int = 0  # frontier points thinned out (pareto.thinning_rule)
 
     def to_dict(self) -> dict[str, Any]:
         w = self.workload
@@ -64,6 +71,7 @@ class Plan:
             "recommended": self.recommended,
             "recommended_verified_by_simulation": self.verified,
             "pareto": self.pareto,
+            "pareto_hidden": self.pareto_hidden,
             "n_configs_evaluated": self.sweep.n_configs,
             "elapsed_s": self.elapsed_s,
             "sweep_s": self.sweep.elapsed_s,
@@ -125,6 +133,16 @@ def frontier(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[mask].sort_values("tokens_per_s_per_gpu", ascending=False)
 
 
+def thinned(front: pd.DataFrame) -> pd.DataFrame:
+    """The frontier less the points that differ from a listed one by under MIN_USER_GAIN per
+    user (pareto.thin_mask; the rule in words: pareto.thinning_rule)."""
+    if front.empty:
+        return front
+    keep = thin_mask(front["tokens_per_s_per_gpu"].to_numpy(),
+                     front["tokens_per_s_per_user"].to_numpy())  # fmt: skip
+    return front[keep]
+
+
 def plan(
     space: SweepSpace,
     workload: ServingWorkload,
@@ -150,7 +168,7 @@ def plan(
     by_goodput = space.objective == "goodput-per-dollar"
     rec = best_goodput_per_dollar(feasible) if by_goodput else cheapest(feasible)
     front = frontier(feasible)
-    pareto = records(front)
+    pareto = records(thinned(front))
     attach_goodput([r for r in (rec, *pareto) if r is not None], sweep, space, workload)
     alts: list[dict[str, Any]] = []
     relax: dict[str, Any] | None = None
@@ -185,8 +203,8 @@ def plan(
         verified_flag = verified is not None
         stride = max(1, len(pareto) // max(max_simulated_pareto, 1))
         picks = [("pareto", p) for p in pareto[::stride]]
-        sims += check_by_simulation(picks[:max_simulated_pareto], sweep, space, workload,
-                                    simulate_requests, seed)  # fmt: skip
+        sims += check_by_simulation(unsimulated(picks[:max_simulated_pareto], sims), sweep,
+                                    space, workload, simulate_requests, seed)  # fmt: skip
     if rec is not None:
         attach_goodput([rec], sweep, space, workload)
     lines: list[str] = []
@@ -205,7 +223,8 @@ def plan(
             "batch; idle + utilisation-weighted power up to TDP."
         )
     return Plan(space, workload, sweep, rec, pareto, lines, alts, sims,
-                time.perf_counter() - start, verified_flag, relax)  # fmt: skip
+                time.perf_counter() - start, verified_flag, relax,
+                len(front) - len(pareto))  # fmt: skip
 
 
 def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, chunk: int) -> Any:

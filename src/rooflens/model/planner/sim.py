@@ -32,6 +32,8 @@ import numpy as np
 from rooflens.model.planner.serving import CHUNK_TOKENS
 from rooflens.model.planner.step_costs import StepCosts
 
+WARMUP_SHARE = 0.1  # the first requests, left out of every summary: they meet an empty replica
+
 
 @dataclass(frozen=True)
 class SimResult:
@@ -119,7 +121,7 @@ def simulate(
     chunk_tokens: int = CHUNK_TOKENS,
     decode_arrival_s: np.ndarray | None = None,
     kv_transfer_s: np.ndarray | None = None,
-    warmup: float = 0.1,
+    warmup: float = WARMUP_SHARE,
     slo_s: tuple[float | None, float | None] = (None, None),
 ) -> SimResult:
     """`replay`, summarised after dropping the first `warmup` share of requests; `slo_s`:

@@ -107,7 +107,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from rooflens.model.planner.plan_args import build_request
 
     for path, what in ((args.csv, "--csv"), (args.html, "--html")):
-        if path:
+        if path is not None:  # '' too: it names no file
             check_writable(path, what)  # before the sweep, not after it
 
     space, workload = build_request(
@@ -130,10 +130,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
                       progress=bar, alternatives=args.explain_alternatives or None)  # fmt: skip
     finally:
         bar.close()
-    if args.csv:
-        atomic_write_csv(args.csv, report.csv_frame(result))
-    if args.html:
-        atomic_write_text(args.html, report.html(result))
+    if args.csv is not None:
+        atomic_write_csv(args.csv, report.csv_frame(result), "--csv")
+    if args.html is not None:
+        atomic_write_text(args.html, report.html(result), "--html")
     if args.json:
         print(to_json(result.to_dict()))
     elif args.md:

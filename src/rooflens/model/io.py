@@ -124,6 +124,28 @@ def atomic_write_csv(path: str | Path, frame: pd.DataFrame, what: str = "output"
     return atomic_write_text(path, frame.to_csv(index=False), what)
 
 
+def read_input_text(path: str | Path, what: str) -> str:
+    """A user's text file, whole: a regular file, or a pipe or device (`/dev/stdin`, `<(…)`);
+    a UTF-8 byte-order mark is dropped. A folder, a missing path or unreadable bytes end in one
+    line that says which."""
+    target = Path(path)
+    kind = _kind(target)
+    if kind == "folder":
+        raise RooflensError(f"{what} '{path}' is a folder; give a file")
+    if kind in ("missing", "dangling"):
+        raise RooflensError(f"{what} not found: {path}")
+    try:
+        data = target.read_bytes()
+    except OSError as exc:
+        raise RooflensError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise RooflensError(
+            f"{what} '{path}' is not UTF-8 text (byte {exc.start:,} of {len(data):,})"
+        ) from None
+
+
 def to_json(data: Any) -> str:
     """JSON text for scripts; numpy scalars become plain numbers."""
 

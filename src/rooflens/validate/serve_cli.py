@@ -136,6 +136,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "file": r.path,
         "requests": int(r.input_lens.size),
         "failed": r.n_failed,
+        "chunked": r.n_chunked,
         "arrivals": arrivals(r, args.seed)[2],
         "batch_cap": cap,
         "slo": {"ttft_s": args.ttft_slo, "tpot_s": args.tpot_slo},
@@ -238,6 +239,11 @@ def _print(out: dict[str, Any]) -> None:
         console.print("goodput: no --ttft-slo/--tpot-slo given, so every request counts")
     if out["failed"]:
         console.print(f"{out['failed']} failed requests left out of the replay")
+    if out["chunked"]:
+        console.print(
+            f"{out['chunked']} requests have fewer inter-token latencies than output tokens "
+            "− 1 (tokens streamed several at a time): ITLs count the chunks, TPOT the tokens"
+        )
     if out["fit"]:
         f = out["fit"]
         console.print(

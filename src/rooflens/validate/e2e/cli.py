@@ -71,6 +71,7 @@ def _free_bytes(device: str) -> float:
 
 
 def cmd_e2e(args: argparse.Namespace) -> int:
+    from rooflens.model.io import check_writable
     from rooflens.model.predict.scenario import DEFAULT_OVERHEAD_BYTES
     from rooflens.model.pricing.host import EAGER_LAUNCH_S
     from rooflens.model.specs.presets import get_model
@@ -78,8 +79,6 @@ def cmd_e2e(args: argparse.Namespace) -> int:
     from rooflens.validate.e2e.layout import check_supported
     from rooflens.validate.e2e.predict import RunSetup, image_tokens
     from rooflens.validate.e2e.run import TORCH_DTYPES, RunConfig, run
-
-    from rooflens.model.io import check_writable
 
     if args.output is not None:
         check_writable(args.output, "-o")  # before the run, not after it
@@ -249,7 +248,10 @@ def add_e2e_parser(vsub: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="GPU: decode eagerly, not in a CUDA graph (shows a host-bound decode)",
     )
     e.add_argument(
-        "--layers", type=whole(0), default=0, help="run N layers, scale per-layer time to the full depth"
+        "--layers",
+        type=whole(0),
+        default=0,
+        help="run N layers, scale per-layer time to the full depth",
     )
     e.add_argument("--repeats", type=whole(0, 10_000), default=0,
                    help="timed prefills (decode: 4x; default 5)")  # fmt: skip

@@ -20,6 +20,12 @@ from pydantic import BaseModel, ConfigDict
 from rooflens.hardware.errors import RooflensError
 
 FIELDS = ("timestamp", "input_len", "output_len")
+# A trace this long gives the rate and the length distributions to a fraction of a percent;
+# beyond it reading costs seconds per million lines and the memory of every request.
+MAX_TRACE_REQUESTS = 2_000_000
+MAX_TOKENS = 10**8  # longer than any context window: a typing slip
+MAX_RATE_PER_S = 1e6  # no deployment serves a million requests a second
+MAX_SPAN_S = 1e9  # 30 years
 
 
 class RequestTrace(BaseModel):
@@ -75,20 +81,41 @@ class RequestTrace(BaseModel):
 
 
 def read_trace(path: str | Path) -> RequestTrace:
-    """Parse and check a JSONL trace; every problem is one line naming the line number."""
+    """Parse and check a JSONL trace, line by line (a file of any size is streamed, never read
+    whole); every problem is one line naming the line number and the field, never a string of
+    the file. At most MAX_TRACE_REQUESTS requests."""
     p = Path(path)
-    if not p.is_file():
+    if p.is_dir():
+        raise RooflensError(f"trace '{p}' is a folder; give a JSONL file")
+    if not p.exists():
         raise RooflensError(f"trace not found: {p}")
     rows = []
-    for number, line in enumerate(p.read_text(errors="replace").splitlines(), start=1):
-        if line.strip():
-            rows.append(_row(line, number, p))
+    try:
+        with open(p, encoding="utf-8-sig", errors="replace") as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    rows.append(_row(line, number, p))
+                    if len(rows) > MAX_TRACE_REQUESTS:
+                        raise RooflensError(
+                            f"{p}: more than {MAX_TRACE_REQUESTS:,} requests, the most "
+                            "`plan --trace` reads; give a sample of the trace (its rate and "
+                            "lengths are what the plan uses)"
+                        )
+    except OSError as exc:
+        raise RooflensError(f"cannot read trace '{p}': {exc.strerror or exc}") from None
     if len(rows) < 2:
         raise RooflensError(f"{p}: a trace needs at least two requests (one JSON object a line)")
     rows.sort(key=lambda r: r[0])
     t0 = rows[0][0]
-    if rows[-1][0] - t0 <= 0:
+    span = rows[-1][0] - t0
+    if span <= 0:
         raise RooflensError(f"{p}: every timestamp is the same; the arrival rate is undefined")
+    if (len(rows) - 1) / span > MAX_RATE_PER_S or span > MAX_SPAN_S:
+        raise RooflensError(
+            f"{p}: {len(rows):,} requests over {span:.3g} s is not a serving load (rates up to "
+            f"{MAX_RATE_PER_S:.0e} requests/s, spans up to {MAX_SPAN_S:.0e} s); are the "
+            "timestamps in seconds?"
+        )
     return RequestTrace(
         path=str(p),
         timestamp_s=tuple(r[0] - t0 for r in rows),
@@ -103,35 +130,42 @@ def _row(line: str, number: int, p: Path) -> tuple[float, int, int, str, int]:
     where = f"{p} line {number}"
     try:
         d = json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         raise RooflensError(f"{where}: not a JSON object") from None
     if not isinstance(d, dict):
         raise RooflensError(f"{where}: not a JSON object")
     missing = [k for k in FIELDS if k not in d]
     if missing:
         raise RooflensError(f"{where}: missing '{missing[0]}' (need {', '.join(FIELDS)})")
-    try:
-        t = float(d["timestamp"])
-        ins, outs = _count(d["input_len"]), _count(d["output_len"])
-        plen = _count(d.get("prefix_len", 0), allow_zero=True)
-    except (TypeError, ValueError) as exc:
-        raise RooflensError(f"{where}: {exc}") from None
-    if not math.isfinite(t):
+    t = d["timestamp"]
+    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
         raise RooflensError(f"{where}: timestamp must be a finite number of seconds")
+    ins = _count(d["input_len"], where, "input_len")
+    outs = _count(d["output_len"], where, "output_len")
+    plen = _count(d.get("prefix_len", 0), where, "prefix_len", allow_zero=True)
     pid = d.get("prefix_id")
+    if pid is not None and not isinstance(pid, str | int):
+        raise RooflensError(f"{where}: prefix_id must be text or a whole number")
     pid = "" if pid is None else str(pid)
     if plen and not pid:
         raise RooflensError(f"{where}: prefix_len without a prefix_id")
     if pid and not plen:
-        raise RooflensError(f"{where}: prefix_id '{pid}' needs a prefix_len ≥ 1")
+        raise RooflensError(f"{where}: a prefix_id needs a prefix_len ≥ 1")
     if plen > ins:
         raise RooflensError(f"{where}: prefix_len {plen} exceeds input_len {ins}")
-    return t, ins, outs, pid, plen
+    return float(t), ins, outs, pid, plen
 
 
-def _count(value: object, allow_zero: bool = False) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        raise ValueError(f"'{value}' is not a whole number of tokens")
-    if int(value) < (0 if allow_zero else 1):
-        raise ValueError(f"'{value}' tokens: must be ≥ {0 if allow_zero else 1}")
+def _count(value: object, where: str, key: str, allow_zero: bool = False) -> int:
+    lo = 0 if allow_zero else 1
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value != int(value)
+        or not lo <= value <= MAX_TOKENS
+    ):
+        raise RooflensError(
+            f"{where}: {key} must be a whole number of tokens in [{lo}, {MAX_TOKENS:.0e}]"
+        )
     return int(value)

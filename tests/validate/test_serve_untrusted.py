@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from test_serve_read import vllm_doc
 
 from rooflens.cli import main
-from tests.validate.test_serve_read import vllm_doc
 
 ARGS = ["--model", "llama-3-8b", "--gpu", "h100-sxm"]
 

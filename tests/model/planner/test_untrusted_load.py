@@ -61,9 +61,7 @@ def test_requests_over_the_context_are_refused_by_count(tmp_path: Path, capsys) 
          "prefix_len"),
     ],
 )  # fmt: skip
-def test_bad_rows_are_one_line(
-    tmp_path: Path, capsys, row: str, named: str
-) -> None:  # type: ignore[no-untyped-def]
+def test_bad_rows_are_one_line(tmp_path: Path, capsys, row: str, named: str) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "t.jsonl"
     path.write_text('{"timestamp": 0, "input_len": 5, "output_len": 5}\n' + row + "\n")
     assert main([*PLAN, "--model", "llama-3-8b", "--trace", str(path)]) == 2

@@ -256,3 +256,32 @@ def test_validate_e2e_bounds_before_running(capsys, extra: list[str], named: str
     start = time.perf_counter()
     assert named in one_line_error(capsys, [*E2E, *extra])
     assert time.perf_counter() - start < 2.0
+
+
+def test_a_config_with_a_bom_or_from_a_pipe_is_read(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    config = (Path(__file__).parents[1] / "model" / "fixtures" / "Meta-Llama-3-8B" /
+              "config.json").read_bytes()  # fmt: skip
+    bom = tmp_path / "config.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + config)
+    assert main(["memory", "--model", str(bom), "--gpu", "h100-sxm", "--json"]) == 0
+    expected = json.loads(capsys.readouterr().out)
+    r, w = os.pipe()  # what /dev/stdin is under `rooflens … --model /dev/stdin < config.json`
+    os.write(w, config)
+    os.close(w)
+    try:
+        assert main(["memory", "--model", f"/proc/self/fd/{r}", "--gpu", "h100-sxm",
+                     "--json"]) == 0  # fmt: skip
+    finally:
+        os.close(r)
+    assert json.loads(capsys.readouterr().out) == expected
+
+
+def test_a_folder_is_not_reported_as_missing(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    for argv in (["kernels", "predict", "--gpu", "h100-sxm", str(tmp_path)],
+                 ["memory", "--model", f"{tmp_path}/", "--gpu", "h100-sxm"],
+                 ["plan", "--model", "llama-3-8b", "--gpus", "h100-sxm", "--trace",
+                  str(tmp_path)]):  # fmt: skip
+        err = one_line_error(capsys, argv)
+        assert "folder" in err and "not found" not in err, argv

@@ -97,3 +97,20 @@ def test_a_folder_is_not_reported_as_missing(tmp_path: Path, capsys) -> None:  #
     assert main(["validate", "serve", str(tmp_path), *ARGS]) == 2
     err = capsys.readouterr().err
     assert "folder" in err and "not found" not in err
+
+
+def test_flat_itls_are_named_not_a_numpy_message(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = run_file(tmp_path, capsys, vllm_doc(itls=[0.1, 0.2, 0.3]))
+    assert code == 2 and "'itls'" in err and "zero-dimensional" not in err
+
+
+def test_a_serving_profile_with_nan_is_one_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    profile = tmp_path / "p.yaml"
+    profile.write_text("kind: rooflens-serving-profile\nengine: vllm\nmodel: llama-3-8b\n"
+                       "gpu: h100-sxm\nmode: chunked\nstep_overhead_s: .nan\nmax_batch: 32\n"
+                       "measured_mean_concurrency: 4\n")  # fmt: skip
+    argv = ["plan", "--model", "llama-3-8b", "--gpus", "h100-sxm", "--tp", "1", "--rate", "1",
+            "--sim-requests", "0", "--serving-profile", str(profile)]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "step_overhead_s" in err and "validation error" not in err

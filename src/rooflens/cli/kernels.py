@@ -35,7 +35,9 @@ def cmd_kernels_predict(args: argparse.Namespace) -> int:
     if args.output is not None:
         check_writable(args.output, "-o")
     path = Path(args.input)
-    if not path.is_file():
+    if path.is_dir():
+        raise RooflensError(f"input '{path}' is a folder; give a CSV file")
+    if not path.exists():
         raise RooflensError(f"input file not found: {path}")
     try:
         frame = pd.read_csv(path)

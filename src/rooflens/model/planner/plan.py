@@ -198,8 +198,7 @@ def plan(
     if rec is not None:
         lines.append(goodput_line(rec, workload))
     lines += checks
-    no_tdp = rec is not None and get_gpu(rec["gpu"]).tdp_watts is None
-    if no_tdp:  # energy is a by-product: a spec without a TDP leaves it out, not the plan
+    if rec is not None and get_gpu(rec["gpu"]).tdp_watts is None:  # energy is a by-product:
         lines.append(f"Energy: not estimated; GPU spec '{rec['gpu']}' gives no tdp_watts.")
     elif rec is not None:  # energy per token of the recommendation (model/analysis/energy.py)
         rec = rec | _row_energy(rec, space.model, workload, space.profile, space.chunk_tokens)

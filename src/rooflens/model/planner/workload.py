@@ -140,10 +140,12 @@ class LengthDist(_Frozen):
 
 def _read_lengths(path: Path) -> tuple[int, ...]:
     check_readable(path)  # a server (the dashboard) reads only uploads: hardware/presets.py
-    if not path.is_file():
+    if path.is_dir():
+        raise RooflensError(f"length file '{path}' is a folder; give a file")
+    if not path.exists():
         raise RooflensError(f"length file not found: {path}")
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise RooflensError(f"cannot read lengths from {path} ({type(exc).__name__})") from None
     values = []

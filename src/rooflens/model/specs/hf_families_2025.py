@@ -121,16 +121,20 @@ def gemma3_text(cfg: Config) -> dict[str, Any]:
     }
 
 
+def _section(cfg: Config, key: str) -> Config:
+    """A nested config object (Gemma 3's text_config, vision_config), or a one-line refusal."""
+    value = cfg.data.get(key)
+    if not isinstance(value, dict):
+        raise cfg.fail(key, f"must be an object of settings, got {described(value)}")
+    return Config(value, cfg.path, cfg.architecture)
+
+
 def gemma3_vlm(cfg: Config) -> dict[str, Any]:
     """Gemma3ForConditionalGeneration: the Gemma 3 language model (`text_config`) and a SigLIP
     vision tower (`vision_config`, SiglipVisionConfig defaults) whose 64 × 64 patch grid is
     average-pooled to `mm_tokens_per_image` (256) soft tokens per image (Gemma 3 report §2.1)."""
-    text, vision = cfg.data.get("text_config"), cfg.data.get("vision_config")
-    for key, value in (("text_config", text), ("vision_config", vision)):
-        if not isinstance(value, dict):
-            raise cfg.fail(key, f"must be an object of settings, got {described(value)}")
-    fields = gemma3_text(Config(text, cfg.path, cfg.architecture))
-    v = Config(vision, cfg.path, cfg.architecture)
+    text, v = (_section(cfg, key) for key in ("text_config", "vision_config"))
+    fields = gemma3_text(text)
     fields["vision"] = {
         "n_layers": v.get_layers(12),
         "d_model": v.get_int("hidden_size", 768),

@@ -102,3 +102,22 @@ def test_the_replica_refuses_what_would_never_end(change: dict, message: str) ->
         replay(Linear(const=0.01), "chunked", kwargs["arrival"], np.array([10.0, 10.0]),
                kwargs["outputs"], kwargs["cap"], 64, concurrency=kwargs["concurrency"])  # fmt: skip
     assert time.perf_counter() - start < 1
+
+
+def test_progress_is_reported_and_a_pipe_is_read(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    monkeypatch.setattr(trace_module, "BATCH", 50)
+    path = long_tail(tmp_path / "t.jsonl", 1000)
+    calls: list[tuple[int, int | None]] = []
+    read_trace(path, progress=lambda done, total: calls.append((done, total)))
+    assert calls[0] == (50, 200) and calls[-1] == (200, 200) and len(calls) == 4
+    r, w = os.pipe()  # what `--trace /dev/stdin < trace.jsonl` reads
+    assert len(path.read_bytes()) < 65536  # fits the pipe's buffer: no writer process needed
+    os.write(w, path.read_bytes())
+    os.close(w)
+    piped = read_trace(
+        f"/proc/self/fd/{r}", progress=lambda done, total: calls.append((done, total))
+    )
+    os.close(r)
+    assert piped.input_len == read_trace(path).input_len and calls[-1] == (200, None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -82,16 +82,23 @@ class RequestTrace(BaseModel):
         return picked[:limit] if picked.size else np.array([0])
 
 
-def read_trace(path: str | Path) -> RequestTrace:
+TraceSource = str | Path | RequestTrace  # a trace's path, or the trace already read
+
+
+def read_trace(
+    path: str | Path, progress: Callable[[int, int | None], None] | None = None
+) -> RequestTrace:
     """Parse and check a JSONL trace, line by line (a file of any size is streamed, never read
     whole); every problem is one line naming the line number and the field, never a string of
-    the file. At most MAX_TRACE_REQUESTS requests."""
+    the file. At most MAX_TRACE_REQUESTS requests. `progress(lines read, lines in all or None
+    for a pipe)` is called after each batch."""
     p = Path(path)
     if p.is_dir():
         raise RooflensError(f"trace '{p}' is a folder; give a JSONL file")
     if not p.exists():
         raise RooflensError(f"trace not found: {p}")
-    if p.is_file() and _lines(p) > MAX_TRACE_REQUESTS:  # a second per GB, before any parsing
+    total = _lines(p) if p.is_file() else None  # a second per GB, before any parsing
+    if total is not None and total > MAX_TRACE_REQUESTS:
         raise RooflensError(_too_long(p))
     parts: list[Columns] = []
     count = 0
@@ -105,6 +112,8 @@ def read_trace(path: str | Path) -> RequestTrace:
                     cols = _as_columns(rows)
                 parts.append(cols)
                 count += len(values)
+                if progress is not None:
+                    progress(batch[-1][0], total)
                 if count > MAX_TRACE_REQUESTS:  # a pipe: counted while read
                     raise RooflensError(_too_long(p))
     except OSError as exc:

@@ -6,6 +6,10 @@ and `output_len` (tokens), and optionally `prefix_id` (requests with the same id
 first `prefix_len` prompt tokens: a system prompt, a conversation so far, a few-shot header).
 The analytical model reads the trace's mean rate and its empirical length distributions; the
 simulation check replays its arrival times and lengths, routed at random over the replicas.
+
+A trace is user input: it is streamed in batches (never read whole), holds at most
+MAX_TRACE_REQUESTS requests, and every field is checked (finite times, whole token counts in
+range, a plausible rate); an error names the line and the field, never a string of the file.
 """
 
 from __future__ import annotations
@@ -123,7 +127,8 @@ def read_trace(
     t, ins, outs, plen = (np.concatenate([c[i] for c in parts]) for i in (0, 1, 2, 4))
     pid = [x for c in parts for x in c[3]]
     order = np.argsort(t, kind="stable")
-    t = t[order] - t[order[0]]
+    with np.errstate(over="ignore"):  # ±1e308 apart: an infinite span, refused below
+        t = t[order] - t[order[0]]
     span = float(t[-1])
     if span <= 0:
         raise RooflensError(f"{p}: every timestamp is the same; the arrival rate is undefined")

@@ -41,6 +41,7 @@ INF, NAN = float("inf"), float("nan")
         ({"max_concurrency": [2]}, "max_concurrency"),  # TypeError
         ({"start_times": [NAN, NAN, NAN]}, "start_times"),  # hung
         ({"start_times": [0.0, 1.0]}, "start_times"),  # dropped without a word
+        ({"start_times": [1e308, -1e308, 0.0]}, "start_times"),  # overflow warnings
         ({"ttfts": [-0.1, 0.2, 0.4]}, "ttfts"),  # negative TPOT and concurrency
         ({"itls": [[-0.02, 0.04], [], [0.01] * 4]}, "itls"),
         ({"itls": [[[0.1]], [], []]}, "itls"),  # nested

@@ -57,6 +57,8 @@ def test_requests_over_the_context_are_refused_by_count(tmp_path: Path, capsys) 
         ('{"timestamp": 1, "input_len": "password=hunter2", "output_len": 5}', "input_len"),
         ('{"timestamp": 1, "input_len": 1e300, "output_len": 5}', "input_len"),
         ('{"timestamp": 1e-300, "input_len": 5, "output_len": 5}', "timestamps"),
+        ('{"timestamp": 1e308, "input_len": 5, "output_len": 5}\n'
+         '{"timestamp": -1e308, "input_len": 5, "output_len": 5}', "timestamps"),
         ('{"timestamp": 1, "input_len": 5, "output_len": 5, "prefix_id": "hunter2"}',
          "prefix_len"),
     ],

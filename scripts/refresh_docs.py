@@ -2,8 +2,9 @@
 documentation shows what the current code prints.
 
 An example is a fenced block whose first line starts with `$ rooflens`; continuation lines end
-with a backslash; a trailing `  # comment` is not run; a block whose command does not parse (a
-placeholder such as `[--opt ...]`) is left alone. Blocks with several commands are re-run
+with a backslash; a trailing `  # comment` is not run; a trailing `| grep -E PATTERN` filters
+the output; a block whose command does not parse (a placeholder such as `[--opt ...]`) is left
+alone and named, never rewritten with the argparse error. Blocks with several commands are re-run
 command by command. Output is captured at a fixed terminal width (COLUMNS=130) so tables
 render the same everywhere.
 
@@ -43,11 +44,18 @@ def commands_in(block: str) -> list[tuple[str, str]]:
 
 
 def run(command: str) -> str:
+    """The command's output; a trailing `| grep -E PATTERN` keeps the lines that match, as the
+    shell would (the example is run without a shell, so the pipe is applied here)."""
     env = {**os.environ, "COLUMNS": WIDTH, "TERM": "dumb"}
+    command, _, pattern = command.partition(" | grep -E ")
     argv = shlex.split(command)
     argv[0] = str(Path(sys.executable).with_name("rooflens"))
     done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env, check=False)
-    return (done.stdout + done.stderr).rstrip()
+    out = (done.stdout + done.stderr).rstrip()
+    if pattern:
+        regex = re.compile(shlex.split(pattern)[0])
+        out = "\n".join(line for line in out.splitlines() if regex.search(line))
+    return out
 
 
 def refresh(text: str) -> tuple[str, int]:
@@ -60,8 +68,9 @@ def refresh(text: str) -> tuple[str, int]:
         if not cmds or not block.startswith("$ rooflens"):
             return match.group(0)
         outputs = [run(command.split("  #")[0]) for _, command in cmds]
-        if any("usage: rooflens" in out for out in outputs):  # a placeholder, not a command
-            return match.group(0)
+        if any("usage: rooflens" in out or "see `rooflens" in out for out in outputs):
+            print(f"left alone (does not parse): {cmds[0][1][:80]}", file=sys.stderr)
+            return match.group(0)  # a placeholder or a broken example, never shown as output
         body = "\n".join(f"{w}\n{out}" for (w, _), out in zip(cmds, outputs, strict=True)) + "\n"
         changed += body != block
         fence = match.group(0).split("\n", 1)[0]

@@ -195,3 +195,93 @@ def test_a_bug_says_where_to_report_it_and_debug_shows_the_traceback(capsys, mon
     assert err.count("\n") == 1 and "report" in err and "--debug" in err
     with pytest.raises(KeyError):
         main(["list", "gpus", "--debug"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "advice"),
+    [
+        (["--model", "deepseek-v3", "--gpu", "h100-sxm", "--tp", "8", "--ep", "8", "--batch", "1",
+          "--context", "4096"], "--tp 16 --ep 16"),
+        (["--model", "mixtral-8x7b", "--gpu", "l4", "--tp", "2", "--ep", "2"], "--ep"),
+    ],
+)  # fmt: skip
+def test_the_fit_search_gives_advice_not_its_own_error(capsys, argv, advice) -> None:  # type: ignore[no-untyped-def]
+    assert main(["memory", *argv]) == 3  # issue 27 §4: once exit 2, "--ep 8 ... --tp 16"
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and advice in err and "must be a multiple" not in err
+
+
+def test_a_gpu_without_tdp_leaves_energy_out(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spec = get_gpu("h100-sxm").model_dump()
+    spec.pop("tdp_watts")
+    spec["sources"].pop("tdp_watts", None)
+    path = tmp_path / "no-tdp.json"
+    path.write_text(json.dumps(spec))
+    assert main([*PREDICT, "--gpu", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["energy"] is None and "tdp_watts" in out["notes"][0] and out["tpot_s"] > 0
+    plan = [*PLAN, "--gpus", str(path), "--price", f"{path}=2", "--json"]
+    assert main(plan) in (0, 3)
+    assert any("tdp_watts" in line for line in json.loads(capsys.readouterr().out)["explanation"])
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_usd_per_kwh_must_be_finite(capsys, value: str, json_flag: list[str]) -> None:  # type: ignore[no-untyped-def]
+    assert value in one_line_error(capsys, [*PREDICT, "--usd-per-kwh", value, *json_flag])
+
+
+def test_a_gpu_spec_of_absurd_bandwidth_is_one_line(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spec = get_gpu("h100-sxm").model_dump() | {"hbm_bytes_per_s": 1e-300}
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(spec))
+    assert "hbm_bytes_per_s" in one_line_error(capsys, [*PREDICT, "--gpu", str(path)])
+
+
+E2E = ["validate", "e2e", "--model", "llama-3-8b", "--device", "cpu"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--batch", "99999999999"], "--batch"),  # hung in the memory check
+        (["--context", "9000"], "maximum context"),  # llama-3-8b: 8,192
+        (["--threads", "0"], "--threads"),
+        (["--threads", "-1"], "--threads"),
+        (["--threads", "100000"], "--threads"),  # once a segfault
+        (["--repeats", "-1"], "--repeats"),
+    ],
+)
+def test_validate_e2e_bounds_before_running(capsys, extra: list[str], named: str) -> None:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    assert named in one_line_error(capsys, [*E2E, *extra])
+    assert time.perf_counter() - start < 2.0
+
+
+def test_a_config_with_a_bom_or_from_a_pipe_is_read(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    config = (Path(__file__).parents[1] / "model" / "fixtures" / "Meta-Llama-3-8B" /
+              "config.json").read_bytes()  # fmt: skip
+    bom = tmp_path / "config.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + config)
+    assert main(["memory", "--model", str(bom), "--gpu", "h100-sxm", "--json"]) == 0
+    expected = json.loads(capsys.readouterr().out)
+    r, w = os.pipe()  # what /dev/stdin is under `rooflens … --model /dev/stdin < config.json`
+    os.write(w, config)
+    os.close(w)
+    try:
+        assert main(["memory", "--model", f"/proc/self/fd/{r}", "--gpu", "h100-sxm",
+                     "--json"]) == 0  # fmt: skip
+    finally:
+        os.close(r)
+    assert json.loads(capsys.readouterr().out) == expected
+
+
+def test_a_folder_is_not_reported_as_missing(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    for argv in (["kernels", "predict", "--gpu", "h100-sxm", str(tmp_path)],
+                 ["memory", "--model", f"{tmp_path}/", "--gpu", "h100-sxm"],
+                 ["plan", "--model", "llama-3-8b", "--gpus", "h100-sxm", "--trace",
+                  str(tmp_path)]):  # fmt: skip
+        err = one_line_error(capsys, argv)
+        assert "folder" in err and "not found" not in err, argv

@@ -88,7 +88,9 @@ def test_tiny_model_on_this_cpu_stays_in_the_band(store, tmp_path, capsys):
         (("--context", "1k"), "--context takes comma-separated whole numbers"),
         (("--dtype", "int4"), "--dtype must be one of"),
         (("--impl", "triton"), "--impl triton runs the kernels of kernels/ on a CUDA GPU"),
-        (("--batch", "100000", "--context", "4000"), "needs"),
+        (("--batch", "60000", "--context", "4000"), "needs"),
+        (("--batch", "99999999999"), "--batch 99999999999 is over 65,536"),  # hung
+        (("--context", "5000"), "tiny-llama's maximum context"),  # ran past 4,096
         (("--images", "1"), "has no vision encoder"),
     ],
 )

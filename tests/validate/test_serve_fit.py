@@ -109,7 +109,9 @@ def test_cli_fit_writes_a_profile_the_planner_uses(tmp_path: Path, capsys) -> No
         (["--gpu", "h100-sxmm"], "h100-sxm"),
         (["--ep", "2"], "one attention group"),
         (["--prefix-hit-rate", "1"], "--prefix-hit-rate must be"),
-        (["--fit", "--out", "/proc/no/profile.yaml"], "cannot write the profile"),
+        (["--fit", "--out", "/proc/no/profile.yaml"], "cannot write --out"),
+        (["--out", "p.yaml"], "add --fit"),
+        (["--fit", "--out", ""], "--out path is empty"),
     ],
 )
 def test_cli_bad_input_exits_2(argv: list[str], message: str, capsys) -> None:  # type: ignore[no-untyped-def]

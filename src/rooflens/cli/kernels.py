@@ -32,18 +32,20 @@ def cmd_kernels_predict(args: argparse.Namespace) -> int:
     from rooflens.model.io import atomic_write_csv, check_writable
     from rooflens.model.pricing.kernel_table import predict_kernels
 
-    if args.output:
-        check_writable(args.output)
+    if args.output is not None:
+        check_writable(args.output, "-o")
     path = Path(args.input)
-    if not path.is_file():
+    if path.is_dir():
+        raise RooflensError(f"input '{path}' is a folder; give a CSV file")
+    if not path.exists():
         raise RooflensError(f"input file not found: {path}")
     try:
         frame = pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise RooflensError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
     result = predict_kernels(frame, get_gpu(args.gpu), args.profile)
-    if args.output:
-        atomic_write_csv(args.output, result)
+    if args.output is not None:
+        atomic_write_csv(args.output, result, "-o")
         print(f"wrote {len(result)} predictions to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(result.to_csv(index=False))

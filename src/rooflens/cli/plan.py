@@ -107,9 +107,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from rooflens.model.planner.plan_args import build_request
 
     for path, what in ((args.csv, "--csv"), (args.html, "--html")):
-        if path:
+        if path is not None:  # '' too: it names no file
             check_writable(path, what)  # before the sweep, not after it
 
+    trace = args.trace
+    if trace is not None:  # read here, with a progress bar: millions of lines take seconds
+        from rooflens.model.planner.trace import read_trace
+
+        reading = LazyProgress(Console(stderr=True), "reading the trace")
+        try:
+            trace = read_trace(trace, progress=reading)
+        finally:
+            reading.close()
     space, workload = build_request(
         model=args.model, gpus=args.gpus, rate=args.rate, prompt_len=args.prompt_len,
         output_len=args.output_len, prompt_len_p99=args.prompt_len_p99,
@@ -119,7 +128,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         max_batch=args.max_batch, modes=args.modes, max_gpus=args.max_gpus, chunk=args.chunk,
         profile=args.profile, opts=args.opt, sweep_opts=args.sweep_opt, prices=args.price,
         price_file=args.prices,
-        serving_profile=args.serving_profile, trace=args.trace, objective=args.objective,
+        serving_profile=args.serving_profile, trace=trace, objective=args.objective,
         prefix_hit_rate=args.prefix_hit_rate, kv_offload=args.kv_offload,
         prefill_gpus=args.prefill_gpus, decode_gpus=args.decode_gpus,
     )  # fmt: skip
@@ -130,10 +139,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
                       progress=bar, alternatives=args.explain_alternatives or None)  # fmt: skip
     finally:
         bar.close()
-    if args.csv:
-        atomic_write_csv(args.csv, report.csv_frame(result))
-    if args.html:
-        atomic_write_text(args.html, report.html(result))
+    if args.csv is not None:
+        atomic_write_csv(args.csv, report.csv_frame(result), "--csv")
+    if args.html is not None:
+        atomic_write_text(args.html, report.html(result), "--html")
     if args.json:
         print(to_json(result.to_dict()))
     elif args.md:

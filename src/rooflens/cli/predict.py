@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 from rich.console import Group
 
+from rooflens.argtypes import finite
 from rooflens.cli.args import EXIT_DOES_NOT_FIT
 from rooflens.cli.memory import complain_does_not_fit
 from rooflens.cli.render import console, print_json, table, times, weights_text
@@ -25,7 +26,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--ignore-memory", action="store_true", help="predict even if it does not fit")
     p.add_argument(
         "--usd-per-kwh",
-        type=float,
+        type=finite(0.0),
         default=0.0,
         help="electricity tariff, $/kWh: adds the energy part of $/Mtok (default: none)",
     )
@@ -44,9 +45,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
     effects = contributions(sc, args.opts, pred)
     from rooflens.model.analysis.energy import energy
 
-    power = energy(pred, args.usd_per_kwh)
+    # energy needs the board's TDP; a spec without one (optional) leaves energy out, with a note
+    power = energy(pred, args.usd_per_kwh) if sc.gpu.tdp_watts is not None else None
+    no_energy = f"energy not estimated: GPU spec '{sc.gpu.id}' gives no tdp_watts"
     if args.json:
-        print_json({**pred.to_dict(), "contributions": effects, "energy": power.to_dict()})
+        print_json({**pred.to_dict(), "contributions": effects,
+                    "energy": power.to_dict() if power else None,
+                    "notes": [] if power else [no_energy]})  # fmt: skip
         return 0
     w, m = sc.workload, pred.memory
     title = (
@@ -66,13 +71,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
         ["output throughput", f"{pred.output_tokens_per_s:,.0f} tokens/s", f"batch {w.batch}"],
         ["memory per GPU", f"{fmt_bytes(m.total_bytes)} of {fmt_bytes(m.capacity_bytes)}",
          f"max batch {m.max_batch:,}"],
-        ["energy per output token", f"{power.joules_per_output_token:,.3g} J/token",
-         f"{power.output_tokens_per_joule:,.3g} tokens/J"],
-        ["GPU board power", f"{power.prefill_power_w:,.0f} W prefill, "
-         f"{power.decode_power_w:,.0f} W decode", f"per GPU; idle {power.idle_w:,.0f} W, "
-         f"TDP {power.tdp_w:,.0f} W"],
     ]  # fmt: skip
-    if power.electricity_usd_per_million_tokens is not None:
+    if power is None:
+        headline.append(["energy", "—", no_energy])
+    else:
+        headline += [
+            ["energy per output token", f"{power.joules_per_output_token:,.3g} J/token",
+             f"{power.output_tokens_per_joule:,.3g} tokens/J"],
+            ["GPU board power", f"{power.prefill_power_w:,.0f} W prefill, "
+             f"{power.decode_power_w:,.0f} W decode", f"per GPU; idle {power.idle_w:,.0f} W, "
+             f"TDP {power.tdp_w:,.0f} W"],
+        ]  # fmt: skip
+    if power is not None and power.electricity_usd_per_million_tokens is not None:
         headline.append(["electricity", f"${power.electricity_usd_per_million_tokens:,.3g}/Mtok",
                          f"at ${args.usd_per_kwh:g}/kWh"])  # fmt: skip
     console.print(table(title, ["metric", "value", "note"], headline))

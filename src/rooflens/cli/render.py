@@ -53,7 +53,7 @@ class LazyProgress:
         self.bar: Progress | None = None
         self.task: Any = None
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int | None) -> None:  # None: not known
         if self.bar is None and time.perf_counter() - self.start > self.after_s:
             self.bar = Progress(
                 "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),

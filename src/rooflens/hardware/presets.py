@@ -65,10 +65,10 @@ def read_data_file(path: Path) -> dict[str, Any]:
     check_readable(path)
     if path.is_dir():
         raise RooflensError(f"{path} is a folder; give a JSON or YAML spec file")
-    if not path.is_file():
+    if not path.exists():  # a pipe or a device (/dev/stdin) is read like a file
         raise RooflensError(f"file not found: {path}")
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not content
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
         raise RooflensError(f"cannot parse {path}: {_where(exc)}") from None

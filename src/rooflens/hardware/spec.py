@@ -67,6 +67,11 @@ class Spec(BaseModel):
         return new
 
 
+# Sizes (bytes) and rates (bytes/s, FLOP/s) of any real part lie far inside this range; outside
+# it a number is a typing slip, and times computed from it overflow (issue 27: HBM 1e-300).
+PHYSICAL = (1e3, 1e18)
+
+
 class GPUSpec(Spec):
     """One accelerator as its datasheet describes it. Every number carries a source."""
 
@@ -137,6 +142,16 @@ class GPUSpec(Spec):
             for f in ("tdp_watts", "idle_watts", "boost_clock_hz", "max_threads_per_sm")
             if getattr(self, f) is not None
         ]
+        for name in ("memory_bytes", "hbm_bytes_per_s", "l2_bytes", "smem_per_sm_bytes",
+                     "pcie_bytes_per_s", "nvlink_bytes_per_s"):  # fmt: skip
+            value = getattr(self, name)
+            if value and not PHYSICAL[0] <= value <= PHYSICAL[1]:
+                raise ValueError(f"{name} must be in [{PHYSICAL[0]:.0e}, {PHYSICAL[1]:.0e}] "
+                                 f"(bytes or bytes/s), got {value:.3g}")  # fmt: skip
+        for dtype, flops in self.peak_flops_per_s.items():
+            if not PHYSICAL[0] <= flops <= PHYSICAL[1]:
+                raise ValueError(f"peak_flops_per_s[{dtype}] must be in [{PHYSICAL[0]:.0e}, "
+                                 f"{PHYSICAL[1]:.0e}] FLOP/s, got {flops:.3g}")  # fmt: skip
         if self.idle_watts is not None and self.tdp_watts is not None:
             if self.idle_watts >= self.tdp_watts:
                 raise ValueError(

@@ -11,15 +11,17 @@ from rooflens.validate.datasets import DEFAULT_ROOT
 
 
 def cmd_cv(args: argparse.Namespace) -> int:
-    from rooflens.model.io import atomic_write_csv, to_json
+    from rooflens.model.io import atomic_write_csv, check_writable, to_json
     from rooflens.validate.cv import cross_validate, overall, per_call
 
+    if args.output is not None:
+        check_writable(args.output, "-o")  # before the cross-validation, not after it
     progress = None if args.json else console.print
     calls: list = []
     cv = cross_validate(training_table_of(args), args.rule, args.max_evals, progress, calls)
     calls_summary = per_call(calls)
-    if args.output:
-        atomic_write_csv(args.output, cv)
+    if args.output is not None:
+        atomic_write_csv(args.output, cv, "-o")
     if args.json:
         print(to_json({"cells": cv.to_dict(orient="records"), "overall": overall(cv),
                        "per_call": calls_summary}))  # fmt: skip

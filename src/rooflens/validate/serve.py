@@ -4,7 +4,8 @@ Reads the result file the user already has, detects which tool wrote it, replays
 requests (their lengths, their arrival pattern or client concurrency) through the planner's
 discrete-event simulation (model/planner/sim.py) and sets measured beside predicted: TTFT,
 TPOT and ITL at p50 and p99, request and token throughput, goodput. The fit of the
-serving-level terms lives in validate/serve_fit.py, the command in validate/serve_cli.py.
+serving-level terms lives in validate/serve_fit.py, the command in validate/serve_cli.py, the
+reading and checking of the file in validate/serve_file.py.
 
 Formats (field names as the tools write them):
 - `vllm bench serve --save-result --save-detailed`: one JSON object; `vllm/benchmarks/serve.py`
@@ -21,118 +22,16 @@ Formats (field names as the tools write them):
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rooflens.hardware.errors import RooflensError
 from rooflens.model.planner.sim import Trace, replay
 from rooflens.model.planner.step_costs import StepCosts
+from rooflens.validate.serve_file import PER_REQUEST, ServeResult, read_result
 
-PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls")
-
-
-@dataclass(frozen=True)
-class ServeResult:
-    """The successful requests of one benchmark run, in send order (seconds, tokens)."""
-
-    engine: str  # vllm | sglang
-    path: str
-    input_lens: np.ndarray
-    output_lens: np.ndarray
-    ttfts_s: np.ndarray
-    itls_s: list[np.ndarray]
-    duration_s: float
-    request_rate: float | None  # None: all sent at once ("inf")
-    burstiness: float
-    max_concurrency: int | None
-    start_times_s: np.ndarray | None
-    n_failed: int
-
-
-def read_result(path: str | Path) -> ServeResult:
-    """Detect vLLM's JSON or SGLang's JSONL and read it; anything else is a one-line error."""
-    p = Path(path)
-    if not p.is_file():
-        raise RooflensError(f"benchmark result not found: {p}")
-    text = p.read_text(errors="replace").strip()
-    try:
-        whole = json.loads(text)
-    except json.JSONDecodeError:
-        whole = None
-    if isinstance(whole, dict) and "dataset_name" not in whole:
-        return _parse(whole, "vllm", p)
-    lines = [line for line in text.splitlines() if line.strip()]
-    try:
-        last = json.loads(lines[-1]) if lines else None
-    except json.JSONDecodeError:
-        last = None
-    if isinstance(last, dict) and "dataset_name" in last and "backend" in last:
-        return _parse(last, "sglang", p)
-    raise RooflensError(
-        f"{p} is neither a `vllm bench serve --save-result` JSON nor a SGLang bench_serving "
-        "JSONL line (no 'dataset_name' and 'backend' keys)"
-    )
-
-
-def _parse(d: dict[str, Any], engine: str, p: Path) -> ServeResult:
-    flag = "--save-detailed" if engine == "vllm" else "--output-details"
-    missing = [k for k in PER_REQUEST if not isinstance(d.get(k), list)]
-    if missing:
-        raise RooflensError(
-            f"{p}: no per-request '{missing[0]}'; re-run the benchmark with {flag} so that the "
-            "requests can be replayed"
-        )
-    n = len(d["input_lens"])
-    if n == 0 or any(len(d[k]) != n for k in PER_REQUEST):
-        raise RooflensError(f"{p}: {', '.join(PER_REQUEST)} must be non-empty lists of one length")
-    errors = d.get("errors") or [""] * n
-    try:
-        ins = np.asarray(d["input_lens"], dtype=float)
-        outs = np.asarray(d["output_lens"], dtype=float)
-        ttfts = np.asarray(d["ttfts"], dtype=float)
-        itls = [np.asarray(x or [], dtype=float) for x in d["itls"]]
-        duration = float(d["duration"])
-        starts = np.asarray(d["start_times"], dtype=float) if d.get("start_times") else None
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RooflensError(f"{p}: unreadable field ({type(exc).__name__}: {exc})") from None
-    ok = (outs > 0) & (ins > 0) & np.array([not e for e in errors])
-    if not ok.any():
-        raise RooflensError(f"{p}: no successful request to replay")
-    if not duration > 0:
-        raise RooflensError(f"{p}: 'duration' must be > 0 s, got {duration}")
-    rate = d.get("request_rate")
-    if rate == "trace":
-        raise RooflensError(
-            f"{p}: request_rate 'trace' (SGLang trace timestamps) does not record "
-            "the send times; replay the trace with `rooflens plan --trace`"
-        )
-    try:
-        rate_value = None if rate in (None, "inf") else float(rate)
-    except (TypeError, ValueError):
-        raise RooflensError(f"{p}: request_rate '{rate}' is not a number or 'inf'") from None
-    if rate_value is not None and not math.isfinite(rate_value):
-        rate_value = None
-    conc = d.get("max_concurrency")
-    idx = np.flatnonzero(ok)
-    return ServeResult(
-        engine=engine,
-        path=str(p),
-        input_lens=ins[idx],
-        output_lens=outs[idx],
-        ttfts_s=ttfts[idx],
-        itls_s=[itls[i] for i in idx],
-        duration_s=duration,
-        request_rate=rate_value,
-        burstiness=float(d.get("burstiness") or 1.0),
-        max_concurrency=int(conc) if conc else None,
-        start_times_s=None if starts is None or starts.size != n else starts[idx] - starts.min(),
-        n_failed=int(n - idx.size),
-    )
+__all__ = ["PER_REQUEST", "ServeResult", "arrivals", "measured", "predicted", "read_result"]
 
 
 def arrivals(r: ServeResult, seed: int = 0) -> tuple[np.ndarray, int | None, str]:

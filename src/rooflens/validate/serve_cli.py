@@ -14,10 +14,11 @@ from rich.console import Console
 from rich.table import Table
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.io import atomic_write_text, to_json
+from rooflens.model.io import atomic_write_text, check_writable, to_json
 from rooflens.model.planner.step_costs import CurveCosts
 from rooflens.model.specs.dtypes import STORAGE_DTYPES
 
+DEFAULT_PROFILE = "serving-profile.yaml"
 ROWS = (
     ("TTFT p50", "ttft_p50_s"),
     ("TTFT p99", "ttft_p99_s"),
@@ -70,7 +71,7 @@ def add_serve_parser(vsub: Any) -> None:
     q.add_argument("--ttft-slo", type=float, help="per-request TTFT target for goodput, s")
     q.add_argument("--tpot-slo", type=float, help="per-request TPOT target for goodput, s")
     q.add_argument("--fit", action="store_true", help="fit step overhead and batch cap")
-    q.add_argument("--out", default="serving-profile.yaml", help="--fit: profile file to write")
+    q.add_argument("--out", help=f"--fit: profile file to write (default {DEFAULT_PROFILE})")
     q.add_argument("--seed", type=int, default=0, help="arrival draws when no start times")
     q.add_argument("--json", action="store_true", help="machine-readable output")
     q.set_defaults(handler=cmd_serve)
@@ -84,6 +85,10 @@ def _check(args: argparse.Namespace) -> None:
             )
     if not 0 <= args.prefix_hit_rate < 1:
         raise RooflensError(f"--prefix-hit-rate must be in [0, 1), got {args.prefix_hit_rate}")
+    if args.out is not None and not args.fit:
+        raise RooflensError("--out names the profile --fit writes; add --fit, or drop --out")
+    if args.fit:  # before the replay and the fit (a minute or more), not after them
+        args.out = str(check_writable(DEFAULT_PROFILE if args.out is None else args.out, "--out"))
     if args.ep > args.tp:
         raise RooflensError(f"--ep {args.ep} > --tp {args.tp}: validate serve replays one "
                             "attention group; data-parallel attention is not replayed")  # fmt: skip
@@ -131,6 +136,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "file": r.path,
         "requests": int(r.input_lens.size),
         "failed": r.n_failed,
+        "chunked": r.n_chunked,
         "arrivals": arrivals(r, args.seed)[2],
         "batch_cap": cap,
         "slo": {"ttft_s": args.ttft_slo, "tpot_s": args.tpot_slo},
@@ -159,21 +165,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
         prof = profile_from_fit(f, r, d, pred, provenance)
-        try:
-            atomic_write_text(args.out, prof.to_yaml())
-        except OSError as exc:
-            raise RooflensError(f"cannot write the profile to {args.out}: {exc.strerror}") from None
+        atomic_write_text(args.out, prof.to_yaml(), "--out")
         out["fit"] = {
             "step_overhead_s": f.step_overhead_s,
             "max_batch": f.max_batch,
             "predicted": fitted,
             "profile": str(args.out),
         }
-    if args.json:
-        print(to_json(out))
+    if args.json:  # a metric with no value (no output of two tokens: no TPOT) is null
+        print(to_json(_nulls(out)))
     else:
         _print(out)
     return 0
+
+
+def _nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _nulls(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _with(c: Any, h: float) -> Any:
@@ -228,6 +239,11 @@ def _print(out: dict[str, Any]) -> None:
         console.print("goodput: no --ttft-slo/--tpot-slo given, so every request counts")
     if out["failed"]:
         console.print(f"{out['failed']} failed requests left out of the replay")
+    if out["chunked"]:
+        console.print(
+            f"{out['chunked']} requests have fewer inter-token latencies than output tokens "
+            "− 1 (tokens streamed several at a time): ITLs count the chunks, TPOT the tokens"
+        )
     if out["fit"]:
         f = out["fit"]
         console.print(

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.errors import RooflensError, validated
 from rooflens.model.optimizations import parse_opt
 from rooflens.model.planner.curves import Curves, Group, build_curves
 from rooflens.model.planner.gpu_prices import default_prices
@@ -161,21 +161,23 @@ def profile_from_fit(
         return float(p[k] / meas[k] - 1.0) if meas[k] else math.nan
 
     keys = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s")
-    return ServingProfile(
-        engine=r.engine,
-        model=d.model,
-        gpu=d.gpu,
-        tp=d.tp,
-        mode=d.mode,
-        step_overhead_s=f.step_overhead_s,
-        max_batch=f.max_batch,
-        measured_mean_concurrency=meas["mean_concurrency"],
-        fit={
-            **{f"{k}_error_before": err(before, k) for k in keys},
-            **{f"{k}_error_after": err(f.predicted, k) for k in keys},
-        },
-        provenance=provenance,
-    )
+    errors = {
+        **{f"{k}_error_before": err(before, k) for k in keys},
+        **{f"{k}_error_after": err(f.predicted, k) for k in keys},
+    }
+    data = {
+        "engine": r.engine,
+        "model": d.model,
+        "gpu": d.gpu,
+        "tp": d.tp,
+        "mode": d.mode,
+        "step_overhead_s": f.step_overhead_s,
+        "max_batch": f.max_batch,
+        "measured_mean_concurrency": meas["mean_concurrency"],
+        "fit": {k: v for k, v in errors.items() if math.isfinite(v)},  # no TPOT: no error
+        "provenance": provenance,
+    }
+    return validated(ServingProfile, data, f"serving profile fitted to {r.path}")
 
 
 def simulated_result(

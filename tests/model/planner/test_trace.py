@@ -49,7 +49,7 @@ def test_prefix_hit_rate_counts_repeats_only(tmp_path: Path) -> None:
     [
         (['{"timestamp": 0, "input_len": 5}', '{"timestamp": 1}'], "line 1: missing 'output_len'"),
         (['{"timestamp": 0, "input_len": 5.5, "output_len": 1}'] * 2, "whole number"),
-        (['{"timestamp": 0, "input_len": 5, "output_len": 0}'] * 2, "must be ≥ 1"),
+        (['{"timestamp": 0, "input_len": 5, "output_len": 0}'] * 2, "output_len must be a whole"),
         (['{"timestamp": 0, "input_len": 5, "output_len": 1, "prefix_id": "a", '
           '"prefix_len": 9}'] * 2, "exceeds input_len"),
         (['{"timestamp": 0, "input_len": 5, "output_len": 1, "prefix_len": 2}'] * 2, "prefix_id"),

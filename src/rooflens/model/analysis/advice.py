@@ -69,7 +69,15 @@ def fit_fixes(sc: Scenario, mem: MemoryBreakdown, fits: Callable[[Scenario], boo
 
     def works(**changes: object) -> bool:
         candidate = _with(sc, changes)
-        return candidate is not None and fits(candidate)
+        try:
+            return candidate is not None and fits(candidate)
+        except RooflensError:  # a layout the model cannot take (experts over TP): not a fix
+            return False
+
+    def wider(t: int) -> dict[str, object]:
+        """TP t, and EP scaled with it when experts are spread (EP is a multiple of TP)."""
+        ep = sc.parallel.ep
+        return {"tp": t, "ep": ep * t // sc.parallel.tp} if ep > 1 else {"tp": t}
 
     if 1 <= mem.max_batch < sc.workload.batch:
         fixes.append(Fix({"batch": mem.max_batch}, at_most=True))
@@ -80,21 +88,24 @@ def fit_fixes(sc: Scenario, mem: MemoryBreakdown, fits: Callable[[Scenario], boo
     dtype = next((d for d in weights if works(weight_dtype=d)), None)
     if dtype is not None:
         fixes.append(Fix({"weight_dtype": dtype}))
-    tp = next((t for t in FIT_TP if t > sc.parallel.tp and works(tp=t)), None)
+    tp = next((t for t in FIT_TP if t > sc.parallel.tp and works(**wider(t))), None)
     if tp is not None:
-        fixes.append(Fix({"tp": tp}))
+        fixes.append(Fix(wider(tp)))
     if fixes:
         return FitAdvice(mem.total_bytes, mem.capacity_bytes, fixes)
     for t in (x for x in FIT_TP if x > sc.parallel.tp):
         for d in weights:
-            if works(tp=t, weight_dtype=d):
+            if works(**wider(t), weight_dtype=d):
                 return FitAdvice(
-                    mem.total_bytes, mem.capacity_bytes, [Fix({"tp": t, "weight_dtype": d})], True
+                    mem.total_bytes,
+                    mem.capacity_bytes,
+                    [Fix({**wider(t), "weight_dtype": d})],
+                    True,
                 )
     return FitAdvice(mem.total_bytes, mem.capacity_bytes)
 
 
-CLI_FLAGS = {"tp": "--tp", "weight_dtype": "--weight-dtype", "kv_dtype": "--kv-dtype",
+CLI_FLAGS = {"tp": "--tp", "ep": "--ep", "weight_dtype": "--weight-dtype", "kv_dtype": "--kv-dtype",
              "batch": "--batch"}  # fmt: skip
 
 
@@ -117,7 +128,7 @@ def fit_advice(sc: Scenario, mem: MemoryBreakdown, fits: Callable[[Scenario], bo
     return f"{head}; try {joined}" + (" (no single change fits)" if advice.combined else "")
 
 
-FIELDS = {"tp": "parallel", "weight_dtype": "precision", "kv_dtype": "precision",
+FIELDS = {"tp": "parallel", "ep": "parallel", "weight_dtype": "precision", "kv_dtype": "precision",
           "batch": "workload"}  # fmt: skip
 
 

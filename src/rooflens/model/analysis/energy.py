@@ -93,8 +93,10 @@ def electricity_usd_per_million_tokens(joules_per_token: float, usd_per_kwh: flo
 def energy(pred: Prediction, usd_per_kwh: float = 0.0) -> Energy:
     """Energy of the prediction's batch: prefill for TTFT, then decode for the rest of e2e, on
     every GPU of the replica (TP × PP), at the power model's phase powers."""
-    if usd_per_kwh < 0:
-        raise RooflensError(f"electricity price must be ≥ 0 $/kWh, got {usd_per_kwh}")
+    if not (0 <= usd_per_kwh < math.inf):
+        raise RooflensError(
+            f"electricity price must be a finite number ≥ 0 $/kWh, got {usd_per_kwh}"
+        )
     sc = pred.scenario
     idle, tdp = board_power_w(sc.gpu)
     prefill_w = idle + (tdp - idle) * utilisation(pred.prefill)

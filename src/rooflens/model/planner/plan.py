@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.presets import get_gpu
 from rooflens.model.analysis.energy import energy
 from rooflens.model.planner.check import (
     MAX_SIMULATIONS,
@@ -215,7 +216,9 @@ def plan(
     if rec is not None:
         lines.append(goodput_line(rec, workload))
     lines += checks
-    if rec is not None:  # energy per token of the recommendation (model/analysis/energy.py)
+    if rec is not None and get_gpu(rec["gpu"]).tdp_watts is None:  # energy is a by-product:
+        lines.append(f"Energy: not estimated; GPU spec '{rec['gpu']}' gives no tdp_watts.")
+    elif rec is not None:  # energy per token of the recommendation (model/analysis/energy.py)
         rec = rec | _row_energy(rec, space.model, workload, space.profile, space.chunk_tokens)
         lines.append(
             f"Energy: {rec['joules_per_output_token']:.3g} J per output token "

@@ -25,7 +25,7 @@ from rooflens.model.planner.gpu_prices import (
 from rooflens.model.planner.serving import MODES
 from rooflens.model.planner.serving_profile import profile_terms
 from rooflens.model.planner.space import SweepSpace
-from rooflens.model.planner.trace import RequestTrace, read_trace
+from rooflens.model.planner.trace import RequestTrace, TraceSource, read_trace
 from rooflens.model.planner.workload import SLO, LengthDist, ServingWorkload
 from rooflens.model.predict.request import ScenarioRequest, bad_value
 from rooflens.model.predict.request import flag as schema_flag
@@ -173,7 +173,7 @@ def build_request(
     prices: Sequence[str] = (),
     price_file: str | None = None,
     serving_profile: str | None = None,
-    trace: str | None = None,
+    trace: TraceSource | None = None,
     objective: str = SweepSpace.default("objective"),
     prefix_hit_rate: float | None = None,
     kv_offload: str = SweepSpace.default("kv_offload"),
@@ -238,7 +238,7 @@ def build_request(
 
 
 def traffic(
-    rate: float | None, prompt_len: str | None, output_len: str | None, trace: str | None
+    rate: float | None, prompt_len: str | None, output_len: str | None, trace: TraceSource | None
 ) -> tuple[float, str, str, tuple[LengthDist | None, LengthDist | None, RequestTrace | None]]:
     """The load from --rate and the length options, or from a --trace file, never both."""
     if trace is None:
@@ -250,7 +250,7 @@ def traffic(
         if value is not None:
             raise RooflensError(f"{flag} and --trace both describe the load; drop {flag} (the "
                                 "trace's times and lengths are replayed as given)")  # fmt: skip
-    t = read_trace(trace)
+    t = trace if isinstance(trace, RequestTrace) else read_trace(trace)
     prompt = LengthDist(kind="empirical", samples=t.input_len)
     output = LengthDist(kind="empirical", samples=t.output_len)
     return t.rate_per_s, "", "", (prompt, output, t)

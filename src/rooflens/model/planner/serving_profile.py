@@ -29,7 +29,7 @@ KIND = "rooflens-serving-profile"
 class ServingProfile(BaseModel):
     """Fitted serving terms of one engine on one deployment, with where they come from."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     kind: str = KIND
     engine: str = Field(description="vllm or sglang: whose benchmark the terms were fitted to")

@@ -150,6 +150,34 @@ def simulate(
     )
 
 
+def _check_inputs(
+    arrival_s: np.ndarray,
+    prompts: np.ndarray,
+    outputs: np.ndarray,
+    prefill_lat_s: np.ndarray,
+    prefill_hold_s: np.ndarray,
+    cap: int,
+    chunk_tokens: int,
+    concurrency: int | None,
+) -> None:
+    """The bounds that make `_replica`'s loop end: finite times and lengths, at least
+    one slot of batch, of chunk and of client concurrency."""
+    if cap < 1 or chunk_tokens < 1 or (concurrency is not None and concurrency < 1):
+        raise ValueError(
+            f"a replica needs a batch cap, a chunk and a client concurrency ≥ 1, got {cap}, "
+            f"{chunk_tokens} and {concurrency}"
+        )
+    for name, values in (("arrival times", arrival_s), ("prefill times", prefill_lat_s),
+                         ("prefill holds", prefill_hold_s)):  # fmt: skip
+        if not np.isfinite(values).all() or (values < 0).any():
+            raise ValueError(f"{name} must be finite and ≥ 0 seconds")
+    for name, values in (("prompt lengths", prompts), ("output lengths", outputs)):
+        if not np.isfinite(values).all() or (values < 0).any():
+            raise ValueError(f"{name} must be finite and ≥ 0 tokens")
+    if arrival_s.size and (np.diff(arrival_s) < 0).any():
+        raise ValueError("arrival times must be sorted")
+
+
 def _replica(
     costs: StepCosts,
     mode: str,
@@ -165,7 +193,12 @@ def _replica(
     """The Trace of one replica (a request's decode starts with its first token). A prompt's
     prefill takes `prefill_lat_s` to its first token and stalls the running sequences for
     `prefill_hold_s` (the first stage's slot: all of it without PP)."""
+    _check_inputs(arrival_s, prompts, outputs, prefill_lat_s, prefill_hold_s, cap, chunk_tokens,
+                  concurrency)  # fmt: skip
     n = arrival_s.size
+    # Every pass of the loop admits a request, advances a prefill or retires a token of every
+    # running sequence, so it ends within these many passes; more is a bug, not a hang.
+    passes_left = 8 * n + 2 * int(np.sum(outputs) + np.sum(np.ceil(prompts))) + 16
     first, finish, sent = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
     limit = n if concurrency is None else concurrency
     gaps: list[np.ndarray] = []  # inter-token gaps of running sequences, and their token counts
@@ -200,6 +233,9 @@ def _replica(
             idx, left, kv = idx[~out], left[~out], kv[~out]
 
     while done < n:
+        passes_left -= 1
+        if passes_left < 0:
+            raise RuntimeError("the replica simulation made no progress (a step of zero time?)")
         while a < n and arrival_s[a] <= t and a - done < limit:
             sent[a] = max(float(arrival_s[a]), t) if concurrency else arrival_s[a]
             waiting.append(a)

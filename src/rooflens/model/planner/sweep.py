@@ -24,6 +24,7 @@ from rooflens.model.planner.mixed import evaluate_pairs
 from rooflens.model.planner.serving import LengthStats
 from rooflens.model.planner.serving_profile import with_step_overhead
 from rooflens.model.planner.space import SweepSpace
+from rooflens.model.planner.trace import RequestTrace
 from rooflens.model.planner.workload import ServingWorkload
 from rooflens.model.specs.presets import get_model
 from rooflens.model.specs.spec import ModelSpec
@@ -87,6 +88,19 @@ def space_notes(space: SweepSpace, spec: ModelSpec) -> list[str]:
     return notes
 
 
+def check_trace_fits(trace: RequestTrace, max_context: int, model: str) -> None:
+    """Every request of a trace must fit the model's context (prompt + output − 1 positions):
+    a request the engine would refuse is not load to plan for. Refused by count."""
+    need = np.asarray(trace.input_len) + np.asarray(trace.output_len) - 1
+    over = need > max_context
+    if over.any():
+        raise RooflensError(
+            f"{trace.path}: {int(over.sum()):,} of {need.size:,} requests need more than "
+            f"{model}'s context of {max_context:,} tokens (the longest {int(need.max()):,}); "
+            "drop them from the trace, or plan a model with a longer context"
+        )
+
+
 def run_sweep(
     space: SweepSpace,
     workload: ServingWorkload,
@@ -94,6 +108,8 @@ def run_sweep(
 ) -> SweepResult:
     start = time.perf_counter()
     spec = get_model(space.model)
+    if workload.trace is not None:
+        check_trace_fits(workload.trace, spec.max_context, spec.id)
     if workload.prompt.mean() + workload.output.mean() - 1 > spec.max_context:
         raise RooflensError(
             f"mean prompt + output ({workload.prompt.mean():.0f} + {workload.output.mean():.0f}"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflens.hardware.errors import RooflensError
+from rooflens.model.specs.spec import MAX_LAYERS
 
 # HF `hidden_act` / `activation_function` values -> the spec's activation names.
 ACTIVATIONS = {
@@ -32,40 +33,52 @@ class Config:
         self.path = path
         self.architecture = architecture
 
-    def _fail(self, key: str, problem: str) -> RooflensError:
+    def fail(self, key: str, problem: str) -> RooflensError:
         return RooflensError(f"{self.path}: key '{key}' {problem} ({self.architecture})")
 
-    def get_int(self, key: str, default: int | None = None, minimum: int = 0) -> int:
-        """An integer >= minimum; required when `default` is None, else `default` if absent."""
+    def get_int(
+        self, key: str, default: int | None = None, minimum: int = 0, maximum: int | None = None
+    ) -> int:
+        """An integer in [minimum, maximum]; required when `default` is None, else `default` if
+        absent."""
         value = self.data.get(key)
         if value is None:
             if default is None:
-                raise self._fail(key, "is missing; it is required")
+                raise self.fail(key, "is missing; it is required")
             return default
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self._fail(key, f"must be an integer, got {type(value).__name__}")
+            raise self.fail(key, f"must be an integer, got {type(value).__name__}")
         if value < minimum:
-            raise self._fail(key, f"must be at least {minimum}, got {value}")
+            raise self.fail(key, f"must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise self.fail(key, f"must be at most {maximum:,}, got {value:.3g}")
         return value
+
+    def get_layers(self, default: int | None = None) -> int:
+        """`num_hidden_layers`, bounded (spec.py MAX_LAYERS) before any per-layer loop."""
+        return self.get_int("num_hidden_layers", default, minimum=1, maximum=MAX_LAYERS)
 
     def get_bool(self, key: str, default: bool) -> bool:
         value = self.data.get(key)
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise self._fail(key, f"must be true or false, got {type(value).__name__}")
+            raise self.fail(key, f"must be true or false, got {type(value).__name__}")
         return value
 
     def activation(self, key: str, default: str) -> str:
         raw = self.data.get(key) or default
         if not isinstance(raw, str) or raw not in ACTIVATIONS:
             known = ", ".join(sorted(ACTIVATIONS))
-            raise self._fail(key, f"has an unsupported activation {quoted(raw)} (known: {known})")
+            raise self.fail(key, f"has an unsupported activation {quoted(raw)} (known: {known})")
         return ACTIVATIONS[raw]
 
     def refuse(self, key: str, why: str) -> RooflensError:
-        """A config the spec cannot represent: say which key, its value and why."""
-        return self._fail(key, f"= {self.data.get(key)!r} {why}, which rooflens does not model")
+        """A config the spec cannot represent: say which key, the kind of value it holds (never
+        the text of one: a file may hold anything, a token or a password) and why."""
+        value = self.data.get(key)
+        shown = f"= {value!r}" if isinstance(value, bool | int | float) else f"({described(value)})"
+        return self.fail(key, f"{shown} {why}, which rooflens does not model")
 
 
 def attention_kind(n_heads: int, n_kv_heads: int) -> str:
@@ -77,7 +90,7 @@ def attention_kind(n_heads: int, n_kv_heads: int) -> str:
 def common(cfg: Config) -> dict[str, Any]:
     """Fields every supported family names the same way."""
     return {
-        "n_layers": cfg.get_int("num_hidden_layers"),
+        "n_layers": cfg.get_layers(),
         "d_model": cfg.get_int("hidden_size"),
         "n_heads": cfg.get_int("num_attention_heads", minimum=1),  # divides hidden_size below
         "vocab_size": cfg.get_int("vocab_size"),
@@ -105,6 +118,19 @@ def native_dtypes(cfg: Config) -> dict[str, Any]:
     if method == "modelopt" and str(quant.get("quant_algo", "")).upper() == "NVFP4":
         return {"native_weight_dtype": "nvfp4"}
     return {}
+
+
+def described(value: object) -> str:
+    """The kind of a value from a file, never its content: 'a list of 3 items', 'text'."""
+    if isinstance(value, list | dict):
+        n = len(value)
+        noun = "a list" if isinstance(value, list) else "an object"
+        return f"{noun} of {n} item{'s' if n != 1 else ''}"
+    if isinstance(value, str):
+        return "text"
+    if value is None:
+        return "nothing (absent or null)"
+    return "a number" if isinstance(value, int | float) else type(value).__name__
 
 
 def quoted(name: object) -> str:

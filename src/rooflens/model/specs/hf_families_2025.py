@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rooflens.model.specs.hf_config import Config, attention_kind, common
+from rooflens.model.specs.hf_config import Config, attention_kind, common, described
 from rooflens.model.specs.hf_families import llama_like
 
 # HF `layer_types` entries -> the spec's LayerType.
@@ -22,9 +22,10 @@ def layer_types(cfg: Config, n_layers: int) -> tuple[str, ...]:
         return ()
     if not isinstance(raw, list) or len(raw) != n_layers:
         raise cfg.refuse("layer_types", f"is not a list of {n_layers} layer kinds")
-    unknown = sorted({str(k) for k in raw} - set(_LAYER_TYPES))
+    unknown = sum(1 for k in raw if not isinstance(k, str) or k not in _LAYER_TYPES)
     if unknown:
-        raise cfg.refuse("layer_types", f"has layer kinds {unknown}")
+        raise cfg.refuse("layer_types", f"has {unknown} layer kind(s) other than "
+                         f"{', '.join(_LAYER_TYPES)}")  # fmt: skip
     kinds = tuple(_LAYER_TYPES[k] for k in raw)
     return () if len(set(kinds)) == 1 and kinds[0] == "full" else kinds
 
@@ -88,7 +89,7 @@ def gemma3_text(cfg: Config) -> dict[str, Any]:
     q_norm/k_norm, four RMSNorms per layer, GeGLU, tied embeddings, and local (sliding) layers
     with a global one every `sliding_window_pattern` (6: five local, one global; Gemma 3
     report §2.1) unless `layer_types` lists them. Defaults are Gemma3TextConfig's."""
-    n_layers = cfg.get_int("num_hidden_layers", 26)
+    n_layers = cfg.get_layers(26)
     H = cfg.get_int("num_attention_heads", 8)
     K = cfg.get_int("num_key_value_heads", 4)
     kinds = layer_types(cfg, n_layers)
@@ -120,17 +121,22 @@ def gemma3_text(cfg: Config) -> dict[str, Any]:
     }
 
 
+def _section(cfg: Config, key: str) -> Config:
+    """A nested config object (Gemma 3's text_config, vision_config), or a one-line refusal."""
+    value = cfg.data.get(key)
+    if not isinstance(value, dict):
+        raise cfg.fail(key, f"must be an object of settings, got {described(value)}")
+    return Config(value, cfg.path, cfg.architecture)
+
+
 def gemma3_vlm(cfg: Config) -> dict[str, Any]:
     """Gemma3ForConditionalGeneration: the Gemma 3 language model (`text_config`) and a SigLIP
     vision tower (`vision_config`, SiglipVisionConfig defaults) whose 64 × 64 patch grid is
     average-pooled to `mm_tokens_per_image` (256) soft tokens per image (Gemma 3 report §2.1)."""
-    text, vision = cfg.data.get("text_config"), cfg.data.get("vision_config")
-    if not isinstance(text, dict) or not isinstance(vision, dict):
-        raise cfg.refuse("text_config", "or vision_config is not an object")
-    fields = gemma3_text(Config(text, cfg.path, cfg.architecture))
-    v = Config(vision, cfg.path, cfg.architecture)
+    text, v = (_section(cfg, key) for key in ("text_config", "vision_config"))
+    fields = gemma3_text(text)
     fields["vision"] = {
-        "n_layers": v.get_int("num_hidden_layers", 12),
+        "n_layers": v.get_layers(12),
         "d_model": v.get_int("hidden_size", 768),
         "d_ff": v.get_int("intermediate_size", 3072),
         "n_heads": v.get_int("num_attention_heads", 12, minimum=1),

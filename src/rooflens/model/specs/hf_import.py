@@ -101,12 +101,14 @@ def _display_name(data: dict[str, Any], path: Path) -> str:
     return path.parent.resolve().name if path.name == "config.json" else path.stem
 
 
-def from_hf_config(path: str | Path) -> ModelSpec:
-    """Read a local HF config.json (or a folder holding one) into a ModelSpec."""
+def from_hf_config(path: str | Path, data: dict[str, Any] | None = None) -> ModelSpec:
+    """Read a local HF config.json (or a folder holding one) into a ModelSpec; `data`: its
+    content when already read (a pipe such as /dev/stdin reads only once)."""
     path = Path(path)
     if path.is_dir():
         path = path / "config.json"
-    data = read_data_file(path)  # one-line RooflensError for a missing or malformed file
+    if data is None:
+        data = read_data_file(path)  # one-line RooflensError for a missing or malformed file
     arch = _architecture(data, path)
     cfg = Config(data, path, arch)
     fields = _FAMILIES[arch](cfg) | native_dtypes(cfg)

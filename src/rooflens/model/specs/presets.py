@@ -38,13 +38,9 @@ def get_model(name: str) -> ModelSpec:
     check_readable(path)  # before any look at the file system: a server reveals nothing
     if path.is_dir() and (path / "config.json").is_file():
         path = path / "config.json"
-    if path.name == "config.json" or (path.suffix == ".json" and _looks_like_hf(path)):
-        return from_hf_config(path)
     if path.suffix in (".json", ".yaml", ".yml") or "/" in name:
-        return model_from_dict(read_data_file(path), name)
+        data = read_data_file(path)  # once: a pipe (/dev/stdin) cannot be read twice
+        if path.name == "config.json" or "architectures" in data or "model_type" in data:
+            return from_hf_config(path, data)
+        return model_from_dict(data, name)
     raise unknown_name_error("model", name, list(presets))
-
-
-def _looks_like_hf(path: Path) -> bool:
-    data = read_data_file(path)
-    return "architectures" in data or "model_type" in data

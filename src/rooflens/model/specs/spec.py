@@ -22,6 +22,11 @@ AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
 LayerType = Literal["full", "sliding", "mamba"]
 
 
+# 50 times the deepest published decoder (Llama 3.1 405B: 126 layers); per-layer loops and
+# tuples (layer_types) stay small. More is a typing slip.
+MAX_LAYERS = 10_000
+
+
 class ModelSpec(Spec):
     """A decoder-only transformer. Frozen; validators enforce the arithmetic that must hold."""
 
@@ -30,7 +35,7 @@ class ModelSpec(Spec):
     )
     name: str = Field(min_length=1, description="human name, e.g. 'Llama 3 70B'")
     family: str = Field(default="llama", description="architecture family, e.g. llama, opt, gpt")
-    n_layers: int = Field(gt=0, description="decoder layers (L)")
+    n_layers: int = Field(gt=0, le=MAX_LAYERS, description="decoder layers (L)")
     d_model: int = Field(gt=0, description="hidden size (D)")
     n_heads: int = Field(gt=0, description="query heads (H)")
     n_kv_heads: int = Field(gt=0, description="key/value heads (K); = H for MHA, 1 for MQA")

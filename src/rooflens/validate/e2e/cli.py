@@ -26,13 +26,20 @@ from rooflens.hardware.errors import RooflensError
 DEFAULT_DTYPE = {"cuda": "bf16", "cpu": "fp32"}
 
 
-def _ints(text: str, flag: str) -> list[int]:
+# A batch a single device can hold while every sequence keeps at least one token of KV cache;
+# the bound also keeps the memory check's per-chunk loop short (issue 27: 99999999999 hung).
+MAX_BATCH = 65536
+
+
+def _ints(text: str, flag: str, hi: int, why: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise RooflensError(f"{flag} takes comma-separated whole numbers, got '{text}'") from None
     if not values or min(values) < 1:
         raise RooflensError(f"{flag} values must be ≥ 1, got '{text}'")
+    if max(values) > hi:
+        raise RooflensError(f"{flag} {max(values)} is over {hi:,} ({why})")
     return values
 
 
@@ -64,6 +71,7 @@ def _free_bytes(device: str) -> float:
 
 
 def cmd_e2e(args: argparse.Namespace) -> int:
+    from rooflens.model.io import check_writable
     from rooflens.model.predict.scenario import DEFAULT_OVERHEAD_BYTES
     from rooflens.model.pricing.host import EAGER_LAUNCH_S
     from rooflens.model.specs.presets import get_model
@@ -72,9 +80,13 @@ def cmd_e2e(args: argparse.Namespace) -> int:
     from rooflens.validate.e2e.predict import RunSetup, image_tokens
     from rooflens.validate.e2e.run import TORCH_DTYPES, RunConfig, run
 
+    if args.output is not None:
+        check_writable(args.output, "-o")  # before the run, not after it
     spec = get_model(args.model)
     check_supported(spec)
-    batches, contexts = _ints(args.batch, "--batch"), _ints(args.context, "--context")
+    batches = _ints(args.batch, "--batch", MAX_BATCH, "more sequences than one device runs")
+    contexts = _ints(args.context, "--context", spec.max_context,
+                     f"{spec.id}'s maximum context")  # fmt: skip
     for context in contexts:  # one line before anything runs: no encoder, or no room for text
         image_tokens(spec, args.images, context)
     layers = args.layers or spec.n_layers
@@ -160,9 +172,9 @@ def _output(args: argparse.Namespace, rows: list, cfg, device_id: str, root: Pat
     frame = results_frame(rows, meta)
     provenance = device_provenance(args.device)
     path = write_results(frame, device_id, run_name("e2e"), provenance, root / "e2e")
-    if args.output:
+    if args.output is not None:
         out = frame.assign(**{c: str(provenance.get(c, "unknown")) for c in PROVENANCE_COLUMNS})
-        atomic_write_csv(args.output, out)
+        atomic_write_csv(args.output, out, "-o")
     if args.json:
         print(json.dumps(json_rows(rows), indent=2))
         return
@@ -211,6 +223,8 @@ def _shown(path: Path) -> str:
 
 def add_e2e_parser(vsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register `validate e2e` on the `validate` subcommand parser."""
+    from rooflens.argtypes import whole
+    from rooflens.validate.run_cli import THREADS
     from rooflens.validate.store import RESULTS_DIR
 
     e = vsub.add_parser("e2e", help="run the whole model here; check TTFT, TPOT and each op")
@@ -222,7 +236,7 @@ def add_e2e_parser(vsub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     e.add_argument("--dtype", help="fp32, bf16 or fp16 (default bf16 on cuda, fp32 on cpu)")
     e.add_argument(
         "--images",
-        type=int,
+        type=whole(0, 1024),
         default=0,
         help="images per prompt (vision-language models); their tokens count in --context",
     )
@@ -234,10 +248,14 @@ def add_e2e_parser(vsub: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="GPU: decode eagerly, not in a CUDA graph (shows a host-bound decode)",
     )
     e.add_argument(
-        "--layers", type=int, default=0, help="run N layers, scale per-layer time to the full depth"
+        "--layers",
+        type=whole(0),
+        default=0,
+        help="run N layers, scale per-layer time to the full depth",
     )
-    e.add_argument("--repeats", type=int, default=0, help="timed prefills (decode: 4x; default 5)")
-    e.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
+    e.add_argument("--repeats", type=whole(0, 10_000), default=0,
+                   help="timed prefills (decode: 4x; default 5)")  # fmt: skip
+    e.add_argument("--threads", type=THREADS, default=1, help="CPU threads (default 1)")
     e.add_argument(
         "--stored-spec",
         action="store_true",

@@ -39,6 +39,16 @@ _TORCH_DTYPE_BY_NAME: dict[str, torch.dtype] = {
     "bfloat16": torch.bfloat16,
 }
 
+# Kernel variants a launcher can run (issue 25): "v2" the rewrite (split-K skinny GEMMs, Hopper
+# tile spaces, SM-derived decode splits), "v1" the kernels the 2026-11-24 H100 run measured,
+# kept so that one GPU run times both (benchmarks/kernels.py).
+VARIANTS = ("v2", "v1")
+
+
+def check_variant(variant: str) -> None:
+    assert variant in VARIANTS, f"variant must be one of {VARIANTS}, got {variant!r}"
+
+
 # Floating dtypes the matmul and attention kernels accept as activations.
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 HALF_DTYPES = (torch.float16, torch.bfloat16)

@@ -24,13 +24,11 @@ fp32 partial sum of the tile.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
-from rooflens.kernels.common import interpreting
+from rooflens.kernels.common import device_limits, interpreting
 
 MAX_M = 16  # skinny M: one BLOCK_M = 16 row tile, K split across SMs
 PROGRAMS_PER_SM = 4  # grid target: enough loads in flight to saturate HBM (several per SM)
@@ -39,18 +37,6 @@ _GPU_CONFIGS = [
     triton.Config({}, num_warps=warps, num_stages=stages) for warps in (4, 8) for stages in (2, 3, 4)
 ]
 _INTERPRETER_CONFIGS = [triton.Config({}, num_warps=4, num_stages=1)]
-
-
-@functools.cache
-def _sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
-def sm_count(device: torch.device) -> int:
-    """Streaming multiprocessors of `device` (4 in the interpreter, so small tests split K)."""
-    if interpreting() or device.type != "cuda":
-        return 4
-    return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
 
 
 def tiles(m: int, w_bits: int, group_size: int) -> tuple[int, int, int]:
@@ -219,7 +205,7 @@ def splitk_matmul(
     block_m, block_n, block_k = tiles(m, w_bits, group_size)
     assert w_bits == 16 or group_size % block_k == 0, "K tiles must lie inside one group"
     if splits is None:
-        splits = plan_splits(m, n, k, (block_m, block_n, block_k), sm_count(x.device))
+        splits = plan_splits(m, n, k, (block_m, block_n, block_k), device_limits(x.device)[0])
     k_tiles = triton.cdiv(k, block_k)
     assert 1 <= splits <= k_tiles, f"splits must be in [1, {k_tiles}], got {splits}"
     k_per_split = triton.cdiv(k_tiles, splits) * block_k

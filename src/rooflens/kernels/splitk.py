@@ -34,7 +34,9 @@ MAX_M = 16  # skinny M: one BLOCK_M = 16 row tile, K split across SMs
 PROGRAMS_PER_SM = 4  # grid target: enough loads in flight to saturate HBM (several per SM)
 
 _GPU_CONFIGS = [
-    triton.Config({}, num_warps=warps, num_stages=stages) for warps in (4, 8) for stages in (2, 3, 4)
+    triton.Config({}, num_warps=warps, num_stages=stages)
+    for warps in (4, 8)
+    for stages in (2, 3, 4)
 ]
 _INTERPRETER_CONFIGS = [triton.Config({}, num_warps=4, num_stages=1)]
 
@@ -54,9 +56,7 @@ def tiles(m: int, w_bits: int, group_size: int) -> tuple[int, int, int]:
     return block_m, block_n, block_k
 
 
-def plan_splits(
-    m: int, n: int, k: int, block: tuple[int, int, int], sms: int
-) -> int:
+def plan_splits(m: int, n: int, k: int, block: tuple[int, int, int], sms: int) -> int:
     """Splits of K so that output tiles × splits reaches PROGRAMS_PER_SM × SMs, each split at
     least two K tiles long (one tile leaves nothing to pipeline), never an empty split."""
     block_m, block_n, block_k = block
@@ -117,7 +117,9 @@ def _splitk_kernel(
     if W_BITS == 4:
         offs_j = tl.arange(0, BLOCK_K // 2)  # byte j of the tile: k = 2j (low), 2j + 1 (high)
         for k0 in range(k_start, k_end, BLOCK_K):
-            x_even = tl.load(x_rows + (k0 + 2 * offs_j)[None, :] * stride_xk, mask=mask_m[:, None], other=0.0)
+            x_even = tl.load(
+                x_rows + (k0 + 2 * offs_j)[None, :] * stride_xk, mask=mask_m[:, None], other=0.0
+            )
             x_odd = tl.load(
                 x_rows + (k0 + 2 * offs_j + 1)[None, :] * stride_xk, mask=mask_m[:, None], other=0.0
             )

@@ -129,7 +129,8 @@ def _splitk_launches(p: str, all_configs: bool) -> Iterator[Launch]:
             consts = dict(SPLITS=splits, W_BITS=bits, GROUP_SIZE=128, INPUT_PRECISION="ieee")
             y_type = p if splits == 1 else "*fp32"
             pointers = {"x_ptr": p, "w_ptr": w_type, "s_ptr": p, "z_ptr": "*u8", "y_ptr": y_type}
-            for cfg in _configs(splitk._splitk_kernel, all_configs):
+            kept = splitk._enough_warps(splitk._splitk_kernel.configs, {}, **tiles)
+            for cfg in kept if all_configs else kept[:1]:
                 label = f"splitk W{bits} M={m} splits={splits} {cfg.num_warps}w{cfg.num_stages}s"
                 yield Launch(label, splitk._splitk_kernel, pointers, consts | tiles,
                              cfg.num_warps, cfg.num_stages, unit=unit,

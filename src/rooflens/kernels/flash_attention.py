@@ -165,12 +165,14 @@ _V2_CONFIGS = [
 
 def _fits(configs, named_args, **kwargs):
     """Keep the tiles whose K/V stages fit shared memory (~227 KB on H100) for this head_dim
-    and dtype: a stage holds a K and a V tile of BLOCK_N × D elements."""
+    and dtype (a stage holds a K and a V tile of BLOCK_N × D elements) and whose fp32
+    accumulator takes at most 128 registers a thread (128 × 256 over 4 warps spills)."""
     head_dim = kwargs["HEAD_DIM"]
     size = named_args["q_ptr"].element_size()
     fit = [c for c in configs
            if 2 * c.kwargs["BLOCK_N"] * head_dim * size * c.num_stages
-           + c.kwargs["BLOCK_M"] * head_dim * size <= 160 * 1024]  # fmt: skip
+           + c.kwargs["BLOCK_M"] * head_dim * size <= 160 * 1024
+           and c.kwargs["BLOCK_M"] * head_dim <= 128 * 32 * c.num_warps]  # fmt: skip
     return fit or configs[-1:]
 
 

@@ -38,6 +38,14 @@ _GPU_CONFIGS = [
     for warps in (4, 8)
     for stages in (2, 3, 4)
 ]
+
+
+def _enough_warps(configs, named_args, **kwargs):
+    """Drop 4-warp configs for the 64/128 x 128 prefill tiles: their fp32 accumulator alone
+    takes 64-128 registers a thread, and the dequantised weights spill the rest (SASS: hundreds
+    of LDL/STL at sm_90, tests/kernels/sass_mix.md)."""
+    big = kwargs["BLOCK_M"] * kwargs["BLOCK_N"] >= 64 * 128
+    return [c for c in configs if not big or c.num_warps == 8] or configs
 _INTERPRETER_CONFIGS = [triton.Config({}, num_warps=4, num_stages=1)]
 
 
@@ -71,6 +79,7 @@ def plan_splits(m: int, n: int, k: int, block: tuple[int, int, int], sms: int) -
 @triton.autotune(
     configs=_INTERPRETER_CONFIGS if interpreting() else _GPU_CONFIGS,
     key=["M", "N", "K", "SPLITS", "W_BITS"],
+    prune_configs_by={"early_config_prune": _enough_warps},
 )
 @triton.jit
 def _splitk_kernel(
@@ -116,13 +125,13 @@ def _splitk_kernel(
     w_cols = w_ptr + offs_n[None, :] * stride_wn
     if W_BITS == 4:
         offs_j = tl.arange(0, BLOCK_K // 2)  # byte j of the tile: k = 2j (low), 2j + 1 (high)
+        offs_k = tl.arange(0, BLOCK_K)
         for k0 in range(k_start, k_end, BLOCK_K):
-            x_even = tl.load(
-                x_rows + (k0 + 2 * offs_j)[None, :] * stride_xk, mask=mask_m[:, None], other=0.0
+            # One contiguous load of X's tile, split into its even and odd columns in registers.
+            x = tl.load(
+                x_rows + (k0 + offs_k)[None, :] * stride_xk, mask=mask_m[:, None], other=0.0
             )
-            x_odd = tl.load(
-                x_rows + (k0 + 2 * offs_j + 1)[None, :] * stride_xk, mask=mask_m[:, None], other=0.0
-            )
+            x_even, x_odd = tl.split(tl.reshape(x, (BLOCK_M, BLOCK_K // 2, 2)))
             packed = tl.load(
                 w_cols + (k0 // 2 + offs_j)[:, None] * stride_wk, mask=mask_n[None, :], other=0
             ).to(tl.int32)  # [BLOCK_K / 2, BLOCK_N], contiguous along K

@@ -26,9 +26,10 @@
 #   5 e2e        160   rooflens validate e2e, Llama-3-8B random weights, eager then --compile,
 #                      batch {1,8,32,128} x context {1k,4k}, 4 of 32 layers (scaled)
 #   6 summary     20   one page: accuracy per operator class and e2e phase, speed vs target
-# Results: src/rooflens/validate/results/<gpu>/ (suite, e2e/, gpu-check-<stamp>/ with logs
-# and summary.md) and benchmarks/results/<gpu>/ (kernels.csv, kernels.md), provenance columns
-# on every row; with $OUT set, a copy there (gpu_check-<gpu>.tar.gz and summary.md).
+# Results: src/rooflens/validate/results/<gpu>/ (the suite's run, gpu-check-<stamp>/ with logs
+# and summary.md), src/rooflens/validate/results/e2e/<gpu>/ (the two e2e runs) and
+# benchmarks/results/<gpu>/ (kernels.csv, kernels.md), provenance columns on every row; with
+# $OUT set, a copy there (gpu_check-<gpu>.tar.gz and summary.md).
 # The dry run writes under a temporary folder (or $GPU_CHECK_ROOT) and never into the tree.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -71,7 +72,7 @@ fi
 TOTAL=480
 if [ "$DRY" = 1 ]; then
   export TRITON_INTERPRET=1
-  TOTAL=120
+  TOTAL=400  # under a minute on an idle CPU; the slack keeps a loaded CI machine from skipping
   BASE="${GPU_CHECK_ROOT:-$(mktemp -d)}"
   GPU=cpu
   VAL_ROOT="$BASE/validate"
@@ -91,6 +92,7 @@ STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
 LOGS="$VAL_ROOT/$GPU/gpu-check-$STAMP"
 mkdir -p "$LOGS"
 STEPS="$LOGS/steps.txt"
+touch "$LOGS/.start"  # result files older than this belong to earlier runs
 START=$SECONDS
 echo "gpu_check: $GPU, logs in $LOGS" | tee "$STEPS"
 
@@ -117,48 +119,54 @@ run provenance 15 "$PY" scripts/gpu_check_summary.py --print-provenance
 cp "$LOGS/provenance.log" "$LOGS/provenance.txt" 2>/dev/null
 
 if [ "$DRY" = 1 ]; then
-  run pytest 40 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/kernels/test_w4a16_gemm.py
-  run suite 40 "$PY" -m rooflens.cli validate run --device cpu --quick --limit 2 --fresh \
+  run pytest 60 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/kernels/test_w4a16_gemm.py
+  run suite 60 "$PY" -m rooflens.cli validate run --device cpu --quick --limit 2 --fresh \
     --results "$VAL_ROOT"
-  run speed 60 "$PY" -m benchmarks.kernels --device cpu --small --reps 2 --kernels \
+  run speed 90 "$PY" -m benchmarks.kernels --device cpu --small --reps 2 --kernels \
     gemm,w4a16_gemm,decode_attention --results "$BENCH_ROOT"
   TINY="$ROOT/src/rooflens/validate/e2e/tiny-llama.yaml"
-  run e2e_eager 40 "$PY" -m rooflens.cli validate e2e --model "$TINY" --device cpu \
-    --batch 1,2 --context 16,32 --repeats 1 --stored-spec --results "$VAL_ROOT" \
-    -o "$VAL_ROOT/$GPU/e2e-eager-$STAMP.csv"
+  run e2e_eager 60 "$PY" -m rooflens.cli validate e2e --model "$TINY" --device cpu \
+    --batch 1,2 --context 16,32 --repeats 1 --stored-spec --results "$VAL_ROOT"
+  E2E_EAGER="$(newest "$VAL_ROOT/e2e/$GPU"/*-e2e.csv)"
   # --compile's path with TorchDynamo disabled: inductor would take minutes on a CPU.
-  run e2e_compile 30 env TORCHDYNAMO_DISABLE=1 "$PY" -m rooflens.cli validate e2e --model "$TINY" \
+  run e2e_compile 60 env TORCHDYNAMO_DISABLE=1 "$PY" -m rooflens.cli validate e2e --model "$TINY" \
     --device cpu --batch 1 --context 16 --repeats 1 --stored-spec --compile \
-    --results "$VAL_ROOT" -o "$VAL_ROOT/$GPU/e2e-compile-$STAMP.csv"
+    --results "$VAL_ROOT"
 else
   run pytest 75 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests
   run suite 90 "$PY" -m rooflens.cli validate run --device cuda --quick --fresh
   run speed 120 "$PY" -m benchmarks.kernels --device cuda --limit 5
   E2E=(--model llama-3-8b --device cuda --batch 1,8,32,128 --context 1024,4096 --layers 4
        --repeats 3)
-  run e2e_eager 70 "$PY" -m rooflens.cli validate e2e "${E2E[@]}" \
-    -o "$VAL_ROOT/$GPU/e2e-eager-$STAMP.csv"
-  run e2e_compile 90 "$PY" -m rooflens.cli validate e2e "${E2E[@]}" --compile \
-    -o "$VAL_ROOT/$GPU/e2e-compile-$STAMP.csv"
+  run e2e_eager 70 "$PY" -m rooflens.cli validate e2e "${E2E[@]}"
+  E2E_EAGER="$(newest "$VAL_ROOT/e2e/$GPU"/*-e2e.csv)"
+  run e2e_compile 90 "$PY" -m rooflens.cli validate e2e "${E2E[@]}" --compile
 fi
+# e2e runs go to their own store (validate/results/e2e/<gpu>/), apart from the kernel runs that
+# `calibrate fit --results-device` reads; "newest" is this run's only if it finished.
+E2E_COMPILE="$(newest "$VAL_ROOT/e2e/$GPU"/*-e2e.csv)"
+[ "$E2E_COMPILE" = "$E2E_EAGER" ] && E2E_COMPILE=""
+[ -n "$E2E_EAGER" ] && [ "$E2E_EAGER" -ot "$LOGS/.start" ] && E2E_EAGER=""
+[ -n "$E2E_COMPILE" ] && [ "$E2E_COMPILE" -ot "$LOGS/.start" ] && E2E_COMPILE=""
 
 SUITE_CSV="$(newest "$VAL_ROOT/$GPU"/*quick*.csv)"
+[ -n "$SUITE_CSV" ] && [ "$SUITE_CSV" -ot "$LOGS/.start" ] && SUITE_CSV=""  # an older run's
 KERNELS_CSV="$BENCH_ROOT/$GPU/kernels.csv"
 [ -f "$KERNELS_CSV" ] || KERNELS_CSV=""
 FILES=()
 for f in "$LOGS/provenance.txt" "$SUITE_CSV" "$KERNELS_CSV" "$BENCH_ROOT/$GPU/kernels.md" \
-         "$VAL_ROOT/$GPU/e2e-eager-$STAMP.csv" "$VAL_ROOT/$GPU/e2e-compile-$STAMP.csv"; do
+         "$E2E_EAGER" "$E2E_COMPILE"; do
   [ -n "$f" ] && [ -f "$f" ] && FILES+=(--files "$f")
 done
 run summary 20 "$PY" scripts/gpu_check_summary.py --out "$LOGS" --provenance "$LOGS/provenance.txt" \
   --steps "$STEPS" --validate "$SUITE_CSV" --kernels "$KERNELS_CSV" \
-  --e2e "$VAL_ROOT/$GPU/e2e-eager-$STAMP.csv" --e2e "$VAL_ROOT/$GPU/e2e-compile-$STAMP.csv" \
+  --e2e "$E2E_EAGER" --e2e "$E2E_COMPILE" \
   "${FILES[@]}"
 
 if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
   paths=("$LOGS")
-  for f in "$SUITE_CSV" "$KERNELS_CSV" "$BENCH_ROOT/$GPU/kernels.md" \
-           "$VAL_ROOT/$GPU/e2e-eager-$STAMP.csv" "$VAL_ROOT/$GPU/e2e-compile-$STAMP.csv"; do
+  for f in "$SUITE_CSV" "$KERNELS_CSV" "$BENCH_ROOT/$GPU/kernels.md" "$E2E_EAGER" \
+           "$E2E_COMPILE"; do
     [ -n "$f" ] && [ -f "$f" ] && paths+=("$f")
   done
   tar -czf "$OUT/gpu_check-$GPU.tar.gz" -C / "${paths[@]#/}" && cp "$LOGS/summary.md" "$OUT/summary.md"

@@ -51,15 +51,15 @@ _INTERPRETER_CONFIGS = [triton.Config({}, num_warps=4, num_stages=1)]
 
 def tiles(m: int, w_bits: int, group_size: int) -> tuple[int, int, int]:
     """(BLOCK_M, BLOCK_N, BLOCK_K). Skinny M: 16 x 64 output tiles; M > 16 (the quantised
-    launchers' prefill): 64 or 128 x 128, tensor-core sized. K tiles of one group at most,
+    launchers' prefill): 64 x 128, one wgmma warpgroup tall. K tiles of one group at most,
     128 wide on a GPU (one 256-byte bf16 row segment per dense weight row), 32 in the
     interpreter."""
     if interpreting():
         block_m, block_n, cap = 16, 32, 32
     elif m <= MAX_M:
         block_m, block_n, cap = 16, 64, 128
-    else:
-        block_m, block_n, cap = (64 if m <= 64 else 128), 128, 128
+    else:  # 128-row tiles spill the dequantised weights at 8 warps (tests/kernels/sass_mix.md)
+        block_m, block_n, cap = 64, 128, 128
     block_k = cap if w_bits == 16 else min(group_size, cap)
     return block_m, block_n, block_k
 

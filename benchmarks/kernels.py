@@ -5,8 +5,9 @@ and the torch baseline through the validator's own runner (validate/cases.py bui
 validate/runner.py times them; on a GPU every call inside a CUDA graph, operands rotated past
 L2), measures the device's roofs in the same run (a large bf16 `torch.mm` and a device copy),
 and, beside them, the variant of each kernel the 2026-11-24 H100 run measured (`triton_v1`,
-issue 25), and writes benchmarks/results/<gpu>/kernels.csv (columns: benchmarks/kernel_table.py, with the
-run's provenance on every row) and kernels.md (per-kernel summary against the issue's targets).
+issue 25), and writes benchmarks/results/<gpu>/kernels.csv (columns:
+benchmarks/kernel_table.py, with the run's provenance on every row) and kernels.md (per-kernel
+summary against the issue's targets).
 
     python -m benchmarks.kernels --device cuda [--quick] [--kernels K,...] [--limit N] [--merge]
     python -m benchmarks.kernels --device cpu --small       # CI: TRITON_INTERPRET=1, tiny shapes

@@ -85,6 +85,10 @@ def kernel_speed(path: Path) -> str:
     return f"{_table(kt.summarize(frame))}\n\n{_table(targets)}"
 
 
+def _text(path: Path | None) -> str:
+    return path.read_text().strip() if path and path.is_file() else "none recorded"
+
+
 def section(title: str, make, *args) -> str:  # type: ignore[no-untyped-def]
     if not all(args) or any(isinstance(a, Path) and not a.is_file() for a in args):
         return f"## {title}\n\nskipped: the step left no results\n"
@@ -128,26 +132,18 @@ def main(argv: list[str] | None = None) -> int:
     e2e = [Path(p) for p in args.e2e if Path(p).is_file()]
     prov = Path(args.provenance) if args.provenance else None
     steps = Path(args.steps) if args.steps else None
+    validate = Path(args.validate) if args.validate else None
+    kernels = Path(args.kernels) if args.kernels else None
+    files = "\n".join(f"- {f}" for f in args.files if Path(f).is_file())
+    speed = "Speed per kernel against its target (v2 = now, v1 = 2026-11-24 kernels)"
     parts = [
         "# GPU check summary (scripts/gpu_check.sh)\n",
-        "## Provenance\n\n```\n"
-        + (prov.read_text().strip() if prov and prov.is_file() else "none recorded")
-        + "\n```\n",  # fmt: skip
-        "## Steps\n\n```\n"
-        + (steps.read_text().strip() if steps and steps.is_file() else "none recorded")
-        + "\n```\n",  # fmt: skip
-        section(
-            "Accuracy per operator class (kernel suite)",
-            kernel_accuracy,
-            Path(args.validate) if args.validate else None,
-        ),  # fmt: skip
+        f"## Provenance\n\n```\n{_text(prov)}\n```\n",
+        f"## Steps\n\n```\n{_text(steps)}\n```\n",
+        section("Accuracy per operator class (kernel suite)", kernel_accuracy, validate),
         section("Accuracy per end-to-end phase", e2e_accuracy, e2e or None),
-        section(
-            "Speed per kernel against its target (v2 = now, v1 = 2026-11-24 kernels)",
-            kernel_speed,
-            Path(args.kernels) if args.kernels else None,
-        ),  # fmt: skip
-        "## Result files\n\n" + "\n".join(f"- {f}" for f in args.files if Path(f).is_file()) + "\n",
+        section(speed, kernel_speed, kernels),
+        f"## Result files\n\n{files}\n",
     ]
     out = Path(args.out) / "summary.md"
     out.parent.mkdir(parents=True, exist_ok=True)

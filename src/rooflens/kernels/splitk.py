@@ -46,6 +46,8 @@ def _enough_warps(configs, named_args, **kwargs):
     of LDL/STL at sm_90, tests/kernels/sass_mix.md)."""
     big = kwargs["BLOCK_M"] * kwargs["BLOCK_N"] >= 64 * 128
     return [c for c in configs if not big or c.num_warps == 8] or configs
+
+
 _INTERPRETER_CONFIGS = [triton.Config({}, num_warps=4, num_stages=1)]
 
 

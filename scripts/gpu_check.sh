@@ -11,9 +11,12 @@
 #   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
 #   export PYTHONPATH=/tmp/site
 # before running this script (docs/validation.md, "One command on a GPU"):
-#   pydantic  pydantic-core  annotated-types  typing-inspection  typing-extensions>=4.14
-#   narwhals  plotly
-#   numpy  pandas  pyarrow  pyyaml  rich  pytest   (already on the GPU machines)
+#   pydantic==2.14.4  pydantic-core==2.50.5  annotated-types==0.8.0  typing-inspection==0.4.5
+#   typing-extensions==4.16.0 (>= 4.14)  narwhals==2.29.0  plotly==7.1.0
+#   numpy  pandas  pyarrow  pyyaml  rich  pytest  hypothesis   (already on the GPU machines)
+# (the versions this checkout is tested with; fetch them with
+#  pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp
+#  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl NAME==VERSION ...)
 #
 # Steps, in order, each with its own time budget (seconds, GPU run) and skipped with a line
 # when the 480 s budget is gone:
@@ -47,8 +50,8 @@ export PYTHONUNBUFFERED=1
 missing="$("$PY" - <<'EOF'
 import importlib, importlib.metadata as md
 need = ["pydantic", "pydantic_core", "annotated_types", "typing_inspection", "typing_extensions",
-        "narwhals", "plotly", "numpy", "pandas", "pyarrow", "yaml", "rich", "pytest", "torch",
-        "triton"]
+        "narwhals", "plotly", "numpy", "pandas", "pyarrow", "yaml", "rich", "pytest",
+        "hypothesis", "torch", "triton"]
 gone = []
 for name in need:
     try:
@@ -133,7 +136,8 @@ if [ "$DRY" = 1 ]; then
     --device cpu --batch 1 --context 16 --repeats 1 --stored-spec --compile \
     --results "$VAL_ROOT"
 else
-  run pytest 75 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests
+  run pytest 75 "$PY" -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors \
+    tests/kernels tests/validate
   run suite 90 "$PY" -m rooflens.cli validate run --device cuda --quick --fresh
   run speed 120 "$PY" -m benchmarks.kernels --device cuda --limit 5
   E2E=(--model llama-3-8b --device cuda --batch 1,8,32,128 --context 1024,4096 --layers 4

@@ -21,12 +21,13 @@
 # Steps, in order, each with its own time budget (seconds, GPU run) and skipped with a line
 # when the 480 s budget is gone:
 #   1 provenance  15   device, driver, CUDA, torch, triton, commit, date
-#   2 pytest      75   pytest -m gpu (every GPU test against its torch reference)
-#   3 suite       90   rooflens validate run --device cuda --quick (graph-timed kernels and
+#   2 pytest      60   pytest -m gpu (every GPU test against its torch reference)
+#   3 suite       80   rooflens validate run --device cuda --quick (graph-timed kernels and
 #                      baselines; decode through the paged and contiguous kernels and SDPA,
 #                      with fp8 KV on compute capability >= 8.9)
-#   4 speed      120   python -m benchmarks.kernels (v2 and v1 kernels beside torch, targets)
-#   5 e2e        160   rooflens validate e2e, Llama-3-8B random weights, eager then --compile,
+#   4 speed      150   python -m benchmarks.kernels, one kernel per call merged into one table
+#                      (v2 and v1 kernels beside torch, targets), 5 shapes per kernel
+#   5 e2e     65+90    rooflens validate e2e, Llama-3-8B random weights, eager then --compile,
 #                      batch {1,8,32,128} x context {1k,4k}, 4 of 32 layers (scaled)
 #   6 summary     20   one page: accuracy per operator class and e2e phase, speed vs target
 # Results: src/rooflens/validate/results/<gpu>/ (the suite's run, gpu-check-<stamp>/ with logs
@@ -109,6 +110,9 @@ run() {
   [ "$budget" -gt "$left" ] && budget=$left
   local t0=$SECONDS rc
   echo "== step $name (budget ${budget} s)"
+  if [ "$(type -t "$1")" = function ]; then  # a step written as a function of this script
+    set -- bash -c "$(declare -f "$1"); PY='$PY'; $1 \"\$@\"" "$@"
+  fi
   timeout --signal=INT --kill-after=10 "$budget" "$@" > >(tee "$LOGS/$name.log") 2>&1
   rc=$?
   local status=ok
@@ -117,6 +121,17 @@ run() {
   echo "step $name: $status in $((SECONDS - t0)) s" | tee -a "$STEPS"
 }
 newest() { ls -t "$@" 2>/dev/null | grep -v unfinished | head -1; }
+# The speed step: one kernel per call, merged into one table, so that a budget that runs out
+# keeps what was measured. Arguments: the benchmark's own, then "--" and the kernels in order.
+speed() {
+  local args=() merge=""
+  while [ "$1" != "--" ]; do args+=("$1"); shift; done
+  shift
+  for k in "$@"; do
+    "$PY" -m benchmarks.kernels "${args[@]}" --kernels "$k" $merge || return 1
+    merge=--merge
+  done
+}
 
 run provenance 15 "$PY" scripts/gpu_check_summary.py --print-provenance
 cp "$LOGS/provenance.log" "$LOGS/provenance.txt" 2>/dev/null
@@ -125,8 +140,7 @@ if [ "$DRY" = 1 ]; then
   run pytest 60 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/kernels/test_w4a16_gemm.py
   run suite 60 "$PY" -m rooflens.cli validate run --device cpu --quick --limit 2 --fresh \
     --results "$VAL_ROOT"
-  run speed 90 "$PY" -m benchmarks.kernels --device cpu --small --reps 2 --kernels \
-    gemm,w4a16_gemm,decode_attention --results "$BENCH_ROOT"
+  run speed 90 speed --device cpu --small --reps 2 --results "$BENCH_ROOT" -- gemm w4a16_gemm
   TINY="$ROOT/src/rooflens/validate/e2e/tiny-llama.yaml"
   run e2e_eager 60 "$PY" -m rooflens.cli validate e2e --model "$TINY" --device cpu \
     --batch 1,2 --context 16,32 --repeats 1 --stored-spec --results "$VAL_ROOT"
@@ -136,13 +150,14 @@ if [ "$DRY" = 1 ]; then
     --device cpu --batch 1 --context 16 --repeats 1 --stored-spec --compile \
     --results "$VAL_ROOT"
 else
-  run pytest 75 "$PY" -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors \
+  run pytest 60 "$PY" -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors \
     tests/kernels tests/validate
-  run suite 90 "$PY" -m rooflens.cli validate run --device cuda --quick --fresh
-  run speed 120 "$PY" -m benchmarks.kernels --device cuda --limit 5
+  run suite 80 "$PY" -m rooflens.cli validate run --device cuda --quick --fresh
+  run speed 150 speed --device cuda --limit 5 -- w4a16_gemm w8a16_gemm gemm decode_attention \
+    paged_decode_attention flash_attention rmsnorm
   E2E=(--model llama-3-8b --device cuda --batch 1,8,32,128 --context 1024,4096 --layers 4
        --repeats 3)
-  run e2e_eager 70 "$PY" -m rooflens.cli validate e2e "${E2E[@]}"
+  run e2e_eager 65 "$PY" -m rooflens.cli validate e2e "${E2E[@]}"
   E2E_EAGER="$(newest "$VAL_ROOT/e2e/$GPU"/*-e2e.csv)"
   run e2e_compile 90 "$PY" -m rooflens.cli validate e2e "${E2E[@]}" --compile
 fi

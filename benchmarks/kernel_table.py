@@ -22,7 +22,8 @@ SHAPE_COLUMNS = ("m", "n", "k", "batch", "seq_len", "kv_len", "n_heads", "n_kv_h
                  "head_dim", "rows", "hidden")  # fmt: skip
 DTYPE_COLUMNS = ("dtype", "kv_dtype", "weight_dtype", "group_size", "residual")
 CONTEXT_COLUMNS = ("model", "tp", "phase", "name", "op")
-RESULT_COLUMNS = ("kernel", "triton_s", "torch_s", "speedup", "flops", "bytes", "roofline_s",
+RESULT_COLUMNS = ("kernel", "triton_s", "torch_s", "speedup", "triton_v1_s", "speedup_v1",
+                  "flops", "bytes", "roofline_s",
                   "roofline_fraction", "datasheet_fraction", "triton_timing",
                   "torch_timing")  # fmt: skip
 PROVENANCE_COLUMNS = ("gpu", "device_name", "driver", "cuda", "torch_version", "triton_version",
@@ -77,6 +78,9 @@ def add_derived(
     out["flops"] = [c[0] for c in costs]
     out["bytes"] = [c[1] for c in costs]
     out["speedup"] = out["torch_s"] / out["triton_s"]
+    v1 = out["triton_v1_s"] if "triton_v1_s" in out else pd.Series(np.nan, index=out.index)
+    out["triton_v1_s"] = pd.to_numeric(v1, errors="coerce")
+    out["speedup_v1"] = out["torch_s"] / out["triton_v1_s"]
     out["roofline_s"] = np.maximum(out["flops"] / peak_flops_per_s, out["bytes"] / hbm_bytes_per_s)
     out["roofline_fraction"] = out["roofline_s"] / out["triton_s"]
     if datasheet is None:
@@ -108,6 +112,7 @@ def pair_measured(rows: pd.DataFrame) -> pd.DataFrame:
     times = rows.pivot_table(index=keys, columns="engine", values="measured_s", aggfunc="median")
     timing = rows.groupby([*keys, "engine"])["timing"].first().unstack("engine")
     out = pd.DataFrame({"triton_s": times.get("triton"), "torch_s": times.get("torch"),
+                        "triton_v1_s": times.get("triton_v1"),
                         "triton_timing": timing.get("triton"),
                         "torch_timing": timing.get("torch")}).reset_index()  # fmt: skip
     out[keys] = out[keys].replace("", np.nan)
@@ -151,6 +156,8 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
         "shapes": groups.size(),
         "median_speedup": groups["speedup"].median(),
         "worst_speedup": groups["speedup"].min(),
+        "median_speedup_v1": groups["speedup_v1"].median(),
+        "worst_speedup_v1": groups["speedup_v1"].min(),
         "median_roofline_fraction": groups["roofline_fraction"].median(),
         "median_datasheet_fraction": groups["datasheet_fraction"].median(),
     }).reset_index()  # fmt: skip
@@ -174,7 +181,8 @@ def markdown(summary: pd.DataFrame, targets: pd.DataFrame, provenance: str) -> s
         body = ["| " + " | ".join(str(v) for v in row) + " |" for row in text.to_numpy()]
         return "\n".join([head, rule, *body])
 
-    units = ("speedup = torch_s / triton_s (×); fractions of the roofline max(FLOPs / compute "
+    units = ("speedup = torch_s / triton_s (×), speedup_v1 the same of the 2026-11-24 kernels "
+             "(issue 25's v1 variants); fractions of the roofline max(FLOPs / compute "
              "roof, bytes / memory roof), unitless")  # fmt: skip
     status = targets.assign(met=targets["met"].map({True: "yes", False: "no", None: "no rows"}))
     return (f"# Kernel benchmark\n\n{provenance}\n\n{units}\n\n"

@@ -4,8 +4,10 @@ For each kernel × shape of the validator's suite (validate/suite.py) it times o
 and the torch baseline through the validator's own runner (validate/cases.py builds the calls,
 validate/runner.py times them; on a GPU every call inside a CUDA graph, operands rotated past
 L2), measures the device's roofs in the same run (a large bf16 `torch.mm` and a device copy),
-and writes benchmarks/results/<gpu>/kernels.csv (columns: benchmarks/kernel_table.py, with the
-run's provenance on every row) and kernels.md (per-kernel summary against the issue's targets).
+and, beside them, the variant of each kernel the 2026-11-24 H100 run measured (`triton_v1`,
+issue 25), and writes benchmarks/results/<gpu>/kernels.csv (columns:
+benchmarks/kernel_table.py, with the run's provenance on every row) and kernels.md (per-kernel
+summary against the issue's targets).
 
     python -m benchmarks.kernels --device cuda [--quick] [--kernels K,...] [--limit N] [--merge]
     python -m benchmarks.kernels --device cpu --small       # CI: TRITON_INTERPRET=1, tiny shapes
@@ -18,7 +20,6 @@ beside the torch row of the same shape) and the provenance and measured roofs fr
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import re
 import sys
@@ -119,18 +120,20 @@ def measure(args: argparse.Namespace) -> tuple[pd.DataFrame, dict[str, str], str
         os.environ["TRITON_INTERPRET"] = "1"  # read when kernels are decorated: before importing
     import torch
 
-    from rooflens.validate.cases import make_calls
+    from rooflens.validate.cases import IMPLS, make_calls
     from rooflens.validate.runner import copies_for, gpu_preset_for, time_cpu, time_gpu
     from rooflens.validate.store import device_provenance
 
     if args.device == "cuda":
         from rooflens.hardware.presets import get_gpu
-        from rooflens.validate.suite import full_suite
+        from rooflens.validate.suite import full_suite, with_fp8_kv
 
         if not torch.cuda.is_available():
             raise RooflensError("no CUDA GPU found: use --device cpu --small, or run on a GPU")
         gpu = args.gpu or gpu_preset_for(torch.cuda.get_device_name())
         suite, cache_bytes = full_suite(), get_gpu(gpu).l2_bytes
+        if torch.cuda.get_device_capability() >= (8, 9):  # fp8 KV converts in hardware
+            suite = with_fp8_kv(suite)
     else:
         if not args.small:
             raise RooflensError("--device cpu runs only the tiny --small shapes (interpreter)")
@@ -147,14 +150,14 @@ def measure(args: argparse.Namespace) -> tuple[pd.DataFrame, dict[str, str], str
     rows = []
     for _, row in suite.iterrows():
         copies = copies_for(row, cache_bytes, 4e9)
-        for impl in ("triton", "torch"):
+        for impl in IMPLS:  # new kernels, the 2026-11-24 ones, torch: side by side (issue 25)
             calls = make_calls(row, impl, args.device, copies)
             if args.device == "cuda":  # every call inside a CUDA graph (issue 13)
-                timing = time_gpu(calls, graph_below_s=math.inf)
+                timing = time_gpu(calls)
             else:
                 timing = time_cpu(calls, min_time_s=0.0, max_reps=args.reps)
             rows.append({**row.to_dict(), "impl": f"{impl}:{row['kernel']}", "gpu": gpu, **timing})
-            print(f"{impl:6s} {row['kernel']:24s} {timing['measured_s'] * 1e6:10.2f} µs",
+            print(f"{impl:9s} {row['kernel']:24s} {timing['measured_s'] * 1e6:10.2f} µs",
                   file=sys.stderr)  # fmt: skip
             del calls
     info = device_provenance(args.device)

@@ -37,14 +37,19 @@ from rooflens.kernels import (
     paged_decode_attention,
     rmsnorm,
     split_kv,
+    splitk,
     w4a16_gemm,
     w8a16_gemm,
 )
 from rooflens.kernels.common import torch_dtype
 
 # Maximum dynamic shared memory per block (CUDA programming guide, compute capabilities).
-SHARED_MEMORY_BYTES = {80: 166912, 86: 101376, 89: 101376, 90: 232448}
-SCALAR_FLOATS = {"qk_scale", "eps"}  # every other non-pointer, non-constexpr argument is i32
+SHARED_MEMORY_BYTES = {80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232448}
+SCALAR_FLOATS = {
+    "qk_scale",
+    "eps",
+    "out_scale",
+}  # every other non-pointer, non-constexpr argument is i32
 
 
 class Launch(NamedTuple):
@@ -74,6 +79,18 @@ def _gemm_launches(p: str, all_configs: bool) -> Iterator[Launch]:
             unit=("stride_xk", "stride_wk", "stride_yn"),
             aligned=("N", "K"),
         )
+    for cfg in _configs(gemm._gemm_kernel_v2, all_configs):
+        yield Launch(
+            f"gemm v2 {cfg.kwargs}",
+            gemm._gemm_kernel_v2,
+            {"x_ptr": p, "w_ptr": p, "y_ptr": p},
+            dict(cfg.kwargs, INPUT_PRECISION="ieee"),
+            cfg.num_warps,
+            cfg.num_stages,
+            unit=("stride_xk", "stride_wk", "stride_yn"),
+            aligned=("N", "K"),
+        )
+    yield from _splitk_launches(p, all_configs)
     if p == "*fp32":
         return
     for cfg in _configs(w8a16_gemm._w8a16_gemm_kernel, all_configs):
@@ -101,61 +118,116 @@ def _gemm_launches(p: str, all_configs: bool) -> Iterator[Launch]:
         )
 
 
-def _attention_launches(dtype: str) -> Iterator[Launch]:
+def _splitk_launches(p: str, all_configs: bool) -> Iterator[Launch]:
+    """The split-K kernel at a decode M (16-row tiles) and, quantised, at a prefill M."""
+    weights = {16: p, 8: "*i8", 4: "*u8"} if p != "*fp32" else {16: p}
+    unit = ("stride_xk", "stride_wk", "stride_sg", "stride_zg", "stride_yn")
+    for bits, w_type in weights.items():
+        for m, splits in [(1, 1), (1, 4)] + ([(256, 1)] if bits != 16 else []):
+            block_m, block_n, block_k = splitk.tiles(m, bits, 128)
+            tiles = {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k}
+            consts = dict(SPLITS=splits, W_BITS=bits, GROUP_SIZE=128, INPUT_PRECISION="ieee")
+            y_type = p if splits == 1 else "*fp32"
+            pointers = {"x_ptr": p, "w_ptr": w_type, "s_ptr": p, "z_ptr": "*u8", "y_ptr": y_type}
+            kept = splitk._enough_warps(splitk._splitk_kernel.configs, {}, **tiles)
+            for cfg in kept if all_configs else kept[:1]:
+                label = f"splitk W{bits} M={m} splits={splits} {cfg.num_warps}w{cfg.num_stages}s"
+                yield Launch(label, splitk._splitk_kernel, pointers, consts | tiles,
+                             cfg.num_warps, cfg.num_stages, unit=unit,
+                             aligned=("N", "K", "k_per_split"))  # fmt: skip
+    yield Launch("splitk sum of splits", splitk._sum_splits_kernel,
+                 {"part_ptr": "*fp32", "y_ptr": p}, dict(SPLITS=4, BLOCK=1024), 4, 1,
+                 unit=("stride_yn",), aligned=("N",))  # fmt: skip
+
+
+def _attention_launches(dtype: str, arch: int = 90, all_configs: bool = False) -> Iterator[Launch]:
     p = f"*{dtype}"
     partials = {"o_part_ptr": "*fp32", "lse_part_ptr": "*fp32"}
     for head_dim in (64, 128, 256):
         cfg = dict(flash_attention._launch_config(head_dim, torch_dtype(dtype)))
         warps, stages = cfg.pop("num_warps"), cfg.pop("num_stages")
+        flash = dict(GQA_GROUP=4, INPUT_PRECISION="ieee", HEAD_DIM=head_dim)
         yield Launch(
-            f"flash_attention D={head_dim}",
+            f"flash_attention v1 D={head_dim}",
             flash_attention._flash_attention_kernel,
             {"q_ptr": p, "k_ptr": p, "v_ptr": p, "o_ptr": p},
-            dict(cfg, GQA_GROUP=4, INPUT_PRECISION="ieee", HEAD_DIM=head_dim),
+            dict(cfg, **flash, LONGEST_FIRST=False),
             warps,
             stages,
         )
+        size = torch_dtype(dtype).itemsize
+        fitting = flash_attention._fits(
+            flash_attention._V2_CONFIGS, {"q_ptr": _Elem(size)}, HEAD_DIM=head_dim
+        )
+        for v2 in fitting if all_configs else fitting[:1]:
+            yield Launch(
+                f"flash_attention v2 D={head_dim} {v2.kwargs} {v2.num_warps}w{v2.num_stages}s",
+                flash_attention._flash_attention_v2,
+                {"q_ptr": p, "k_ptr": p, "v_ptr": p, "o_ptr": p},
+                dict(v2.kwargs, **flash, LONGEST_FIRST=True),
+                v2.num_warps,
+                v2.num_stages,
+            )
         block_n = split_kv._block_n(head_dim)
-        split = dict(
-            GQA_GROUP=8, BLOCK_H=16, HEAD_DIM=head_dim, BLOCK_N=block_n, INPUT_PRECISION="ieee"
-        )
-        stages = 2 if dtype == "fp32" else 3
-        yield Launch(
-            f"decode_attention split D={head_dim}",
-            decode_attention._decode_split_kernel,
-            {"q_ptr": p, "k_ptr": p, "v_ptr": p, "kv_lens_ptr": "*i32", **partials},
-            split,
-            4,
-            stages,
-            unit=("stride_ls",),
-            aligned=("split_len",),
-        )
-        yield Launch(
-            f"paged_decode_attention split D={head_dim}",
-            paged_decode_attention._paged_split_kernel,
-            {"q_ptr": p, "k_ptr": p, "v_ptr": p, "block_table_ptr": "*i32", "kv_lens_ptr": "*i32"}
-            | partials,
-            dict(split, PAGE_SIZE=16),
-            4,
-            stages,
-            unit=("stride_ls",),
-            aligned=("split_len",),
-        )
+        kv = "*fp8e4nv" if dtype != "fp32" and arch >= 89 else p
+        yield from _decode_launches(p, p, head_dim, block_n, dtype, partials)
+        if kv != p:  # fp8 KV cache, converted in registers
+            yield from _decode_launches(p, kv, head_dim, block_n, dtype, partials)
         yield Launch(
             f"decode_attention combine D={head_dim}",
             split_kv._combine_kernel,
             dict(partials, o_ptr=p),
-            dict(NUM_SPLITS=5, BLOCK_SPLITS=8, HEAD_DIM=head_dim),
+            dict(NUM_SPLITS=300, BLOCK_SPLITS=32, HEAD_DIM=head_dim),
             4,
             3,
         )
 
 
-def launches(dtype: str, all_configs: bool) -> Iterator[Launch]:
+class _Elem:
+    """Stands in for a tensor where only element_size() is read (flash_attention._fits)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def element_size(self) -> int:
+        return self.size
+
+
+def _decode_launches(p, kv, head_dim, block_n, dtype, partials) -> Iterator[Launch]:
+    """The contiguous and paged split kernels over a cache of pointer type `kv`."""
+    tag = " fp8 KV" if kv != p else ""
+    split = dict(
+        GQA_GROUP=8, BLOCK_H=16, HEAD_DIM=head_dim, BLOCK_N=block_n, INPUT_PRECISION="ieee"
+    )
+    stages = 2 if dtype == "fp32" else 3
+    yield Launch(
+        f"decode_attention split D={head_dim}{tag}",
+        decode_attention._decode_split_kernel,
+        {"q_ptr": p, "k_ptr": kv, "v_ptr": kv, "kv_lens_ptr": "*i32", **partials},
+        split,
+        4,
+        stages,
+        unit=("stride_ls",),
+        aligned=("split_len",),
+    )
+    yield Launch(
+        f"paged_decode_attention split D={head_dim}{tag}",
+        paged_decode_attention._paged_split_kernel,
+        {"q_ptr": p, "k_ptr": kv, "v_ptr": kv, "block_table_ptr": "*i32", "kv_lens_ptr": "*i32"}
+        | partials,
+        dict(split, PAGE_SIZE=16),
+        4,
+        stages,
+        unit=("stride_ls",),
+        aligned=("split_len",),
+    )
+
+
+def launches(dtype: str, all_configs: bool, arch: int = 90) -> Iterator[Launch]:
     """Representative launches of every kernel with activations in `dtype`."""
     p = f"*{dtype}"
     yield from _gemm_launches(p, all_configs)
-    yield from _attention_launches(dtype)
+    yield from _attention_launches(dtype, arch, all_configs)
     yield Launch(
         "rmsnorm hidden=8192",
         rmsnorm._rmsnorm_kernel,
@@ -197,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     limit = SHARED_MEMORY_BYTES.get(args.arch)
     failures = []
-    for launch in launches(args.dtype, args.all_configs):
+    for launch in launches(args.dtype, args.all_configs, args.arch):
         try:
             shared = compile_launch(launch, args.arch).metadata.shared
         except Exception as error:  # report every failure, not just the first

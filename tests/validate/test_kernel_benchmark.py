@@ -23,7 +23,8 @@ KERNELS = {"gemm", "w8a16_gemm", "w4a16_gemm", "flash_attention", "decode_attent
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1"}
+    paths = os.pathsep.join((str(REPO / "src"), str(REPO)))  # this checkout before any install
+    env = {**os.environ, "PYTHONPATH": paths, "TRITON_INTERPRET": "1"}
     return subprocess.run([sys.executable, "-m", "benchmarks.kernels", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
 

@@ -24,9 +24,10 @@ from rooflens.kernels import (
     w8a16_gemm,
 )
 
-# Helpers several kernels share: dtype tables (common), the split-KV combine and workspace that
-# both decode launchers use (split_kv).
-SHARED_MODULES = ("common", "split_kv")
+# Helpers several kernels share: dtype tables and device limits (common), the split-KV combine
+# and workspace that both decode launchers use (split_kv), the split-K skinny matmul behind the
+# dense, W8A16 and W4A16 launchers (splitk).
+SHARED_MODULES = ("common", "split_kv", "splitk")
 
 
 class KernelEntry(NamedTuple):

@@ -6,6 +6,7 @@ Nothing here touches CUDA, so importing `kernels` is safe on a machine without a
 
 from __future__ import annotations
 
+import functools
 import os
 
 import torch
@@ -38,6 +39,16 @@ _TORCH_DTYPE_BY_NAME: dict[str, torch.dtype] = {
     "bf16": torch.bfloat16,
     "bfloat16": torch.bfloat16,
 }
+
+# Kernel variants a launcher can run (issue 25): "v2" the rewrite (split-K skinny GEMMs, Hopper
+# tile spaces, SM-derived decode splits), "v1" the kernels the 2026-11-24 H100 run measured,
+# kept so that one GPU run times both (benchmarks/kernels.py).
+VARIANTS = ("v2", "v1")
+
+
+def check_variant(variant: str) -> None:
+    assert variant in VARIANTS, f"variant must be one of {VARIANTS}, got {variant!r}"
+
 
 # Floating dtypes the matmul and attention kernels accept as activations.
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -73,6 +84,21 @@ def interpreting() -> bool:
     this answer is only meaningful if the variable was set before `kernels` was imported.
     """
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+@functools.cache
+def _device_limits(index: int) -> tuple[int, int]:
+    props = torch.cuda.get_device_properties(index)
+    smem = getattr(props, "shared_memory_per_multiprocessor", 0) or 228 * 1024
+    return props.multi_processor_count, int(smem)
+
+
+def device_limits(device: torch.device) -> tuple[int, int]:
+    """(SMs, shared-memory bytes per SM) of `device`, read at launch (never at import). In the
+    interpreter (4 SMs of 100 KB) small tests already plan several programs per head."""
+    if interpreting() or device.type != "cuda":
+        return 4, 100 * 1024
+    return _device_limits(device.index if device.index is not None else torch.cuda.current_device())
 
 
 @triton.jit

@@ -11,6 +11,12 @@ Algorithm: FlashAttention (Dao et al., NeurIPS 2022) with the FlashAttention-2 w
 online softmax (running max m and sum l, rescaling the accumulator), so the S×S score matrix
 never reaches HBM. Blocks strictly below the diagonal skip the causal mask; only the diagonal
 blocks are masked. Exponentials use exp2 with log2(e) folded into the scale.
+
+Variants: "v2" (issue 25, the default) autotunes the tiles over a Hopper space (128-row query
+blocks, 64/128-key steps, 4 or 8 warps, 2-4 stages: the Triton fused-attention tutorial's
+space), pruned by what fits shared memory, and starts the query blocks with the most keys first
+(causal work grows with the block index; launching the longest programs first shortens the
+tail of the last wave). "v1" is the fixed-tile kernel the 2026-11-24 H100 run measured.
 """
 
 from __future__ import annotations
@@ -21,7 +27,13 @@ import torch
 import triton
 import triton.language as tl
 
-from rooflens.kernels.common import FLOAT_DTYPES, dtype_bytes, interpreting, softmax_fold
+from rooflens.kernels.common import (
+    FLOAT_DTYPES,
+    check_variant,
+    dtype_bytes,
+    interpreting,
+    softmax_fold,
+)
 
 LOG2_E = 1.4426950408889634
 
@@ -90,8 +102,11 @@ def _flash_attention_kernel(
     HEAD_DIM: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    LONGEST_FIRST: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
+    if LONGEST_FIRST:  # the last query block sees the most keys: run it first
+        pid_m = tl.num_programs(0) - 1 - pid_m
     pid_bh = tl.program_id(1).to(tl.int64)  # int64: b · stride_qb may exceed int32
     b = pid_bh // n_heads
     h = pid_bh % n_heads
@@ -131,6 +146,43 @@ def _flash_attention_kernel(
     tl.store(o_ptrs, out.to(o_ptr.dtype.element_ty), mask=offs_m[:, None] < seq_len)
 
 
+def _v2_config(block_m: int, block_n: int, warps: int, stages: int) -> triton.Config:
+    return triton.Config({"BLOCK_M": block_m, "BLOCK_N": block_n}, num_warps=warps,
+                         num_stages=stages)  # fmt: skip
+
+
+_V2_CONFIGS = [
+    _v2_config(128, 128, 8, 3),
+    _v2_config(128, 128, 8, 2),
+    _v2_config(128, 64, 8, 3),
+    _v2_config(128, 64, 4, 4),
+    _v2_config(128, 32, 4, 3),
+    _v2_config(64, 64, 4, 3),
+    _v2_config(64, 32, 4, 2),
+    _v2_config(32, 32, 4, 2),
+]
+
+
+def _fits(configs, named_args, **kwargs):
+    """Keep the tiles whose K/V stages fit shared memory (~227 KB on H100) for this head_dim
+    and dtype (a stage holds a K and a V tile of BLOCK_N × D elements) and whose fp32
+    accumulator takes at most 128 registers a thread (128 × 256 over 4 warps spills)."""
+    head_dim = kwargs["HEAD_DIM"]
+    size = named_args["q_ptr"].element_size()
+    fit = [c for c in configs
+           if 2 * c.kwargs["BLOCK_N"] * head_dim * size * c.num_stages
+           + c.kwargs["BLOCK_M"] * head_dim * size <= 160 * 1024
+           and c.kwargs["BLOCK_M"] * head_dim <= 128 * 32 * c.num_warps]  # fmt: skip
+    return fit or configs[-1:]
+
+
+_flash_attention_v2 = triton.autotune(
+    configs=_V2_CONFIGS,
+    key=["seq_len", "n_heads", "HEAD_DIM", "GQA_GROUP"],
+    prune_configs_by={"early_config_prune": _fits},
+)(_flash_attention_kernel)
+
+
 def _launch_config(head_dim: int, dtype: torch.dtype) -> dict:
     """Tile sizes and warps, fixed per head_dim and dtype (BLOCK_M a multiple of BLOCK_N).
 
@@ -152,11 +204,14 @@ def flash_attention(
     v: torch.Tensor,
     sm_scale: float | None = None,
     out: torch.Tensor | None = None,
+    variant: str = "v2",
 ) -> torch.Tensor:
     """Causal attention softmax(Q K^T · sm_scale) V over [B, H, S, D] queries, GQA over H_kv heads.
 
     sm_scale defaults to 1 / sqrt(D). Returns out [B, H, S, D] in q's dtype (`out` may be given).
+    `variant`: "v2" (default) or "v1" (module doc).
     """
+    check_variant(variant)
     assert q.ndim == 4 and k.ndim == 4 and v.ndim == 4, "q, k, v must be [B, H, S, D]"
     batch, n_heads, seq_len, head_dim = q.shape
     n_kv_heads = k.shape[1]
@@ -179,20 +234,25 @@ def flash_attention(
     assert out.shape == q.shape and out.dtype == q.dtype and out.stride(-1) == 1, "out must match q"
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(head_dim)
-    cfg = _launch_config(head_dim, q.dtype)
-    grid = (triton.cdiv(seq_len, cfg["BLOCK_M"]), batch * n_heads)
-    _flash_attention_kernel[grid](
+    args = (
         q, k, v, out,
         q.stride(0), q.stride(1), q.stride(2),
         k.stride(0), k.stride(1), k.stride(2),
         v.stride(0), v.stride(1), v.stride(2),
         out.stride(0), out.stride(1), out.stride(2),
         n_heads, seq_len, sm_scale * LOG2_E,
-        GQA_GROUP=n_heads // n_kv_heads,
-        INPUT_PRECISION="ieee",
-        HEAD_DIM=head_dim,
-        **cfg,
     )  # fmt: skip
+    consts = {"GQA_GROUP": n_heads // n_kv_heads, "INPUT_PRECISION": "ieee", "HEAD_DIM": head_dim}
+    if variant == "v2" and not interpreting():
+
+        def grid(meta):
+            return (triton.cdiv(seq_len, meta["BLOCK_M"]), batch * n_heads)
+
+        _flash_attention_v2[grid](*args, **consts, LONGEST_FIRST=True)
+        return out
+    cfg = _launch_config(head_dim, q.dtype)
+    grid_v1 = (triton.cdiv(seq_len, cfg["BLOCK_M"]), batch * n_heads)
+    _flash_attention_kernel[grid_v1](*args, **consts, **cfg, LONGEST_FIRST=variant == "v2")
     return out
 
 

@@ -6,8 +6,12 @@ output tile, fp32 accumulator, loop over K) with grouped tile ordering so that p
 at the same time share rows of X and columns of W^T in L2 (Triton matmul tutorial). W is stored
 [N, K] like nn.Linear.weight, so the kernel reads W^T tiles through strides, never a transpose.
 
-On a GPU the tile shape is autotuned over `_GPU_CONFIGS`; in Triton's CPU interpreter one fixed
-config is used because the autotuner's benchmarker needs a GPU.
+On a GPU the tile shape is autotuned; in Triton's CPU interpreter one fixed config is used
+because the autotuner's benchmarker needs a GPU. Variant "v2" (issue 25, the default) tunes over
+Hopper-sized tiles (`_V2_CONFIGS`: 128-256 wide with 64-deep K steps, 8 warps = two warpgroups
+for wgmma, 3-4 stages, as in the Triton matmul and persistent-matmul tutorials), pruned to the
+tiles that fit M, and sends skinny M (≤ 16, decode) to the split-K kernel of kernels/splitk.py;
+"v1" is the kernel the 2026-11-24 H100 run measured (`_GPU_CONFIGS`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-from rooflens.kernels.common import FLOAT_DTYPES, dtype_bytes, interpreting
+from rooflens.kernels.common import FLOAT_DTYPES, check_variant, dtype_bytes, interpreting
+from rooflens.kernels.splitk import MAX_M, splitk_matmul
 
 
 def _config(block_m: int, block_n: int, block_k: int, group_m: int, stages: int, warps: int):
@@ -39,8 +44,29 @@ _GPU_CONFIGS = [
     _config(32, 64, 128, 1, stages=4, warps=4),
     _config(32, 128, 64, 4, stages=4, warps=4),
 ]
+_V2_CONFIGS = [
+    _config(128, 256, 64, 8, stages=3, warps=8),
+    _config(256, 128, 64, 8, stages=3, warps=8),
+    _config(128, 128, 64, 8, stages=4, warps=8),
+    _config(128, 128, 64, 8, stages=3, warps=4),
+    _config(128, 128, 128, 8, stages=3, warps=8),
+    _config(64, 256, 64, 8, stages=3, warps=4),
+    _config(128, 64, 64, 8, stages=4, warps=4),
+    _config(64, 128, 64, 8, stages=4, warps=4),
+    _config(64, 64, 128, 8, stages=4, warps=4),
+    _config(32, 128, 64, 4, stages=4, warps=4),
+    _config(32, 64, 128, 4, stages=5, warps=4),
+]
 # A single config: the autotuner then skips benchmarking, which the interpreter cannot do.
 _INTERPRETER_CONFIGS = [_config(32, 32, 32, 2, stages=1, warps=4)]
+
+
+def _fit_m(configs, named_args, **kwargs):
+    """Drop tiles more than twice as tall as M (a 256-row tile at M = 64 is three quarters
+    padding); always keep the shortest tile."""
+    m = named_args["M"]
+    fit = [c for c in configs if c.kwargs["BLOCK_M"] <= max(32, 2 * triton.next_power_of_2(m))]
+    return fit or [min(configs, key=lambda c: c.kwargs["BLOCK_M"])]
 
 
 @triton.jit
@@ -61,11 +87,8 @@ def _tile_coords(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
     return pid_m, pid_n
 
 
-@triton.autotune(
-    configs=_INTERPRETER_CONFIGS if interpreting() else _GPU_CONFIGS, key=["M", "N", "K"]
-)
 @triton.jit
-def _gemm_kernel(
+def _gemm_tiles(
     x_ptr,  # [M, K]
     w_ptr,  # [N, K]
     y_ptr,  # [M, N]
@@ -108,18 +131,31 @@ def _gemm_kernel(
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
 
 
+# One kernel, two tuning spaces: v1 as measured on 2026-11-24, v2 (issue 25).
+_gemm_kernel = triton.autotune(
+    configs=_INTERPRETER_CONFIGS if interpreting() else _GPU_CONFIGS, key=["M", "N", "K"]
+)(_gemm_tiles)
+_gemm_kernel_v2 = triton.autotune(
+    configs=_INTERPRETER_CONFIGS if interpreting() else _V2_CONFIGS,
+    key=["M", "N", "K"],
+    prune_configs_by={"early_config_prune": _fit_m},
+)(_gemm_tiles)
+
+
 def gemm(
     x: torch.Tensor,
     w: torch.Tensor,
     out: torch.Tensor | None = None,
     input_precision: str = "ieee",
+    variant: str = "v2",
 ) -> torch.Tensor:
     """Y = X · W^T with X [M, K] and W [N, K] (nn.Linear layout); returns Y [M, N] in X's dtype.
 
     `out` may be a preallocated [M, N] tensor (any strides) so the call can be timed alone.
     `input_precision` only matters for fp32 inputs: "ieee" is exact fp32, "tf32" lets NVIDIA
-    tensor cores round the inputs to TF32.
+    tensor cores round the inputs to TF32. `variant`: "v2" (default) or "v1" (module doc).
     """
+    check_variant(variant)
     assert x.ndim == 2 and w.ndim == 2, (
         f"x and w must be 2-D, got {tuple(x.shape)} and {tuple(w.shape)}"
     )
@@ -136,11 +172,14 @@ def gemm(
         out = torch.empty((m, n), device=x.device, dtype=x.dtype)
     assert out.shape == (m, n), f"out must be [{m}, {n}], got {tuple(out.shape)}"
     assert out.dtype == x.dtype, f"out dtype {out.dtype} must equal x dtype {x.dtype}"
+    if variant == "v2" and m <= MAX_M:
+        return splitk_matmul(x, w, out, 16, input_precision=input_precision)
 
     def grid(meta):
         return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
 
-    _gemm_kernel[grid](
+    kernel = _gemm_kernel_v2 if variant == "v2" else _gemm_kernel
+    kernel[grid](
         x,
         w,
         out,

@@ -37,7 +37,7 @@ from rooflens.kernels.split_kv import (
     check_decode_inputs,
     combine_splits,
     decode_workspace,
-    default_num_splits,
+    num_splits_for,
 )
 
 
@@ -108,6 +108,7 @@ def _paged_split_kernel(
         v = tl.load(
             v_rows[:, None] + offs_d[None, :], mask=valid[:, None], other=0.0
         )  # [BLOCK_N, D]
+        kt, v = kt.to(q.dtype), v.to(q.dtype)  # an fp8 cache widens in registers; else no-op
         acc, m_i, l_i = _online_softmax_step(
             acc, m_i, l_i, q, kt, v, valid, qk_scale, INPUT_PRECISION
         )
@@ -127,11 +128,16 @@ def paged_decode_attention(
     num_splits: int | None = None,
     out: torch.Tensor | None = None,
     workspace: tuple[torch.Tensor, torch.Tensor] | None = None,
+    k_scale: float = 1.0,
+    v_scale: float = 1.0,
+    variant: str = "v2",
 ) -> torch.Tensor:
     """Decode attention of q [B, H, D] over the paged cache; returns out [B, H, D].
 
     Block-table entries past a sequence's last page are never read and may hold anything;
     entries that are read must be valid block indices (not checked on the device).
+    An fp8 cache (fp16/bf16 q) holds K / k_scale and V / v_scale. `variant` "v2" (default)
+    splits the KV length to fill every SM (split_kv.planned_num_splits), "v1" at most 64 ways.
     """
     assert k_cache.ndim == 4, (
         f"k_cache must be [num_blocks, block_size, H_kv, D], got {tuple(k_cache.shape)}"
@@ -150,15 +156,15 @@ def paged_decode_attention(
     out = check_decode_inputs(q, k_cache, v_cache, kv_lens, n_kv_heads, out, workspace)
     capacity = block_table.shape[1] * block_size
     block_n = _block_n(head_dim)
+    stages = 2 if q.dtype == torch.float32 else 3
     if workspace is None:
-        workspace = decode_workspace(
-            q, num_splits or default_num_splits(batch, n_kv_heads, capacity, block_n)
-        )
+        splits = num_splits or num_splits_for(q, k_cache, n_kv_heads, capacity, variant, stages)
+        workspace = decode_workspace(q, splits)
     o_part, lse_part = workspace
     num_splits = o_part.shape[2]
     split_len = triton.cdiv(triton.cdiv(capacity, num_splits), block_n) * block_n
     group = q.shape[1] // n_kv_heads
-    scale = (1.0 / math.sqrt(head_dim) if sm_scale is None else sm_scale) * LOG2_E
+    scale = (1.0 / math.sqrt(head_dim) if sm_scale is None else sm_scale) * LOG2_E * k_scale
 
     _paged_split_kernel[(batch, n_kv_heads, num_splits)](
         q, k_cache, v_cache, block_table, kv_lens, o_part, lse_part,
@@ -176,9 +182,9 @@ def paged_decode_attention(
         PAGE_SIZE=block_size,
         INPUT_PRECISION="ieee",
         num_warps=4,
-        num_stages=2 if q.dtype == torch.float32 else 3,
+        num_stages=stages,
     )  # fmt: skip
-    return combine_splits(o_part, lse_part, out)
+    return combine_splits(o_part, lse_part, out, v_scale)
 
 
 def gather_pages(cache: torch.Tensor, block_table_row: torch.Tensor, length: int) -> torch.Tensor:

@@ -11,9 +11,19 @@ import torch
 import triton
 import triton.language as tl
 
-from rooflens.kernels.common import FLOAT_DTYPES, interpreting, softmax_fold
+from rooflens.kernels.common import (
+    FLOAT_DTYPES,
+    HALF_DTYPES,
+    check_variant,
+    device_limits,
+    interpreting,
+    softmax_fold,
+)
 
 LOG2_E = 1.4426950408889634
+# KV caches stored in 8 bits, per-tensor scaled (vLLM's kv_cache_dtype="fp8"): the kernels
+# load them and convert to q's dtype in registers; needs sm_89 or newer on a GPU.
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
 
 
 @triton.jit
@@ -47,6 +57,7 @@ def _combine_kernel(
     lse_part_ptr,  # [B, H, NUM_SPLITS] fp32, log2 domain
     o_ptr,  # [B, H, D]
     n_heads,
+    out_scale,
     stride_pb,
     stride_ph,
     stride_ps,
@@ -58,23 +69,33 @@ def _combine_kernel(
     BLOCK_SPLITS: tl.constexpr,
     HEAD_DIM: tl.constexpr,
 ):
-    """out = Σ_s 2^(lse_s − lse) · out_s with lse = log2 Σ_s 2^lse_s (exact softmax merge)."""
+    """out = out_scale · Σ_s 2^(lse_s − lse) · out_s with lse = log2 Σ_s 2^lse_s (exact softmax
+    merge), BLOCK_SPLITS splits at a time so that hundreds of splits stay in registers."""
     b = tl.program_id(0) // n_heads
     h = tl.program_id(0) % n_heads
-    offs_s = tl.arange(0, BLOCK_SPLITS)
-    s_mask = offs_s < NUM_SPLITS
     offs_d = tl.arange(0, HEAD_DIM)
-    lse = tl.load(
-        lse_part_ptr + b * stride_lb + h * stride_lh + offs_s, mask=s_mask, other=float("-inf")
-    )
-    weights = tl.math.exp2(lse - tl.max(lse, axis=0))  # split 0 is never empty: max is finite
-    weights = weights / tl.sum(weights, axis=0)
-    parts = tl.load(
-        o_part_ptr + b * stride_pb + h * stride_ph + offs_s[:, None] * stride_ps + offs_d[None, :],
-        mask=s_mask[:, None],
-        other=0.0,
-    )  # [BLOCK_SPLITS, D]
-    out = tl.sum(parts * weights[:, None], axis=0)
+    lse_base = lse_part_ptr + b * stride_lb + h * stride_lh
+    part_base = o_part_ptr + b * stride_pb + h * stride_ph
+    top = float("-inf")
+    for s0 in range(0, NUM_SPLITS, BLOCK_SPLITS):
+        offs_s = s0 + tl.arange(0, BLOCK_SPLITS)
+        lse = tl.load(lse_base + offs_s, mask=offs_s < NUM_SPLITS, other=float("-inf"))
+        top = tl.maximum(top, tl.max(lse, axis=0))  # split 0 is never empty: finite
+    total = 0.0
+    acc = tl.zeros((HEAD_DIM,), dtype=tl.float32)
+    for s0 in range(0, NUM_SPLITS, BLOCK_SPLITS):
+        offs_s = s0 + tl.arange(0, BLOCK_SPLITS)
+        s_mask = offs_s < NUM_SPLITS
+        lse = tl.load(lse_base + offs_s, mask=s_mask, other=float("-inf"))
+        weights = tl.math.exp2(lse - top)
+        parts = tl.load(
+            part_base + offs_s[:, None] * stride_ps + offs_d[None, :],
+            mask=s_mask[:, None],
+            other=0.0,
+        )  # [BLOCK_SPLITS, D]
+        total += tl.sum(weights, axis=0)
+        acc += tl.sum(parts * weights[:, None], axis=0)
+    out = acc * (out_scale / total)
     tl.store(o_ptr + b * stride_ob + h * stride_oh + offs_d, out.to(o_ptr.dtype.element_ty))
 
 
@@ -91,9 +112,35 @@ def decode_workspace(q: torch.Tensor, num_splits: int) -> tuple[torch.Tensor, to
 def default_num_splits(
     batch: int, n_kv_heads: int, capacity: int, block_n: int, target_programs: int = 256
 ) -> int:
-    """Enough splits that batch · H_kv · splits reaches ~`target_programs`, never an empty block."""
+    """Variant v1: enough splits that batch · H_kv · splits reaches ~`target_programs`, at most
+    64 (64 programs on an H100's 132 SMs at batch 1 with one KV head), never an empty block."""
     wanted = triton.cdiv(target_programs, batch * n_kv_heads)
     return max(1, min(wanted, triton.cdiv(capacity, block_n), 64))
+
+
+def planned_num_splits(
+    batch: int, n_kv_heads: int, capacity: int, block_n: int, stage_bytes: int, device
+) -> int:
+    """Variant v2: splits so that batch · H_kv · splits fills every SM as deep as it holds
+    programs (one full wave), no cap but the cache: each split keeps at least one KV block.
+
+    Programs per SM: 16 by threads (4 warps of 2048 threads), fewer when the K/V stages
+    (`stage_bytes` per program) exceed the SM's shared memory."""
+    sms, smem = device_limits(device)
+    per_sm = max(1, min(16, smem // max(stage_bytes, 1)))
+    wanted = triton.cdiv(sms * per_sm, batch * n_kv_heads)
+    return max(1, min(wanted, triton.cdiv(capacity, block_n)))
+
+
+def num_splits_for(q, k_cache, n_kv_heads, capacity, variant, stages):
+    """The split count of a launch with no workspace given (v1 or v2, above)."""
+    check_variant(variant)
+    batch, head_dim = q.shape[0], q.shape[-1]
+    block_n = _block_n(head_dim)
+    if variant == "v1":
+        return default_num_splits(batch, n_kv_heads, capacity, block_n)
+    stage_bytes = stages * 2 * block_n * head_dim * k_cache.element_size()
+    return planned_num_splits(batch, n_kv_heads, capacity, block_n, stage_bytes, q.device)
 
 
 def _block_n(head_dim: int) -> int:
@@ -101,16 +148,19 @@ def _block_n(head_dim: int) -> int:
     return 32 if interpreting() or head_dim >= 256 else 64
 
 
-def combine_splits(o_part: torch.Tensor, lse_part: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    """Merge the split partials into out [B, H, D]; shared with the paged launcher."""
+def combine_splits(
+    o_part: torch.Tensor, lse_part: torch.Tensor, out: torch.Tensor, out_scale: float = 1.0
+) -> torch.Tensor:
+    """Merge the split partials into out [B, H, D] (times `out_scale`, an fp8 cache's V scale);
+    shared with the paged launcher."""
     batch, n_heads, num_splits, head_dim = o_part.shape
     _combine_kernel[(batch * n_heads,)](
-        o_part, lse_part, out, n_heads,
+        o_part, lse_part, out, n_heads, out_scale,
         o_part.stride(0), o_part.stride(1), o_part.stride(2),
         lse_part.stride(0), lse_part.stride(1),
         out.stride(0), out.stride(1),
         NUM_SPLITS=num_splits,
-        BLOCK_SPLITS=triton.next_power_of_2(num_splits),
+        BLOCK_SPLITS=min(32, triton.next_power_of_2(num_splits)),
         HEAD_DIM=head_dim,
     )  # fmt: skip
     return out
@@ -125,8 +175,9 @@ def check_decode_inputs(q, k_cache, v_cache, kv_lens, n_kv_heads, out, workspace
         f"head_dim must be a power of two in [16, 256], got {head_dim}"
     )
     assert q.dtype in FLOAT_DTYPES, f"dtype must be fp16, bf16 or fp32, got {q.dtype}"
-    assert k_cache.dtype == v_cache.dtype == q.dtype, (
-        f"cache dtype {k_cache.dtype} must equal q dtype {q.dtype}"
+    assert k_cache.dtype == v_cache.dtype, "k_cache and v_cache must have one dtype"
+    assert k_cache.dtype == q.dtype or (k_cache.dtype in FP8_DTYPES and q.dtype in HALF_DTYPES), (
+        f"cache dtype {k_cache.dtype} must equal q dtype {q.dtype} (or be fp8 under fp16/bf16)"
     )
     assert k_cache.shape == v_cache.shape, "k_cache and v_cache must have one shape"
     assert q.stride(-1) == k_cache.stride(-1) == v_cache.stride(-1) == 1, (

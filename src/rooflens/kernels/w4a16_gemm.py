@@ -24,7 +24,8 @@ import torch
 import triton
 import triton.language as tl
 
-from rooflens.kernels.common import HALF_DTYPES, dtype_bytes, interpreting
+from rooflens.kernels.common import HALF_DTYPES, check_variant, dtype_bytes, interpreting
+from rooflens.kernels.splitk import splitk_matmul
 from rooflens.kernels.w8a16_gemm import _GPU_CONFIGS, _INTERPRETER_CONFIGS, _block_k
 
 
@@ -150,8 +151,13 @@ def w4a16_gemm(
     zeros: torch.Tensor,
     group_size: int,
     out: torch.Tensor | None = None,
+    variant: str = "v2",
 ) -> torch.Tensor:
-    """Y [M, N] = X [M, K] · dequant(packed, scales, zeros)^T in X's dtype (fp16 or bf16)."""
+    """Y [M, N] = X [M, K] · dequant(packed, scales, zeros)^T in X's dtype (fp16 or bf16).
+
+    variant "v2" (default): kernels/splitk.py, each packed byte loaded once and K split across
+    the SMs at small M; "v1": the tiled kernel above (a byte per nibble, no split)."""
+    check_variant(variant)
     assert x.ndim == 2 and packed.ndim == 2, "x and packed must be 2-D"
     m, k = x.shape
     n = packed.shape[0]
@@ -176,6 +182,8 @@ def w4a16_gemm(
     if out is None:
         out = torch.empty((m, n), device=x.device, dtype=x.dtype)
     assert out.shape == (m, n) and out.dtype == x.dtype, f"out must be [{m}, {n}] {x.dtype}"
+    if variant == "v2":
+        return splitk_matmul(x, packed, out, 4, group_size, scales, zeros)
 
     def grid(meta):
         return (triton.cdiv(m, meta["BLOCK_M"]), triton.cdiv(n, meta["BLOCK_N"]))

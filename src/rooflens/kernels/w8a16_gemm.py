@@ -21,7 +21,8 @@ import torch
 import triton
 import triton.language as tl
 
-from rooflens.kernels.common import HALF_DTYPES, dtype_bytes, interpreting
+from rooflens.kernels.common import HALF_DTYPES, check_variant, dtype_bytes, interpreting
+from rooflens.kernels.splitk import splitk_matmul
 
 # BLOCK_K is not tuned: the launcher derives it from group_size (see _block_k).
 _GPU_CONFIGS = [
@@ -127,8 +128,13 @@ def w8a16_gemm(
     scales: torch.Tensor,
     group_size: int,
     out: torch.Tensor | None = None,
+    variant: str = "v2",
 ) -> torch.Tensor:
-    """Y [M, N] = X [M, K] · dequant(qweight, scales)^T in X's dtype (fp16 or bf16)."""
+    """Y [M, N] = X [M, K] · dequant(qweight, scales)^T in X's dtype (fp16 or bf16).
+
+    variant "v2" (default): kernels/splitk.py (K split across the SMs at small M); "v1": the
+    tiled kernel above."""
+    check_variant(variant)
     assert x.ndim == 2 and qweight.ndim == 2 and scales.ndim == 2, (
         "x, qweight and scales must be 2-D"
     )
@@ -149,6 +155,8 @@ def w8a16_gemm(
     if out is None:
         out = torch.empty((m, n), device=x.device, dtype=x.dtype)
     assert out.shape == (m, n) and out.dtype == x.dtype, f"out must be [{m}, {n}] {x.dtype}"
+    if variant == "v2":
+        return splitk_matmul(x, qweight, out, 8, group_size, scales)
 
     def grid(meta):
         return (triton.cdiv(m, meta["BLOCK_M"]), triton.cdiv(n, meta["BLOCK_N"]))

@@ -6,7 +6,11 @@ copies so that consecutive calls read different memory and L2 cannot serve them 
 rotation). Outputs are preallocated once, so a timed call allocates nothing.
 
 Baselines: a weight-only quantized GEMM is compared with the 16-bit cuBLAS GEMM of the same
-shape (what the quantization must beat); paged decode attention with SDPA over a dense cache.
+shape (what the quantization must beat); paged decode attention with SDPA over a dense cache;
+decode over an fp8 cache (`kv_dtype` fp8) with SDPA over the 16-bit cache.
+
+`impl` "triton" runs the kernels' default variant, "triton_v1" the variant the 2026-11-24 H100
+run measured (kernels/common.py VARIANTS), so one run can time both.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import torch.nn.functional as F
 from rooflens.kernels.common import torch_dtype
 
 Call = Callable[[], object]
+IMPLS = ("triton", "triton_v1", "torch")
 PAGE = 16  # positions per KV page (vLLM's default block size)
 
 
@@ -47,11 +52,18 @@ def input_bytes(row: pd.Series) -> float:
     return float(B * (H + 2 * Hk * _int(row, "kv_len")) * D) * es
 
 
-def _launcher(kernel: str) -> Callable[..., object]:
-    """Our Triton launcher by kernel name (imported only when a Triton run asks for it)."""
+def _launcher(kernel: str, impl: str = "triton") -> Callable[..., object]:
+    """Our Triton launcher by kernel name (imported only when a Triton run asks for it), bound
+    to the variant `impl` names."""
+    import functools
+    import inspect
+
     from rooflens.kernels import KERNELS
 
-    return KERNELS[kernel].launcher
+    launcher = KERNELS[kernel].launcher
+    if "variant" not in inspect.signature(launcher).parameters:  # one variant only (rmsnorm)
+        return launcher
+    return functools.partial(launcher, variant="v1" if impl == "triton_v1" else "v2")
 
 
 def _gemm(row: pd.Series, impl: str, device: str, copies: int) -> list[Call]:
@@ -68,16 +80,16 @@ def _gemm(row: pd.Series, impl: str, device: str, copies: int) -> list[Call]:
             from rooflens.kernels.w8a16_gemm import quantize_w8
 
             q, s = quantize_w8(w, group)
-            run = _launcher(kernel)
+            run = _launcher(kernel, impl)
             calls.append(lambda x=x, q=q, s=s, run=run: run(x, q, s, group, out=out))
         elif kernel == "w4a16_gemm":
             from rooflens.kernels.w4a16_gemm import quantize_w4
 
             p, s, z = quantize_w4(w, group)
-            run = _launcher(kernel)
+            run = _launcher(kernel, impl)
             calls.append(lambda x=x, p=p, s=s, z=z, run=run: run(x, p, s, z, group, out=out))
         else:
-            run = _launcher("gemm")
+            run = _launcher("gemm", impl)
             calls.append(lambda x=x, w=w, run=run: run(x, w, out=out))
     return calls
 
@@ -93,7 +105,7 @@ def _prefill(row: pd.Series, impl: str, device: str, copies: int) -> list[Call]:
             calls.append(lambda q=q, k=k, v=v: F.scaled_dot_product_attention(
                 q, k, v, is_causal=True, enable_gqa=True))  # fmt: skip
         else:
-            run = _launcher("flash_attention")
+            run = _launcher("flash_attention", impl)
             calls.append(lambda q=q, k=k, v=v, run=run: run(q, k, v, out=out))
     return calls
 
@@ -104,6 +116,9 @@ def _decode(row: pd.Series, impl: str, device: str, copies: int) -> list[Call]:
     out = torch.empty((B, H, D), dtype=dtype, device=device)
     lens = torch.full((B,), L, dtype=torch.int32, device=device)
     paged = row.get("kernel") == "paged_decode_attention"
+    kv_dtype = str(row.get("kv_dtype") or row["dtype"])
+    fp8 = kv_dtype == "fp8" and impl != "torch"
+    cache_dtype = torch.float8_e4m3fn if fp8 else dtype
     pages = math.ceil(L / PAGE)
     calls: list[Call] = []
     for _ in range(copies):
@@ -113,13 +128,13 @@ def _decode(row: pd.Series, impl: str, device: str, copies: int) -> list[Call]:
             calls.append(lambda q=q, k=k, v=v: F.scaled_dot_product_attention(
                 q.unsqueeze(2), k, v, enable_gqa=True))  # fmt: skip
         elif paged:
-            k, v = (_rand((B * pages, PAGE, Hk, D), dtype, device) for _ in range(2))
+            k, v = (_rand((B * pages, PAGE, Hk, D), dtype, device).to(cache_dtype) for _ in "kv")
             table = torch.randperm(B * pages, device=device).to(torch.int32).view(B, pages)
-            run = _launcher("paged_decode_attention")
+            run = _launcher("paged_decode_attention", impl)
             calls.append(lambda q=q, k=k, v=v, t=table, run=run: run(q, k, v, t, lens, out=out))
         else:
-            k, v = (_rand((B, Hk, L, D), dtype, device) for _ in range(2))
-            run = _launcher("decode_attention")
+            k, v = (_rand((B, Hk, L, D), dtype, device).to(cache_dtype) for _ in "kv")
+            run = _launcher("decode_attention", impl)
             calls.append(lambda q=q, k=k, v=v, run=run: run(q, k, v, lens, out=out))
     return calls
 
@@ -146,7 +161,10 @@ BUILDERS = {"gemm": _gemm, "attention_prefill": _prefill, "attention_decode": _d
 
 
 def make_calls(row: pd.Series, impl: str, device: str, copies: int = 1) -> list[Call]:
-    """`copies` callables running the row's kernel (`impl` 'triton') or baseline ('torch')."""
+    """`copies` callables running the row's kernel (`impl` 'triton' or 'triton_v1') or baseline
+    ('torch')."""
+    if impl not in IMPLS:
+        raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
     if row["op"] not in BUILDERS:
         raise ValueError(f"no runner for op {row['op']!r}")
     return BUILDERS[row["op"]](row, impl, device, max(1, copies))

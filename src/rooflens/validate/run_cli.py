@@ -41,13 +41,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         from rooflens.hardware.presets import get_gpu
         from rooflens.validate.runner import gpu_preset_for
-        from rooflens.validate.suite import full_suite, gpu_quick_suite
+        from rooflens.validate.suite import full_suite, gpu_quick_suite, with_fp8_kv
 
         if not torch.cuda.is_available():
             raise RooflensError("no CUDA GPU found: use --device cpu, or run on a GPU machine")
         device_id = args.gpu or gpu_preset_for(torch.cuda.get_device_name())
         gpu_ref, cache_bytes = device_id, get_gpu(device_id).l2_bytes
         suite, profiles = gpu_quick_suite() if args.quick else full_suite(), PROFILES
+        if torch.cuda.get_device_capability() >= (8, 9):  # fp8 converts in hardware
+            suite = with_fp8_kv(suite)
     if args.kernels:
         wanted = [k.strip() for k in args.kernels.split(",")]
         unknown = sorted(set(wanted) - set(suite["kernel"]))
@@ -58,8 +60,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.limit:
         suite = suite.head(args.limit)
     impls = tuple(i.strip() for i in args.impl.split(","))
-    if not impls or not set(impls) <= {"triton", "torch"}:
-        raise RooflensError(f"--impl {args.impl}: use triton, torch or triton,torch")
+    if not impls or not set(impls) <= {"triton", "triton_v1", "torch"}:
+        raise RooflensError(f"--impl {args.impl}: use triton, triton_v1, torch or a list")
     progress = None if args.json else console.print
     writer = RunWriter(device_id, "quick" if args.quick else "full",
                        device_provenance(args.device), Path(args.results), gpu_ref,

@@ -201,7 +201,8 @@ def collect_rows(
         copies = copies_for(row, cache_bytes, budget_bytes)
         cells = row.to_dict()
         for impl in impls:
-            label = f"triton:{row['kernel']}" if impl == "triton" else f"torch:{baseline_name(row)}"
+            label = (f"{impl}:{row['kernel']}" if impl.startswith("triton")
+                     else f"torch:{baseline_name(row)}")  # fmt: skip
             if skip is not None and skip(cells, label):
                 continue
             calls = make_calls(row, impl, device, copies)

@@ -42,10 +42,16 @@ def read_runs(root: Path) -> pd.DataFrame:
 def as_run(frame: pd.DataFrame) -> pd.DataFrame:
     """Result rows describing the call that ran: the torch baseline of a weight-only quantized
     GEMM is a 16-bit torch.mm (validate/cases.py), so its `weight_dtype` becomes `dtype` and
-    `group_size` is dropped; `group_size` is kept only where weights are quantized."""
-    if "weight_dtype" not in frame.columns or not frame["weight_dtype"].notna().any():
-        return frame
+    `group_size` is dropped; `group_size` is kept only where weights are quantized. Likewise
+    the SDPA baseline of decode over an fp8 cache reads a 16-bit cache: its `kv_dtype` becomes
+    `dtype`."""
     d = frame.copy()
+    if "kv_dtype" in d.columns and "impl" in d.columns:
+        sdpa = d["impl"].astype(str).str.startswith("torch:") & d["kv_dtype"].eq("fp8")
+        d["kv_dtype"] = d["kv_dtype"].astype(object)
+        d.loc[sdpa, "kv_dtype"] = d.loc[sdpa, "dtype"]
+    if "weight_dtype" not in d.columns or not d["weight_dtype"].notna().any():
+        return d
     baseline = d["impl"].astype(str).str.startswith("torch:") & d["op"].eq("gemm")
     quantized = baseline & d["weight_dtype"].notna() & d["weight_dtype"].ne(d["dtype"])
     d["weight_dtype"] = d["weight_dtype"].astype(object)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib.metadata
 import math
+import os
 import platform
 import re
 import subprocess
@@ -31,7 +32,9 @@ PROVENANCE_COLUMNS = ("device_name", "driver", "cuda", "torch", "triton", "git_c
 
 
 def git_commit() -> str:
-    """The checkout's HEAD commit, with '+dirty' when tracked files differ ('unknown' if none)."""
+    """The checkout's HEAD commit, with '+dirty' when tracked files differ; where the tree is a
+    copy without its git folder (a lent GPU machine), $ROOFLENS_COMMIT as given, else
+    'unknown'."""
 
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
@@ -42,7 +45,7 @@ def git_commit() -> str:
         head = git("rev-parse", "HEAD")
         dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return os.environ.get("ROOFLENS_COMMIT", "unknown")
     return head + ("+dirty" if dirty else "")
 
 

@@ -119,6 +119,13 @@ def gpu_quick_suite() -> pd.DataFrame:
     return _frame(rows)
 
 
+def with_fp8_kv(suite: pd.DataFrame) -> pd.DataFrame:
+    """The suite plus each decode-attention row again over an fp8 KV cache (`kv_dtype` fp8), for
+    GPUs that convert fp8 in hardware (compute capability 8.9 and newer)."""
+    decode = suite[suite["op"].eq("attention_decode")].assign(kv_dtype="fp8")
+    return pd.concat([suite, decode], ignore_index=True)
+
+
 def cpu_suite() -> pd.DataFrame:
     """fp32 shapes for a CPU, each a few ms: compute-bound GEMMs at prefill sizes, attention,
     a memory-bound decode GEMV (weights far past the caches) and a fused add+RMSNorm."""

@@ -28,8 +28,8 @@ MIN_GRID_CONTEXT = 512
 
 
 def scenario(s: Settings) -> Scenario:
-    spec, _ = streaming_spec(get_model(s.model_ref), s.opts, s.prompt_len + s.output_len - 1)
-    return scenario_of(s.request(), spec)
+    """The scenario of `s`, built as every face builds one (model.predict.api.scenario_of)."""
+    return scenario_of(s.request())
 
 
 def streaming_note(s: Settings) -> str:
@@ -101,7 +101,7 @@ def tp_sweep(s: Settings) -> pd.DataFrame:
     rows = []
     for tp in TP_GRID:
         try:
-            sc = scenario_of(s.with_(tp=tp).request(), get_model(s.model_ref))
+            sc = scenario_of(s.with_(tp=tp).request())
         except RooflensError:
             continue  # this TP does not divide the heads: not a valid point, left out
         rows.append(_row(run(sc, s.opts)))

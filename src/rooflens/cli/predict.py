@@ -46,7 +46,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     power = energy(pred, args.usd_per_kwh)
     if args.json:
-        print_json({**pred.to_dict(), "contributions": effects, "energy": power.to_dict()})
+        print_json({**with_call_exact(pred), "contributions": effects, "energy": power.to_dict()})
         return 0
     w, m = sc.workload, pred.memory
     title = (
@@ -120,3 +120,18 @@ def _contributions_table(effects: list[dict[str, Any]]) -> Group:
          "tokens/s at max batch"],
         rows,
     )  # fmt: skip
+
+
+def with_call_exact(pred: Any) -> dict[str, Any]:
+    """`pred.to_dict()` with each op row saying whether its kernel call, priced alone, gives its
+    time (`call_exact`, model/pricing/reprice.py): the check `kernels predict` users rely on."""
+    from rooflens.hardware.profiles import get_profile
+    from rooflens.model.pricing.reprice import call_exact
+
+    sc = pred.scenario
+    data = pred.to_dict()
+    priced = pred.prefill.priced + pred.decode.priced
+    exact = call_exact(priced, sc.system, get_profile(sc.profile, sc.gpu))
+    for row, same in zip(data["ops"], exact, strict=True):
+        row["call_exact"] = same
+    return data

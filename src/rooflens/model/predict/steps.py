@@ -23,10 +23,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rooflens.hardware.profiles import Profile, get_profile
+from rooflens.hardware.profiles import Profile
 from rooflens.model.ops.op import Num, Op
 from rooflens.model.predict.scenario import Scenario, Workload
-from rooflens.model.pricing.reprice import call_exact
 from rooflens.model.pricing.roofline import PricedOp, call_columns, to_frame
 
 MAX_DECODE_SAMPLES = 512
@@ -149,10 +148,11 @@ class Prediction:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain data of the prediction, from the figures it holds (nothing is priced again; whether
+        each row's call re-prices to its time is model/pricing/reprice.py's `call_exact`)."""
         ops = self.ops_frame()
         sc = self.scenario
         priced = self.prefill.priced + self.decode.priced
-        exact = call_exact(priced, sc.system, get_profile(sc.profile, sc.gpu))
         return {
             "model": sc.model.id,
             "gpu": sc.gpu.id,
@@ -173,8 +173,6 @@ class Prediction:
             "ops": [
                 {
                     **call_columns(p.op),  # the kernel call the row stands for (model/ops/op.py)
-                    # does that call re-price to time_s (model/pricing/reprice.py)
-                    "call_exact": same,
                     "name": r.name,
                     "phase": r.phase,
                     "count": int(r.count),
@@ -184,7 +182,7 @@ class Prediction:
                     "time_s": float(r.time_s),
                     "bound": r.bound,
                 }
-                for r, p, same in zip(ops.itertuples(), priced, exact, strict=True)
+                for r, p in zip(ops.itertuples(), priced, strict=True)
             ],
             "notes": self.notes,
         }

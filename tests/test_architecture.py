@@ -3,7 +3,10 @@ imports another that (directly or not) imports it back, the prediction data type
 pipeline, and the cost model imports no GPU or front-end library.
 
 Imports are read with `ast` from every first-party module, the ones inside functions and under
-`TYPE_CHECKING` included: an import placed there still couples the two modules.
+`TYPE_CHECKING` included: an import placed there still couples the two modules. So are the
+imports a package makes by name at run time: the optimization registry imports every module of
+its package (pkgutil over `__path__`), so it reaches each of them, and a pipeline that imported
+the registry would sit in a loop with the optimizations that price a draft model.
 """
 
 from __future__ import annotations
@@ -78,10 +81,20 @@ def _first_party(dotted: str) -> str | None:
     return dotted or None
 
 
+def _imported_at_run_time(name: str, path: Path) -> set[str]:
+    """The modules a package imports by name when it runs: all of its own, for a package that
+    walks its `__path__` with pkgutil and imports what it finds (model/optimizations' registry)."""
+    text = path.read_text(encoding="utf-8")
+    if path.name == "__init__.py" and "iter_modules(__path__)" in text and "import_module" in text:
+        return {m for m in MODULES if m.startswith(name + ".")}
+    return set()
+
+
 def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
         targets = {_first_party(d) for d in _imported_names(name, path)}
+        targets |= _imported_at_run_time(name, path)
         graph[name] = {t for t in targets if t and t != name}
     return graph
 
@@ -135,7 +148,9 @@ def test_the_graph_sees_every_package_and_known_edges() -> None:
     # guards the checks below against an empty or mis-resolved graph
     assert {_package(m) for m in MODULES} == set(PACKAGES)
     assert "rooflens.model.predict.steps" in GRAPH["rooflens.model.predict.predictor"]
-    assert "rooflens.model.optimizations" in GRAPH["rooflens.model.predict.predictor"]
+    assert "rooflens.model.optimizations.base" in GRAPH["rooflens.model.predict.predictor"]
+    # the registry's run-time imports are edges too
+    assert "rooflens.model.optimizations._drafting" in GRAPH["rooflens.model.optimizations"]
     assert "rooflens.hardware.spec" in GRAPH["rooflens.model.predict.scenario"]
 
 
@@ -162,14 +177,30 @@ def test_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_prediction_types_sit_below_the_pipeline() -> None:
-    reached, todo = set(), ["rooflens.model.predict.steps"]
-    while todo:  # everything model/predict/steps.py imports, directly or not
+def _reached(start: str) -> set[str]:
+    """Every module `start` imports, directly or not."""
+    reached, todo = set(), [start]
+    while todo:
         for target in GRAPH[todo.pop()] - reached:
             reached.add(target)
             todo.append(target)
-    above = sorted(m for m in reached if m.startswith(ABOVE_STEPS))
+    return reached
+
+
+def test_prediction_types_sit_below_the_pipeline() -> None:
+    above = sorted(m for m in _reached("rooflens.model.predict.steps") if m.startswith(ABOVE_STEPS))
     assert not above, f"model/predict/steps.py must not reach {above}"
+
+
+@pytest.mark.parametrize(
+    "below", ["rooflens.model.predict.memory", "rooflens.model.optimizations.base",
+              "rooflens.model.optimizations._drafting", "rooflens.model.pricing.roofline"],
+)  # fmt: skip
+def test_what_the_pipeline_runs_does_not_reach_back_into_it(below: str) -> None:
+    # memory, the hook contract and the drafting hooks are run by the pipeline: they get what
+    # they need passed in (the optimizations, `StepPricer.for_scenario`), never by importing it
+    assert "rooflens.model.predict.predictor" not in _reached(below)
+    assert "rooflens.model.optimizations" not in _reached(below)  # nor the registry
 
 
 @pytest.mark.parametrize("package", ["hardware", "model"])

@@ -14,6 +14,7 @@ import pandas as pd
 from rooflens.dashboard.settings import Settings
 from rooflens.hardware.errors import RooflensError
 from rooflens.model.analysis.advice import FitAdvice, fit_fixes
+from rooflens.model.optimizations import parse_opt
 from rooflens.model.optimizations.sliding_window import streaming_spec
 from rooflens.model.predict.api import make_pipeline, run, scenario_of
 from rooflens.model.predict.scenario import Scenario
@@ -35,7 +36,8 @@ def scenario(s: Settings) -> Scenario:
 def streaming_note(s: Settings) -> str:
     """The quality assumption of running past the model's context under a sliding window ('' when
     the sequence fits the context or no window is on)."""
-    return streaming_spec(get_model(s.model_ref), s.opts, s.prompt_len + s.output_len - 1)[1]
+    opts = [parse_opt(o) for o in s.opts]
+    return streaming_spec(get_model(s.model_ref), opts, s.prompt_len + s.output_len - 1)[1]
 
 
 def predict(s: Settings) -> Prediction:

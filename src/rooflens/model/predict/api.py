@@ -18,7 +18,8 @@ from pydantic import ValidationError
 from rooflens.hardware.errors import FieldError, RooflensError, validation_message
 from rooflens.hardware.presets import default_system, get_gpu
 from rooflens.hardware.systems import get_system, system_ids
-from rooflens.model.optimizations import Optimization, parse_opt
+from rooflens.model.optimizations import parse_opt
+from rooflens.model.optimizations.base import Optimization
 from rooflens.model.optimizations.sliding_window import streaming_spec
 from rooflens.model.predict.predictor import Pipeline
 from rooflens.model.predict.request import ScenarioRequest
@@ -61,7 +62,8 @@ def scenario_of(request: ScenarioRequest, spec: ModelSpec | None = None) -> Scen
     # a sliding window may run a model past its context (StreamingLLM): every face admits the
     # same sequences (sliding_window.streaming_spec); its quality assumption is a warning (the
     # CLI prints it on one line, the dashboard shows it on the page)
-    spec, assumption = streaming_spec(spec, r.opts, prompt_len + r.output_len - 1)
+    parsed = parse_opts(r.opts)
+    spec, assumption = streaming_spec(spec, parsed, prompt_len + r.output_len - 1)
     if assumption:
         warnings.warn(assumption, stacklevel=2)
     if r.gpu in system_ids():  # a named box (dgx-h100, …) brings its own links and node size
@@ -117,20 +119,32 @@ def _structured(exc: ValidationError, what: str) -> RooflensError:
     return RooflensError(validation_message(exc, what), field)
 
 
+def parse_opts(opts: Sequence[str | Optimization]) -> list[Optimization]:
+    """The optimizations `opts` name; a bad one is an error about the `opts` field."""
+    try:
+        return [parse_opt(o) if isinstance(o, str) else o for o in opts]
+    except RooflensError as exc:
+        raise _about_opts(exc) from None
+
+
+def _about_opts(exc: RooflensError) -> RooflensError:
+    if exc.field is not None:
+        return exc
+    text = str(exc)
+    if text.startswith("--opt "):  # the optimizations' own messages name their flag
+        return FieldError("opts", "{subject} " + text.removeprefix("--opt "), "--opt")
+    return RooflensError(text, "opts")
+
+
 def make_pipeline(scenario: Scenario, opts: Sequence[str | Optimization] = ()) -> Pipeline:
     """The pipeline of `scenario` under `opts`; a bad optimization is an error about `opts`."""
+    parsed = parse_opts(opts)
     try:
-        parsed = [parse_opt(o) if isinstance(o, str) else o for o in opts]
         return Pipeline(scenario, parsed)
     except ValidationError as exc:
         raise _structured(exc, "scenario after optimizations") from None
     except RooflensError as exc:
-        if exc.field is not None:
-            raise
-        text = str(exc)
-        if text.startswith("--opt "):  # the optimizations' own messages name their flag
-            raise FieldError("opts", "{subject} " + text.removeprefix("--opt "), "--opt") from None
-        raise RooflensError(text, "opts") from None
+        raise _about_opts(exc) from None
 
 
 def run(scenario: Scenario, opts: Sequence[str | Optimization] = ()) -> Prediction:

@@ -153,9 +153,8 @@ def markdown(plan: Plan) -> str:
 
 
 def csv_frame(plan: Plan) -> pd.DataFrame:
-    """Every kept configuration: per group and scheduler, the cheapest feasible, the Pareto
-    points and the nearest miss, with its verdict."""
-    return plan.sweep.rows
+    """The CSV `--csv` writes: `Plan.to_frame`."""
+    return plan.to_frame()
 
 
 def pareto_figure(plan: Plan) -> Any:

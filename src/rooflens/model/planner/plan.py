@@ -45,6 +45,11 @@ class Plan:
     verified: bool | None = None  # the recommendation passed the simulation (None: not run)
     relaxation: dict[str, Any] | None = None  # infeasible: the nearest SLO loosening (relax.py)
 
+    def to_frame(self) -> pd.DataFrame:
+        """Every kept configuration: per group and scheduler, the cheapest feasible, the Pareto
+        points and the nearest miss, with its verdict."""
+        return self.sweep.rows
+
     def to_dict(self) -> dict[str, Any]:
         w = self.workload
         return {

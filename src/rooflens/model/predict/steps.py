@@ -114,6 +114,13 @@ class MemoryBreakdown:
         out.update(total_bytes=self.total_bytes, fits=self.fits)
         return out
 
+    def to_frame(self) -> Any:
+        """One row per part held in memory (bytes per GPU), then the total and the capacity."""
+        import pandas as pd
+
+        parts = ("weights", "kv_cache", "activation", "overhead", "extra", "total", "capacity")
+        return pd.DataFrame({"part": parts, "bytes": [getattr(self, f"{p}_bytes") for p in parts]})
+
 
 @dataclass(frozen=True)
 class Prediction:
@@ -139,6 +146,10 @@ class Prediction:
     def e2e_per_output_token_s(self) -> float:
         """The inclusive per-token latency e2e / O (TTFT included), labelled as such."""
         return self.e2e_s / self.scenario.workload.output_len
+
+    def to_frame(self) -> Any:
+        """The per-operator table of the prefill and the mean decode step (`ops_frame`)."""
+        return self.ops_frame()
 
     def ops_frame(self) -> Any:
         import pandas as pd

@@ -36,6 +36,7 @@ def test_import_rooflens_is_light() -> None:
 
 
 def test_every_public_name_resolves_and_an_unknown_one_does_not() -> None:
+    assert sorted(rooflens.__all__) == sorted(rooflens._WHERE)
     for name in rooflens.__all__:
         assert getattr(rooflens, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nope'"):

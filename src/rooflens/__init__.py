@@ -37,7 +37,27 @@ _WHERE = {
     "get_model": "rooflens.model.specs.presets",
     "get_gpu": "rooflens.hardware.presets",
 }
-__all__ = sorted(_WHERE)
+__all__ = [
+    "FieldError",
+    "GPUSpec",
+    "KernelValidation",
+    "MemoryBreakdown",
+    "ModelSpec",
+    "Plan",
+    "Prediction",
+    "RooflensError",
+    "Scenario",
+    "ScenarioRequest",
+    "SystemSpec",
+    "Waterfall",
+    "compare",
+    "get_gpu",
+    "get_model",
+    "memory",
+    "plan",
+    "predict",
+    "validate_kernels",
+]  # the names of _WHERE (tests/test_api.py checks)
 
 
 def __getattr__(name: str) -> Any:

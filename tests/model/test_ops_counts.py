@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from rooflens.model.ops.attention import attended_keys, attention_op
-from rooflens.model.ops.op import gemm_op
-from rooflens.model.ops.table import Op, build_ops
+from rooflens.model.ops.op import Op, gemm_op
+from rooflens.model.ops.table import build_ops
 from rooflens.model.predict.api import make_scenario
 from rooflens.model.predict.memory import kv_bytes_per_token
 from rooflens.model.specs.params import count_params

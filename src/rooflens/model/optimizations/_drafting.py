@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.ops.table import Num
+from rooflens.model.ops.op import Num
 from rooflens.model.optimizations._timing import decode_tpot_s, scalar_timing
 from rooflens.model.predict.scenario import with_applied
 from rooflens.model.predict.steps import (

@@ -41,7 +41,7 @@ from rooflens.hardware.errors import RooflensError
 from rooflens.model.predict.steps import MemoryBreakdown, Prediction, Step, StepPricer, StepTiming
 
 if TYPE_CHECKING:
-    from rooflens.model.ops.table import Num, Op
+    from rooflens.model.ops.op import Num, Op
     from rooflens.model.predict.scenario import Scenario
 
 

@@ -29,14 +29,13 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from rooflens.hardware.spec import GPUSpec
-from rooflens.model.ops.table import (
-    Num,
-    Op,
+from rooflens.model.ops.attention import (
     attention_bandwidth_fraction,
     attention_thread_blocks,
     kv_positions,
     regrid,
 )
+from rooflens.model.ops.op import Num, Op
 from rooflens.model.optimizations.base import Optimization
 from rooflens.model.predict.steps import Prediction, Step, StepPricer
 from rooflens.model.specs.dtypes import dtype_bytes

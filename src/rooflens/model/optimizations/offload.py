@@ -37,7 +37,7 @@ from rooflens.model.pricing.roofline import PricedOp
 from rooflens.model.units import fmt_time
 
 if TYPE_CHECKING:
-    from rooflens.model.ops.table import Num
+    from rooflens.model.ops.op import Num
     from rooflens.model.predict.scenario import Scenario
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from rooflens.model.ops.table import Num
+from rooflens.model.ops.op import Num
 from rooflens.model.optimizations._swap import side_scenario
 from rooflens.model.optimizations.base import Optimization, Param
 from rooflens.model.predict.scenario import with_applied

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.ops.table import Num
+from rooflens.model.ops.op import Num
 from rooflens.model.optimizations.base import Optimization
 from rooflens.model.planner.gpu_prices import price_per_gpu_hour
 from rooflens.model.planner.kv_tiers import prefix_plan

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from rooflens.model.ops.table import Num, weight_storage_bytes
+from rooflens.model.ops.op import Num, weight_storage_bytes
 from rooflens.model.optimizations.base import Optimization
 from rooflens.model.predict.operators import step_ops
 from rooflens.model.predict.scenario import Scenario

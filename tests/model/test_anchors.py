@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflens.hardware import get_gpu
+from rooflens.hardware.presets import get_gpu
 from rooflens.model.predict.api import make_pipeline, make_scenario, run
 from rooflens.model.predict.memory import kv_bytes_per_token
 from rooflens.model.predict.steps import Step

@@ -15,7 +15,7 @@ import pytest
 from rooflens.cli.predict import with_call_exact
 from rooflens.hardware.presets import get_gpu
 from rooflens.model.predict.api import make_pipeline, make_scenario, run
-from rooflens.model.predict.predictor import Step
+from rooflens.model.predict.steps import Step
 from rooflens.model.pricing.kernel_table import predict_frame, predict_kernels
 
 SCENARIOS = {

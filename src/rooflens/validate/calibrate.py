@@ -44,6 +44,7 @@ from rooflens.hardware.presets import default_system, get_gpu
 from rooflens.hardware.profiles import CALIBRATION_DIR, KindEfficiency, Profile
 from rooflens.hardware.spec import SystemSpec
 from rooflens.model.io import atomic_write_text
+from rooflens.model.pricing.kernel_table import Batch, batches, predict_frame
 from rooflens.model.pricing.roofline import price_op
 from rooflens.validate.fit_terms import (
     COPY_FRACTION,
@@ -64,7 +65,6 @@ from rooflens.validate.fit_terms import (
 from rooflens.validate.frontier import best_of_impls
 from rooflens.validate.moe_configs import SUBSET_COLUMN, UNTUNED
 from rooflens.validate.optimize import minimise
-from rooflens.validate.predict import Batch, batches, predict_frame
 from rooflens.validate.store import provenance_base
 
 COMM_PRIOR = {"comm_bandwidth_fraction": 0.8, "comm_latency_scale": 1.0}

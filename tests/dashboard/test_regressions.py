@@ -13,8 +13,8 @@ from apptest_helpers import assert_clean, metrics, si
 
 from rooflens.dashboard import sweeps
 from rooflens.dashboard.settings import DEFAULTS
+from rooflens.io.units import fmt_time
 from rooflens.model.predict.api import make_scenario, run
-from rooflens.model.units import fmt_time
 
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
 

@@ -12,9 +12,9 @@ from typing import Any
 from rooflens.cli.args import EXIT_DOES_NOT_FIT
 from rooflens.cli.render import console, print_json, table, weights_text
 from rooflens.cli.scenario_args import add_scenario_args, scenario_from_args
+from rooflens.io.units import fmt_bytes
 from rooflens.model.predict.api import make_pipeline
 from rooflens.model.predict.request import ScenarioRequest, flag
-from rooflens.model.units import fmt_bytes
 
 
 def add_parser(sub: Any) -> None:

@@ -10,9 +10,9 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from rooflens.io.units import fmt_time
 from rooflens.model.planner.grid import OPT_SEP
 from rooflens.model.planner.plan import Plan
-from rooflens.model.units import fmt_time
 
 COLUMNS = ["gpu", "GPUs", "layout", "weights/KV", "scheduler", "batch", "TTFT p99", "TPOT p99",
            "tok/s/GPU", "tok/s/user", "$/h", "$/M tok"]  # fmt: skip

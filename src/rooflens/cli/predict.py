@@ -14,8 +14,8 @@ from rooflens.cli.args import EXIT_DOES_NOT_FIT
 from rooflens.cli.memory import complain_does_not_fit
 from rooflens.cli.render import console, print_json, table, times, weights_text
 from rooflens.cli.scenario_args import add_scenario_args, scenario_from_args
+from rooflens.io.units import fmt_bytes, fmt_flops, fmt_time
 from rooflens.model.predict.api import make_pipeline
-from rooflens.model.units import fmt_bytes, fmt_flops, fmt_time
 
 
 def add_parser(sub: Any) -> None:

@@ -9,10 +9,10 @@ from rooflens.hardware.errors import FieldError, RooflensError
 from rooflens.hardware.presets import gpu_ids
 from rooflens.hardware.profiles import get_profile
 from rooflens.hardware.systems import get_system, system_ids
+from rooflens.io.units import fmt_rate, fmt_time
 from rooflens.model.analysis.advice import FIT_TP, FitAdvice
 from rooflens.model.predict.request import meta
 from rooflens.model.predict.scenario import Scenario
-from rooflens.model.units import fmt_rate, fmt_time
 
 # The widgets' words (units included), from the schema's field metadata
 # (model/predict/request.py).

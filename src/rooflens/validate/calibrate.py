@@ -43,7 +43,7 @@ import yaml
 from rooflens.hardware.presets import default_system, get_gpu
 from rooflens.hardware.profiles import CALIBRATION_DIR, KindEfficiency, Profile
 from rooflens.hardware.spec import SystemSpec
-from rooflens.model.io import atomic_write_text
+from rooflens.io.files import atomic_write_text
 from rooflens.model.pricing.kernel_table import Batch, batches, predict_frame
 from rooflens.model.pricing.roofline import price_op
 from rooflens.validate.fit_terms import (

@@ -11,7 +11,7 @@ from rooflens.validate.datasets import DEFAULT_ROOT
 
 
 def cmd_cv(args: argparse.Namespace) -> int:
-    from rooflens.model.io import atomic_write_csv, to_json
+    from rooflens.io.files import atomic_write_csv, to_json
     from rooflens.validate.cv import cross_validate, overall, per_call
 
     progress = None if args.json else console.print

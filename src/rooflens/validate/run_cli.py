@@ -21,7 +21,7 @@ THREADS = whole(1, 4096)
 
 def cmd_run(args: argparse.Namespace) -> int:
     torch = _import_torch()  # before anything that needs it: say what to install
-    from rooflens.model.io import to_json
+    from rooflens.io.files import to_json
     from rooflens.validate.compare import band_check, join
     from rooflens.validate.runner import run_suite
     from rooflens.validate.store import RunWriter, device_provenance

@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.io import atomic_write_csv, check_writable
+from rooflens.io.files import atomic_write_csv, check_writable
 
 RESULTS_DIR = Path(__file__).parent / "results"
 REPO = Path(__file__).resolve().parents[3]  # the repository (src/rooflens/validate/..)

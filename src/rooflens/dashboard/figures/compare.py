@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from rooflens.dashboard.figures import LAYOUT
-from rooflens.model.units import fmt_quantity, fmt_time
+from rooflens.io.units import fmt_quantity, fmt_time
 
 PANELS = (
     ("ttft_s", "TTFT (ms)", 1e3, fmt_time),

@@ -19,7 +19,7 @@ from rooflens.dashboard.views.common import fit_warning
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import gpu_ids
 from rooflens.hardware.systems import system_ids
-from rooflens.model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
+from rooflens.io.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 
 DEFAULT_OTHERS = ("h200", "b200", "mi300x")
 MAX_PICKED = 4

@@ -12,8 +12,8 @@ from rooflens.dashboard.controls import Context
 from rooflens.dashboard.export import download_row
 from rooflens.dashboard.figures.memory import COMPONENTS, max_batch_heatmap, memory_bars
 from rooflens.dashboard.views.common import baseline_prediction, fit_warning, scenario_line
+from rooflens.io.units import fmt_bytes
 from rooflens.model.predict.steps import MemoryBreakdown
-from rooflens.model.units import fmt_bytes
 
 
 def render(ctx: Context) -> None:

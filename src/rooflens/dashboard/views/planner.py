@@ -16,11 +16,11 @@ from rooflens.dashboard.figures.planner import pareto_figure, rejected_figure
 from rooflens.dashboard.numbers import fmt_sig
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import gpu_ids
+from rooflens.io.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 from rooflens.model.planner.explain import ALTERNATIVES_HINT
 from rooflens.model.planner.plan_args import listed
 from rooflens.model.planner.serving import MODES
 from rooflens.model.planner.space import SweepSpace
-from rooflens.model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 
 DTYPES = ["bf16", "fp8", "int8", "int4"]
 # The form's list widgets: (label, link key, the SweepSpace field giving the default, options)

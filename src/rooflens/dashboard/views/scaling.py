@@ -14,7 +14,7 @@ from rooflens.dashboard.figures.scaling import batch_figure, context_figure, tp_
 from rooflens.dashboard.settings import Settings
 from rooflens.dashboard.sweeps import decode_crossover
 from rooflens.dashboard.views.common import fit_warning, scenario_line
-from rooflens.model.units import fmt_quantity, fmt_time
+from rooflens.io.units import fmt_quantity, fmt_time
 
 SECTIONS = ("batch", "context length", "TP degree")
 

@@ -14,7 +14,7 @@ from rooflens.dashboard.export import download_row
 from rooflens.dashboard.figures.validation import BAND, cv_figure, error_figure
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import get_profile
-from rooflens.model.units import fmt_quantity
+from rooflens.io.units import fmt_quantity
 
 # One section at a time (as the Scaling page's sweeps): each is a few charts, so the page
 # answers in about a second instead of drawing every chart of every section on each visit.

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from rooflens.hardware.spec import GPUSpec
+from rooflens.io.units import fmt_bytes
 from rooflens.model.ops.attention import (
     attention_bandwidth_fraction,
     attention_thread_blocks,
@@ -39,7 +40,6 @@ from rooflens.model.ops.op import Num, Op
 from rooflens.model.optimizations.base import Optimization
 from rooflens.model.predict.steps import Prediction, Step, StepPricer
 from rooflens.model.specs.dtypes import dtype_bytes
-from rooflens.model.units import fmt_bytes
 
 if TYPE_CHECKING:
     from rooflens.model.predict.scenario import Scenario

@@ -132,7 +132,7 @@ def _console():  # type: ignore[no-untyped-def]
 
 
 def _output(args: argparse.Namespace, rows: list, cfg, device_id: str, root: Path) -> None:  # type: ignore[no-untyped-def,type-arg]
-    from rooflens.model.io import atomic_write_csv
+    from rooflens.io.files import atomic_write_csv
     from rooflens.validate.e2e.report import (
         json_rows,
         median_step_error,

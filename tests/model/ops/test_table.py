@@ -1,5 +1,4 @@
-"""Review of the operator table (model/ops/table.py, model/ops/attention.py) against independent
-routes:
+"""The operator table (model/ops/table.py, model/ops/attention.py) against independent routes:
 per-head sums for MLA's batched products, brute-force position sets for windowed attention,
 closed forms for shared experts and norms, and hand-computed decode steps of published models."""
 

@@ -1,4 +1,4 @@
-"""One pricing path (issue 11 §1): every row of the operator table carries the kernel call it
+"""One pricing path (model/pricing/reprice.py): every row of the operator table carries the kernel call it
 stands for (`Op.call`, in the columns of `rooflens kernels predict`), and re-pricing that call
 through kernels predict's path gives the row's own seconds — for dense GQA, MoE (TP and EP),
 MLA, weight-only int4, sliding-window and TP models, at prefill, chunked prefill, decode and

@@ -19,7 +19,7 @@ HERE = Path(__file__).parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-FIXTURES = HERE / "fixtures"
+FIXTURES = HERE.parent / "fixtures"
 
 # Fixture folder (named as the HF repo) -> the preset it must reproduce.
 FIXTURE_PRESETS = {

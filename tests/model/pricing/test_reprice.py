@@ -1,8 +1,8 @@
-"""One pricing path (model/pricing/reprice.py): every row of the operator table carries the kernel call it
-stands for (`Op.call`, in the columns of `rooflens kernels predict`), and re-pricing that call
-through kernels predict's path gives the row's own seconds — for dense GQA, MoE (TP and EP),
-MLA, weight-only int4, sliding-window and TP models, at prefill, chunked prefill, decode and
-verification steps, under both profiles."""
+"""One pricing path (model/pricing/reprice.py): every row of the operator table carries the kernel
+call it stands for (`Op.call`, in the columns of `rooflens kernels predict`), and re-pricing
+that call through kernels predict's path gives the row's own seconds — for dense GQA, MoE (TP
+and EP), MLA, weight-only int4, sliding-window and TP models, at prefill, chunked prefill,
+decode and verification steps, under both profiles."""
 
 from __future__ import annotations
 

@@ -91,6 +91,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def _ops_table(frame: pd.DataFrame, phase: str, phase_time: float) -> Group:
     label = "one prefill step" if phase == "prefill" else "mean decode step"
     rows = []
+    r: Any  # a row of the ops frame: name, count, flops, bytes, intensity, time_s, bound
     for r in frame.itertuples():
         share = r.time_s / phase_time * 100 if phase_time else 0.0
         intensity = "—" if pd.isna(r.intensity) else f"{r.intensity:,.1f}"

@@ -79,7 +79,8 @@ def decode_crossover(frame: pd.DataFrame) -> tuple[int, int] | None:
     if len(compute) == 0 or compute[0] == frame.index[0]:
         return None
     first = int(compute[0])
-    return int(frame.loc[first - 1, "batch"]), int(frame.loc[first, "batch"])
+    batch = frame["batch"]  # by label, as `compute` is
+    return int(batch[first - 1]), int(batch[first])
 
 
 def longest_prompt(s: Settings) -> int:

@@ -148,7 +148,7 @@ def _on_disk(name: str, make: Callable[[], Any], kind: str = "") -> Any:
     value = make()
     CACHE_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    pd.to_pickle(value, tmp)
+    pd.to_pickle(value, tmp)  # type: ignore[attr-defined]  # pandas-stubs lacks to_pickle
     tmp.replace(path)  # atomic: a reader never sees half a file
     if kind:
         older = sorted(CACHE_DIR.glob(f"{kind}*.pkl"), key=lambda p: p.stat().st_mtime)

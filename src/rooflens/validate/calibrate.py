@@ -198,7 +198,9 @@ def fit_kind(
         "median_abs_error": round(float(np.median(rel)), 4),
         "p90_abs_error": round(float(np.quantile(rel, 0.9)), 4),
         "rows_by_gpu_impl": {
-            f"{g}/{i}": int(n) for (g, i), n in rows[keep].groupby(["gpu", "impl"]).size().items()
+            "/".join(map(str, key)): int(n)  # key: (gpu, impl)
+            for key, n in rows[keep].groupby(["gpu", "impl"]).size().items()
+            if isinstance(key, tuple)
         },
     }
     if frontier_stats:

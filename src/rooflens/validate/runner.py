@@ -20,6 +20,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -198,7 +199,7 @@ def collect_rows(
     results: list[dict[str, object]] = []
     for _, row in suite.iterrows():
         copies = copies_for(row, cache_bytes, budget_bytes)
-        cells = row.to_dict()
+        cells: dict[str, object] = {str(k): v for k, v in row.to_dict().items()}
         batch = []
         for impl in impls:
             label = f"triton:{row['kernel']}" if impl == "triton" else f"torch:{baseline_name(row)}"
@@ -209,7 +210,8 @@ def collect_rows(
             batch.append({**cells, "impl": label, "copies": copies, **timing})
             del calls
             if progress:
-                progress(f"{label} {_describe(row)}: {float(timing['measured_s']) * 1e6:.1f} us")
+                seconds = cast(float, timing["measured_s"])
+                progress(f"{label} {_describe(row)}: {seconds * 1e6:.1f} us")
         if sink is not None and batch:
             sink(batch)  # as measured: the store's readers apply `as_run` (validate/datasets.py)
         results.extend(batch)

@@ -207,7 +207,7 @@ class RunWriter:
                     f"{self.path} was measured on {stored['device_name'].iloc[0]}, not "
                     f"{self.provenance['device_name']}; pass --fresh to start over"
                 )
-            self.rows = stored.to_dict("records")
+            self.rows = [{str(k): v for k, v in r.items()} for r in stored.to_dict("records")]
         self._done = {_row_key(r) for r in self.rows}
 
     @property

@@ -60,9 +60,9 @@ def curve_figure(
     latency_ms = pd.concat([frame[c] * MS for c, _, _ in SERIES])
     layout = {**LAYOUT, "title": "Latency against throughput as the batch grows (labels: batch)",
               "height": 420, "shapes": shapes, "annotations": notes,
-              "xaxis": log_axis(frame["output_tokens_per_s"], fmt_count,
+              "xaxis": log_axis(frame["output_tokens_per_s"].to_numpy(), fmt_count,
                                 title="output tokens/s (all sequences, log scale)"),
-              "yaxis": log_axis(latency_ms, fmt_ms, title="time (log scale)"),
+              "yaxis": log_axis(latency_ms.to_numpy(), fmt_ms, title="time (log scale)"),
               "legend": {"orientation": "h", "y": -0.2}}  # fmt: skip
     return go.Figure({"data": traces, "layout": layout})
 

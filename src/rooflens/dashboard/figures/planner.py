@@ -27,13 +27,14 @@ REASON_LABELS = {
 
 
 def _hover(frame: pd.DataFrame) -> list[str]:
+    rows: list[Any] = list(frame.itertuples())  # the sweep's rows (model/planner/sweep.py)
     return [
         f"{r.n_gpus} × {r.gpu} TP{r.tp}, {r.weight_dtype}/{r.kv_dtype}, {r.mode}, batch {r.batch}"
         f"<br>{r.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
         f"{r.tokens_per_s_per_user:,.1f} tokens/s per user"
         f"<br>TTFT p99 {r.ttft_p99_s * 1e3:,.0f} ms, TPOT p99 {r.tpot_p99_s * 1e3:,.1f} ms"
         f"<br>${r.cost_per_hour:,.2f}/h, ${r.cost_per_million_tokens:,.3f} per M tokens"
-        for r in frame.itertuples()
+        for r in rows
     ]
 
 
@@ -83,9 +84,9 @@ def pareto_figure(
                        "hoverinfo": "text"})  # fmt: skip
     layout = {**LAYOUT, "height": 480,
               "title": "Throughput per GPU against speed per user (feasible configurations)",
-              "xaxis": log_axis(feasible["tokens_per_s_per_user"], fmt_count,
+              "xaxis": log_axis(feasible["tokens_per_s_per_user"].to_numpy(), fmt_count,
                                 title="output tokens/s per user (1 / TPOT)"),
-              "yaxis": log_axis(feasible["tokens_per_s_per_gpu"], fmt_count,
+              "yaxis": log_axis(feasible["tokens_per_s_per_gpu"].to_numpy(), fmt_count,
                                 title="output tokens/s per GPU")}  # fmt: skip
     return go.Figure({"data": traces, "layout": layout})
 

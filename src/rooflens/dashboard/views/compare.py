@@ -85,8 +85,8 @@ def _row(s, gpu: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
         ),
         "prefill_bound": pred.prefill.bound,
         "decode_bound": pred.decode.bound,
-        "interconnect": f"{sc.system.intra_node.name} in a node, {sc.system.inter_node.name} "
-        "between nodes",
+        "interconnect": f"{sc.system.intra_node.name} in a node"
+        + (f", {sc.system.inter_node.name} between nodes" if sc.system.inter_node else ""),
     }
 
 

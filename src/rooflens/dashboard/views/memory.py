@@ -66,7 +66,8 @@ def render(ctx: Context) -> None:
     st.caption(
         "KV bytes per token per GPU: "
         + ", ".join(
-            f"{r.kv_dtype} {fmt_bytes(r.kv_bytes_per_token)}" for r in per_token.itertuples()
+            f"{r['kv_dtype']} {fmt_bytes(float(r['kv_bytes_per_token']))}"
+            for r in per_token.to_dict("records")
         )
     )
     download_row("rooflens-max-batch", frame=grid, fig=heat)

@@ -82,8 +82,8 @@ def _tp_caption(frame: pd.DataFrame) -> str:
             f"{allowed} None of them fits in memory at this batch and context (hollow points): "
             "see the advice above."
         )
-    best = fits.loc[fits["output_tokens_per_s_per_gpu"].idxmax()]
-    fastest = fits.loc[fits["tpot_s"].idxmin()]
+    best = fits.iloc[int(fits["output_tokens_per_s_per_gpu"].to_numpy().argmax())]
+    fastest = fits.iloc[int(fits["tpot_s"].to_numpy().argmin())]
     unfit = [str(t) for t in frame.loc[~frame["fits"], "tp"]]
     skipped = f" TP {', '.join(unfit)} does not fit in memory (hollow points)." if unfit else ""
     return (

@@ -126,7 +126,7 @@ def _e2e() -> None:
     left, right = st.columns(2)
     names = sorted(runs["run"].unique(), reverse=True)
     labels = {r: f"{runs.loc[runs['run'] == r, 'model'].iloc[0]} · {r}" for r in names}
-    run = left.selectbox("Run", names, format_func=labels.get, key="ve2e_run")
+    run = left.selectbox("Run", names, format_func=lambda r: labels[r], key="ve2e_run")
     phase = right.radio("Step", ("prefill", "decode"), horizontal=True, key="ve2e_phase")
     show(e2e_figure(runs[runs["run"] == run], phase), key="validation_e2e")
     st.caption(

@@ -192,16 +192,13 @@ def fit_kind(
     params = {k: float(f"{v:.4g}") for k, v in found.items()}
     eff = KindEfficiency(**params)
     rel = np.abs(np.exp(np.concatenate(errors(eff))) - 1.0)
+    sizes: Any = rows[keep].groupby(["gpu", "impl"]).size()  # keyed (gpu, impl)
     stats = {
         "rows": int(keep.sum()),
         "excluded_faster_than_peak": int((~keep).sum()),
         "median_abs_error": round(float(np.median(rel)), 4),
         "p90_abs_error": round(float(np.quantile(rel, 0.9)), 4),
-        "rows_by_gpu_impl": {
-            "/".join(map(str, key)): int(n)  # key: (gpu, impl)
-            for key, n in rows[keep].groupby(["gpu", "impl"]).size().items()
-            if isinstance(key, tuple)
-        },
+        "rows_by_gpu_impl": {f"{g}/{i}": int(n) for (g, i), n in sizes.items()},
     }
     if frontier_stats:
         stats["frontier"] = frontier_stats

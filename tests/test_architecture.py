@@ -12,6 +12,7 @@ the registry would sit in a loop with the optimizations that price a draft model
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -228,3 +229,19 @@ def test_the_cost_model_does_no_io() -> None:
         if _package(target) == "io" and target != "rooflens.io.units"
     )
     assert not wrong, wrong
+
+
+def test_every_module_docs_architecture_names_exists() -> None:
+    # the formula table and the flow name modules by path: a move that forgets the doc fails here
+    doc = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    recipe_examples = ("h100-recipe", "kv_headroom", "rmsnorm2", "<")
+    named = {
+        m
+        for m in re.findall(
+            r"`((?:hardware|model|io|cli|dashboard|validate|kernels)/[\w/]+\.py)", doc
+        )
+        if not any(x in m for x in recipe_examples)
+    }
+    assert len(named) > 30
+    missing = sorted(m for m in named if not (SRC / "rooflens" / m).is_file())
+    assert not missing, f"docs/architecture.md names modules that do not exist: {missing}"

@@ -1,4 +1,5 @@
-"""The dashboard's sweeps: one setting varied over a grid, every point a full `model.api` run.
+"""The dashboard's sweeps: one setting varied over a grid, every point a full run of
+`model.predict.api`.
 
 Each point goes through the whole pipeline (optimizations' `result` hooks included, e.g.
 speculative decoding), so a sweep point and the Explore page agree exactly at the same setting.

@@ -2,7 +2,7 @@
 frontier (tokens/s per GPU against tokens/s per user), check both by simulation, explain.
 
 `recheck(plan_row)` replays a recommended configuration through the ordinary prediction path
-(`model.api.run`, what `rooflens predict` runs), as the tests do.
+(`model.predict.api.run`, what `rooflens predict` runs), as the tests do.
 """
 
 from __future__ import annotations
@@ -214,8 +214,8 @@ def plan(
 
 
 def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, chunk: int) -> Any:
-    """(prediction at batch 1, prediction at the batch cap) from model.api.run. The cap is the
-    replica's sequences in flight, which `predict` cuts into PP micro-batches itself (the
+    """(prediction at batch 1, prediction at the batch cap) from model.predict.api.run. The cap
+    is the replica's sequences in flight, which `predict` cuts into PP micro-batches itself (the
     planner's curves price a PP group the same way, model/predict/pp_schedule.py)."""
     from rooflens.model.predict.api import make_scenario, run
 

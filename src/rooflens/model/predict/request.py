@@ -6,7 +6,7 @@ described with its unit and bounded. Every face is derived from it, not declared
 - the dashboard's `Settings`, its link keys, choices and minimums, and its sidebar's bounds
   (dashboard/settings.py, dashboard/controls.py);
 - the capacity planner's list options (model/planner/plan_args.py maps them onto fields here);
-- `model.api.scenario_of`, which turns a request into the validated engine-side `Scenario`.
+- `model.predict.api.scenario_of`, which turns a request into the validated engine-side `Scenario`.
 
 How a face shows a field is in its `json_schema_extra` (read it with `meta`): `flag` (the CLI
 option), `label` (the dashboard widget's words, unit included), `query` (the link's key when it
@@ -59,7 +59,7 @@ def _field(default: Any, description: str, *, ge: float | None = None, **shown: 
 
 
 class ScenarioRequest(Spec):
-    """What one prediction is for, in the user's terms; `model.api.scenario_of` builds it."""
+    """What one prediction is for, in the user's terms; `api.scenario_of` builds it."""
 
     model: str = _field(
         ..., "model preset id, spec file or HF config.json",

@@ -109,7 +109,7 @@ def picked(frame: pd.DataFrame, gpus: tuple[str, ...], ops: tuple[str, ...]) -> 
 def _join_key(source: str) -> str:
     """A digest of everything the join reads: the measurement files (path, size, mtime) and the
     code and data of the cost model (content), so any change recomputes it."""
-    from rooflens.validate.datasets import DEFAULT_ROOT
+    from rooflens.validate.measured_files import DEFAULT_ROOT
     from rooflens.validate.store import RESULTS_DIR
 
     digest = hashlib.sha256(source.encode())

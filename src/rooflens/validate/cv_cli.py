@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from rooflens.validate.cli_render import console, table, training_table_of
-from rooflens.validate.datasets import DEFAULT_ROOT
+from rooflens.validate.measured_files import DEFAULT_ROOT
 
 
 def cmd_cv(args: argparse.Namespace) -> int:

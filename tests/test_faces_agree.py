@@ -88,3 +88,16 @@ def test_a_field_error_is_worded_as_its_widget() -> None:
         prediction(_dashboard({"model": "llama-3-70b", "gpu": "h100-sxm", "tp": 3}))
     field, text = locate(err.value)
     assert field == "tp" and text.startswith(f"invalid scenario: “{LABELS['tp']}” = 3 must")
+
+
+def test_the_planner_admits_what_the_cli_admits() -> None:
+    # the case through `rooflens plan`: refused past the context, planned under a window
+    words = ["plan", "--model", "mistral-7b", "--gpus", "h100-sxm", "--rate", "0.2",
+             "--prompt-len", "40000", "--sim-requests", "0", "--json"]  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        refused = main(words)
+        planned = main([*words, "--opt", OPTS[1][0]])
+    assert refused == 2 and "exceeds mistral-7b's max context 32768" in err.getvalue()
+    assert planned == 0 and "warning: mistral-7b is run past its" in err.getvalue()
+    assert json.loads(out.getvalue())["recommended"]["opts"] == OPTS[1][0]

@@ -224,7 +224,7 @@ def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, c
         output_len=max(1, round(w.output.mean())),
         weight_dtype=row["weight_dtype"], act_dtype=row["act_dtype"], kv_dtype=row["kv_dtype"],
         tp=int(row["tp"]), pp=int(row["pp"]), ep=int(row["ep"]), profile=profile,
-        prefill_chunk=chunk,
+        prefill_chunk=chunk, opts=tuple(group_of(row).opts),  # the request names its opts
     )  # fmt: skip
     opts = list(group_of(row).opts)
     single = run(make_scenario(model, row["gpu"], batch=1, **common), opts)

@@ -34,7 +34,7 @@ import pandas as pd
 
 from benchmarks import kernel_table as kt
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.io import atomic_write_csv, atomic_write_text
+from rooflens.io.files import atomic_write_csv, atomic_write_text
 
 RESULTS = Path(__file__).parent / "results"
 GEMM_SIZE = 8192  # bf16 cuBLAS roof: 8192³ reaches the plateau on A100/H100-class GPUs

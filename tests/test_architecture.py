@@ -3,28 +3,35 @@ imports another that (directly or not) imports it back, the prediction data type
 pipeline, and the cost model imports no GPU or front-end library.
 
 Imports are read with `ast` from every first-party module, the ones inside functions and under
-`TYPE_CHECKING` included: an import placed there still couples the two modules.
+`TYPE_CHECKING` included: an import placed there still couples the two modules. So are the
+imports a package makes by name at run time: the optimization registry imports every module of
+its package (pkgutil over `__path__`), so it reaches each of them, and a pipeline that imported
+the registry would sit in a loop with the optimizations that price a draft model.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-PACKAGES = ("argtypes", "hardware", "model", "kernels", "validate", "dashboard", "cli")
+PACKAGES = ("argtypes", "io", "hardware", "model", "kernels", "validate", "dashboard", "cli",
+            "api")  # fmt: skip
 # Which first-party packages each one may import (docs/architecture.md, "Layers").
 ALLOWED = {
     "argtypes": set(),
+    "io": {"hardware"},  # numbers with units, atomic files: what the faces share
     "hardware": set(),
-    "model": {"hardware"},
+    "model": {"hardware", "io"},  # io's units only (test_the_cost_model_does_no_io)
     "kernels": set(),
-    "validate": {"argtypes", "hardware", "model", "kernels"},
-    "dashboard": {"hardware", "model", "validate"},
-    "cli": {"argtypes", "hardware", "model", "validate"},
+    "validate": {"argtypes", "io", "hardware", "model", "kernels"},
+    "dashboard": {"io", "hardware", "model", "validate"},
+    "cli": {"argtypes", "io", "hardware", "model", "validate"},
+    "api": {"hardware", "model", "validate"},  # the Python API: a face, like the CLI
 }
 # Libraries the cost model never imports: GPU stacks (it runs on a laptop) and front-ends
 # (model/ returns data; the CLI and dashboard format it).
@@ -78,10 +85,20 @@ def _first_party(dotted: str) -> str | None:
     return dotted or None
 
 
+def _imported_at_run_time(name: str, path: Path) -> set[str]:
+    """The modules a package imports by name when it runs: all of its own, for a package that
+    walks its `__path__` with pkgutil and imports what it finds (model/optimizations' registry)."""
+    text = path.read_text(encoding="utf-8")
+    if path.name == "__init__.py" and "iter_modules(__path__)" in text and "import_module" in text:
+        return {m for m in MODULES if m.startswith(name + ".")}
+    return set()
+
+
 def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
         targets = {_first_party(d) for d in _imported_names(name, path)}
+        targets |= _imported_at_run_time(name, path)
         graph[name] = {t for t in targets if t and t != name}
     return graph
 
@@ -135,7 +152,9 @@ def test_the_graph_sees_every_package_and_known_edges() -> None:
     # guards the checks below against an empty or mis-resolved graph
     assert {_package(m) for m in MODULES} == set(PACKAGES)
     assert "rooflens.model.predict.steps" in GRAPH["rooflens.model.predict.predictor"]
-    assert "rooflens.model.optimizations" in GRAPH["rooflens.model.predict.predictor"]
+    assert "rooflens.model.optimizations.base" in GRAPH["rooflens.model.predict.predictor"]
+    # the registry's run-time imports are edges too
+    assert "rooflens.model.optimizations._drafting" in GRAPH["rooflens.model.optimizations"]
     assert "rooflens.hardware.spec" in GRAPH["rooflens.model.predict.scenario"]
 
 
@@ -162,14 +181,30 @@ def test_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_prediction_types_sit_below_the_pipeline() -> None:
-    reached, todo = set(), ["rooflens.model.predict.steps"]
-    while todo:  # everything model/predict/steps.py imports, directly or not
+def _reached(start: str) -> set[str]:
+    """Every module `start` imports, directly or not."""
+    reached, todo = set(), [start]
+    while todo:
         for target in GRAPH[todo.pop()] - reached:
             reached.add(target)
             todo.append(target)
-    above = sorted(m for m in reached if m.startswith(ABOVE_STEPS))
+    return reached
+
+
+def test_prediction_types_sit_below_the_pipeline() -> None:
+    above = sorted(m for m in _reached("rooflens.model.predict.steps") if m.startswith(ABOVE_STEPS))
     assert not above, f"model/predict/steps.py must not reach {above}"
+
+
+@pytest.mark.parametrize(
+    "below", ["rooflens.model.predict.memory", "rooflens.model.optimizations.base",
+              "rooflens.model.optimizations._drafting", "rooflens.model.pricing.roofline"],
+)  # fmt: skip
+def test_what_the_pipeline_runs_does_not_reach_back_into_it(below: str) -> None:
+    # memory, the hook contract and the drafting hooks are run by the pipeline: they get what
+    # they need passed in (the optimizations, `StepPricer.for_scenario`), never by importing it
+    assert "rooflens.model.predict.predictor" not in _reached(below)
+    assert "rooflens.model.optimizations" not in _reached(below)  # nor the registry
 
 
 @pytest.mark.parametrize("package", ["hardware", "model"])
@@ -182,3 +217,31 @@ def test_cost_model_imports_no_gpu_or_front_end_library(package: str) -> None:
         if dotted.split(".")[0] in NOT_IN_COST_MODEL
     )
     assert not wrong, wrong
+
+
+def test_the_cost_model_does_no_io() -> None:
+    # model/ words its notes with io/units.py and writes no file: files.py is the faces'
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if _package(module) == "model"
+        for target in targets
+        if _package(target) == "io" and target != "rooflens.io.units"
+    )
+    assert not wrong, wrong
+
+
+def test_every_module_docs_architecture_names_exists() -> None:
+    # the formula table and the flow name modules by path: a move that forgets the doc fails here
+    doc = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    recipe_examples = ("h100-recipe", "kv_headroom", "rmsnorm2", "<")
+    named = {
+        m
+        for m in re.findall(
+            r"`((?:hardware|model|io|cli|dashboard|validate|kernels)/[\w/]+\.py)", doc
+        )
+        if not any(x in m for x in recipe_examples)
+    }
+    assert len(named) > 30
+    missing = sorted(m for m in named if not (SRC / "rooflens" / m).is_file())
+    assert not missing, f"docs/architecture.md names modules that do not exist: {missing}"

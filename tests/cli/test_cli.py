@@ -191,7 +191,7 @@ def test_console_script_is_installed() -> None:
 
 
 def test_units_round_before_choosing_the_unit() -> None:
-    from rooflens.model.units import fmt_bytes, fmt_flops, fmt_time
+    from rooflens.io.units import fmt_bytes, fmt_flops, fmt_time
 
     assert fmt_time(0.9996) == "1 s" and fmt_time(0.0009996) == "1 ms"
     assert fmt_bytes(999.6e9) == "1 TB" and fmt_flops(999.9e12) == "1 PFLOP"

@@ -31,4 +31,4 @@ def test_subcommands_keep_their_order() -> None:
     # the order `rooflens --help` listed when the CLI was one file
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     assert list(sub.choices) == ["list", "memory", "predict", "compare", "kernels", "plan",
-                                 "validate", "calibrate"]  # fmt: skip
+                                 "validate", "calibrate", "dashboard"]  # fmt: skip

@@ -136,6 +136,7 @@ KERNEL_ROWS = {
 KERNEL_CELLS = [(op, c) for op, row in KERNEL_ROWS.items() for c in row if c != "op"]
 
 
+@pytest.mark.slow
 @FAST
 @given(cell=st.sampled_from(KERNEL_CELLS), text=TEXT)
 def test_kernels_predict_cells(capsys, tmp_path_factory, cell: tuple[str, str], text: str) -> None:  # type: ignore[no-untyped-def]

@@ -16,7 +16,7 @@ import pytest
 
 from rooflens.cli import main
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.io import atomic_write_text, check_writable, read_input_text
+from rooflens.io.files import atomic_write_text, check_writable, read_input_text
 
 PLAN = ["plan", "--model", "llama-3-8b", "--gpus", "h100-sxm", "--tp", "1", "--rate", "1",
         "--sim-requests", "0", "--json"]  # fmt: skip

@@ -17,7 +17,7 @@ from rooflens.dashboard.figures.scaling import batch_figure
 from rooflens.dashboard.figures.waterfall import WATERFALL_METRICS, waterfall_figure
 from rooflens.dashboard.headline import Metric, usd_per_million_tokens
 from rooflens.dashboard.settings import DEFAULTS
-from rooflens.model.units import fmt_time
+from rooflens.io.units import fmt_time
 
 
 @pytest.fixture(scope="module")

@@ -152,6 +152,7 @@ def test_planner_tighter_slo_needs_more_gpus(app) -> None:  # type: ignore[no-un
     assert pareto["layout"]["xaxis"]["title"]["text"].endswith("(1 / TPOT)")
 
 
+@pytest.mark.slow
 def test_validation_filters_and_profiles(app, measured_dir) -> None:  # type: ignore[no-untyped-def]
     from rooflens.validate.datasets import load_kernels
 
@@ -181,6 +182,7 @@ def test_validation_filters_and_profiles(app, measured_dir) -> None:  # type: ig
     assert ratios == [0.8, 1.2]  # the ±20 % band around parity
 
 
+@pytest.mark.slow
 def test_every_registered_optimization_toggles_from_the_sidebar(app) -> None:  # type: ignore[no-untyped-def]
     from rooflens.model.optimizations import registry
 

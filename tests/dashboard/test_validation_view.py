@@ -23,6 +23,7 @@ def joined(measured_dir) -> pd.DataFrame:  # type: ignore[no-untyped-def]
     return join(part, PROFILES)
 
 
+@pytest.mark.slow
 def test_summary_of_the_view_is_the_summary_of_the_full_join(joined) -> None:  # type: ignore[no-untyped-def]
     view = vd.compact(joined, PROFILES)
     gpus = tuple(sorted(joined["gpu"].unique()))

@@ -13,10 +13,10 @@ import pytest
 from rooflens.cli import main
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import KindEfficiency, Profile
+from rooflens.model.pricing.kernel_table import predict_frame
 from rooflens.validate.cv import COLUMNS, cross_validate, overall, per_call
 from rooflens.validate.datasets import load_kernels
 from rooflens.validate.generation import profile_for, reference_gpus
-from rooflens.validate.predict import predict_frame
 
 GPUS = ("a100-sxm-80gb", "a40", "h100-sxm")
 

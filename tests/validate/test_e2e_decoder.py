@@ -1,7 +1,7 @@
 """The e2e decoder (validate/e2e/decoder.py) against independent references: the logits of a
 prefill followed by cached decode steps equal one full forward over the same tokens (the KV
 cache, positions and masks are right); its parameters equal the closed forms of
-model/specs/params.py and the HF-layout torch modules of tests/model/torch_reference.py."""
+model/specs/params.py and the HF-layout torch modules of tests/model/specs/torch_reference.py."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from rooflens.validate.e2e.decoder import Decoder
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from e2e_specs import PRESETS, REFUSED, TINY, WINDOW, shrink
 
-# Lets `import torch_reference` (tests/model's helper) work under any pytest import mode.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model"))
+# Lets `import torch_reference` (tests/model/specs helper) work under any pytest import mode.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model" / "specs"))
 
 
 @pytest.mark.parametrize("preset", PRESETS)

@@ -1,7 +1,7 @@
 """Calibration is fitted through the path it is applied through (issue 11 §1): the committed
 A100 profile, applied by kernels predict (model/pricing/kernel_table.py, the path the operator
 table's
-rows re-price through, tests/model/test_one_pricing_path.py), reproduces the error its fit
+rows re-price through, tests/model/pricing/test_reprice.py), reproduces the error its fit
 recorded in the file's provenance. This is why the calibrated golden numbers moved when the
 two pricing paths became one: the attention terms were refitted on the operator table's grid."""
 

@@ -1,5 +1,6 @@
 """Second route for the bytes and FLOPs the validator joins on: the cost model's counts
-(validate.predict, i.e. model/ops/table.py) against each Triton kernel's own analytical cost."""
+(model/pricing/kernel_table.py, the operator constructors of model/ops/) against each Triton
+kernel's own analytical cost."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from rooflens.hardware.presets import get_gpu
 from rooflens.kernels import KERNELS
-from rooflens.validate.predict import predict_frame
+from rooflens.model.pricing.kernel_table import predict_frame
 
 A100 = get_gpu("a100-sxm-80gb")
 

@@ -10,13 +10,13 @@ import pytest
 
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import KindEfficiency, Profile, get_profile
+from rooflens.model.pricing.kernel_table import predict_frame
 from rooflens.validate.aiconfigurator import load_moe
 from rooflens.validate.calibrate import fit_kind
 from rooflens.validate.compare import join, summarize
 from rooflens.validate.datasets import load_moe_kernels
 from rooflens.validate.moe_configs import TUNED, UNTUNED, config_labels, tuned_configs
 from rooflens.validate.moe_routing import with_routing
-from rooflens.validate.predict import predict_frame
 
 A100 = "a100-sxm-80gb"
 IMPL = tuned_configs()[A100]["impl"]

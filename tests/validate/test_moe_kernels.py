@@ -11,11 +11,10 @@ import pytest
 from rooflens.hardware.presets import get_gpu
 from rooflens.model.ops.table import decode_ops
 from rooflens.model.predict.api import make_scenario
-from rooflens.model.pricing.kernel_table import predict_kernels
+from rooflens.model.pricing.kernel_table import predict_frame, predict_kernels
 from rooflens.validate.aiconfigurator import load_moe
 from rooflens.validate.compare import join
 from rooflens.validate.moe_routing import power_law_work, with_routing
-from rooflens.validate.predict import predict_frame
 
 A100 = get_gpu("a100-sxm-80gb")
 

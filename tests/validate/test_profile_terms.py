@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from rooflens.hardware.presets import default_system, get_gpu
 from rooflens.hardware.profiles import IDEAL, KindEfficiency, Profile, get_profile
-from rooflens.model.ops.op import Op
-from rooflens.model.ops.table import attention_op, gemm_op
+from rooflens.model.ops.attention import attention_op
+from rooflens.model.ops.op import Op, gemm_op
 from rooflens.model.pricing.roofline import busy_s, kind_terms, price_op, thread_blocks
 
 A100 = get_gpu("a100-sxm-80gb")

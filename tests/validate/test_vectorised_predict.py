@@ -1,7 +1,6 @@
-"""The one kernel-table predictor (model/pricing/kernel_table.py, re-exported by validate.predict)
-prices whole tables at once; grouping rows must not change a row's price (it equals
-predict_kernels row for row), and its validator-only ops must follow the operator table's
-constructors (model/ops/op.py)."""
+"""The one kernel-table predictor (model/pricing/kernel_table.py) prices whole tables at once;
+grouping rows must not change a row's price (it equals predict_kernels row for row), and its
+validator-only ops must follow the operator table's constructors (model/ops/op.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +9,7 @@ import pytest
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import get_gpu
-from rooflens.model.pricing.kernel_table import predict_kernels
-from rooflens.validate.predict import predict_frame
+from rooflens.model.pricing.kernel_table import predict_frame, predict_kernels
 
 A100 = get_gpu("a100-sxm-80gb")
 TABLE = pd.DataFrame(

@@ -1,7 +1,7 @@
 """The `rooflens` command: arguments -> model/ (and validate/) -> tables, JSON, CSV. This module
 owns the top-level parser and `main`; each subcommand is a module of this package with
-`add_parser(sub)` and its handler (listing, memory, predict, compare, kernels, plan), and the
-validator's subcommands come from validate/commands.py. Printing is in render.py and
+`add_parser(sub)` and its handler (listing, memory, predict, compare, kernels, plan, dashboard),
+and the validator's subcommands come from validate/commands.py. Printing is in render.py and
 plan_report.py, the shared scenario options in scenario_args.py.
 
 Thin by design (DESIGN.md): no formulas here. Every failure the user can fix is a RooflensError,
@@ -17,7 +17,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from rooflens.cli import compare, kernels, listing, memory, plan, predict
+from rooflens.cli import compare, dashboard, kernels, listing, memory, plan, predict
 from rooflens.cli.args import (
     EXIT_BAD_INPUT,
     EXIT_DOES_NOT_FIT,
@@ -46,6 +46,7 @@ def build_parser() -> OneLineParser:
     )
 
     add_validate_parsers(sub)
+    dashboard.add_parser(sub)
     return parser
 
 

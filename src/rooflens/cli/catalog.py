@@ -9,10 +9,11 @@ from typing import Any
 from rooflens.hardware.presets import get_gpu, gpu_ids
 from rooflens.hardware.spec import GPUSpec
 from rooflens.hardware.systems import get_system, system_ids
-from rooflens.model.optimizations import EXCLUSIVE_PAIRS, registry
+from rooflens.io.units import fmt_bytes
+from rooflens.model.optimizations import registry
+from rooflens.model.optimizations.base import EXCLUSIVE_PAIRS
 from rooflens.model.specs.params import count_params
 from rooflens.model.specs.presets import get_model, model_ids
-from rooflens.model.units import fmt_bytes
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 from rooflens.cli.render import console, print_json, table, times
 from rooflens.cli.scenario_args import add_scenario_args, scenario_from_args
-from rooflens.model.units import fmt_bytes, fmt_time
+from rooflens.io.units import fmt_bytes, fmt_time
 
 
 def add_parser(sub: Any) -> None:

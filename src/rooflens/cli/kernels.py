@@ -29,7 +29,7 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_kernels_predict(args: argparse.Namespace) -> int:
-    from rooflens.model.io import atomic_write_csv, check_writable
+    from rooflens.io.files import atomic_write_csv, check_writable
     from rooflens.model.pricing.kernel_table import predict_kernels
 
     if args.output is not None:

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from rooflens.cli.args import EXIT_DOES_NOT_FIT
 from rooflens.cli.render import console, print_json, table, weights_text
 from rooflens.cli.scenario_args import add_scenario_args, scenario_from_args
+from rooflens.io.units import fmt_bytes
 from rooflens.model.predict.api import make_pipeline
-from rooflens.model.units import fmt_bytes
+from rooflens.model.predict.request import ScenarioRequest, flag
 
 
 def add_parser(sub: Any) -> None:
@@ -56,10 +58,30 @@ def cmd_memory(args: argparse.Namespace) -> int:
 
 
 def complain_does_not_fit(sc: Any, mem: Any, opts: list[str]) -> None:
-    """Say on stderr what would make the scenario fit (model/analysis/advice.py)."""
-    from rooflens.model.analysis.advice import fit_advice
+    """Say on stderr what would make the scenario fit (model/analysis/advice.py finds it)."""
 
     def fits(candidate: Any) -> bool:
         return bool(make_pipeline(candidate, opts).memory().fits)
 
     print(f"error: {fit_advice(sc, mem, fits)}", file=sys.stderr)
+
+
+def fit_advice(sc: Any, mem: Any, fits: Callable[[Any], bool]) -> str:
+    """The CLI's one line: 'needs X, Y over capacity Z: try --weight-dtype fp8, or --tp 2' (each
+    change named by its flag in the schema, model/predict/request.py)."""
+    from rooflens.model.analysis.advice import FIT_TP, fit_fixes
+
+    advice = fit_fixes(sc, mem, fits)
+    head = (
+        f"{sc.model.id} needs {fmt_bytes(advice.total_bytes)} per GPU on {sc.gpu.id} "
+        f"(capacity {fmt_bytes(advice.capacity_bytes)}, {fmt_bytes(advice.over_bytes)} over)"
+    )
+    if not advice.fixes:
+        return head + f"; nothing up to --tp {FIT_TP[-1]} with int4 weights fits: add --pp"
+    texts = [
+        " ".join(f"{flag(ScenarioRequest, k)} {v}" for k, v in fix.changes.items())
+        + (" or less" if fix.at_most else "")
+        for fix in advice.fixes
+    ]
+    joined = " with ".join(texts) if advice.combined else ", or ".join(texts)
+    return f"{head}; try {joined}" + (" (no single change fits)" if advice.combined else "")

@@ -102,7 +102,7 @@ def add_parser(sub: Any) -> None:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from rooflens.cli import plan_report as report
-    from rooflens.model.io import atomic_write_csv, atomic_write_text, check_writable, to_json
+    from rooflens.io.files import atomic_write_csv, atomic_write_text, check_writable, to_json
     from rooflens.model.planner.plan import plan
     from rooflens.model.planner.plan_args import build_request
 

@@ -10,11 +10,11 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from rooflens.io.units import fmt_time
 from rooflens.model.planner.check import roles
 from rooflens.model.planner.grid import OPT_SEP
 from rooflens.model.planner.pareto import thinning_rule
 from rooflens.model.planner.plan import Plan
-from rooflens.model.units import fmt_time
 
 COLUMNS = ["gpu", "GPUs", "layout", "weights/KV", "scheduler", "batch", "TTFT p99", "TPOT p99",
            "tok/s/GPU", "tok/s/user", "$/h", "$/M tok"]  # fmt: skip
@@ -156,9 +156,8 @@ def markdown(plan: Plan) -> str:
 
 
 def csv_frame(plan: Plan) -> pd.DataFrame:
-    """Every kept configuration: per group and scheduler, the cheapest feasible, the Pareto
-    points and the nearest miss, with its verdict."""
-    return plan.sweep.rows
+    """The CSV `--csv` writes: `Plan.to_frame`."""
+    return plan.to_frame()
 
 
 def pareto_figure(plan: Plan) -> Any:

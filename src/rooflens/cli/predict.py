@@ -15,8 +15,8 @@ from rooflens.cli.args import EXIT_DOES_NOT_FIT
 from rooflens.cli.memory import complain_does_not_fit
 from rooflens.cli.render import console, print_json, table, times, weights_text
 from rooflens.cli.scenario_args import add_scenario_args, scenario_from_args
+from rooflens.io.units import fmt_bytes, fmt_flops, fmt_time
 from rooflens.model.predict.api import make_pipeline
-from rooflens.model.units import fmt_bytes, fmt_flops, fmt_time
 
 
 def add_parser(sub: Any) -> None:
@@ -49,7 +49,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     power = energy(pred, args.usd_per_kwh) if sc.gpu.tdp_watts is not None else None
     no_energy = f"energy not estimated: GPU spec '{sc.gpu.id}' gives no tdp_watts"
     if args.json:
-        print_json({**pred.to_dict(), "contributions": effects,
+        print_json({**with_call_exact(pred), "contributions": effects,
                     "energy": power.to_dict() if power else None,
                     "notes": [] if power else [no_energy]})  # fmt: skip
         return 0
@@ -107,6 +107,7 @@ def _ops_table(frame: pd.DataFrame, phase: str, phase_time: float) -> Group:
         phase, "one decode iteration: the draft steps, then the verify step"
     )
     rows = []
+    r: Any  # a row of the ops frame: name, count, flops, bytes, intensity, time_s, bound
     for r in frame.itertuples():
         name = r.name if r.phase in ("prefill", "decode") else f"{r.phase} · {r.name}"
         share = r.time_s / phase_time * 100 if phase_time else 0.0
@@ -137,3 +138,18 @@ def _contributions_table(effects: list[dict[str, Any]]) -> Group:
          "tokens/s at max batch"],
         rows,
     )  # fmt: skip
+
+
+def with_call_exact(pred: Any) -> dict[str, Any]:
+    """`pred.to_dict()` with each op row saying whether its kernel call, priced alone, gives its
+    time (`call_exact`, model/pricing/reprice.py): the check `kernels predict` users rely on."""
+    from rooflens.hardware.profiles import get_profile
+    from rooflens.model.pricing.reprice import call_exact
+
+    sc = pred.scenario
+    data = pred.to_dict()
+    priced = pred.prefill.priced + pred.decode.priced
+    exact = call_exact(priced, sc.system, get_profile(sc.profile, sc.gpu))
+    for row, same in zip(data["ops"], exact, strict=True):
+        row["call_exact"] = same
+    return data

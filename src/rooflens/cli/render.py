@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 from rich.text import Text
 
-from rooflens.model.io import to_json
+from rooflens.io.files import to_json
 
 console = Console(width=140)
 

@@ -1,7 +1,7 @@
 """The options that describe one scenario, shared by `memory`, `predict` and `compare`: generated
-by walking the fields of `model.request.ScenarioRequest` (flag, help, default, bound and choices
-all come from the schema), and the Scenario they build through `model.api.scenario_of`. A new
-scenario option is a new field there, not a line here.
+by walking the fields of `ScenarioRequest` (model/predict/request.py: flag, help, default, bound
+and choices all come from the schema), and the Scenario they build through `scenario_of`
+(model/predict/api.py). A new scenario option is a new field there, not a line here.
 
 `memory` sizes one context: its `--context` stands for prompt_len with output_len 1 (the field's
 `memory` entry), and the fields marked `memory=False` (output length, images, activation dtype,

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from rooflens.hardware.profiles import get_profile
-from rooflens.model.predict.predictor import Prediction
+from rooflens.model.predict.steps import Prediction
 from rooflens.model.pricing.roofline import PricedOp, launch_floor_s
 
 CLASSES = ("weights GEMM", "attention", "norms/elementwise", "communication", "launch floors",

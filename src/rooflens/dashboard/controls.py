@@ -269,7 +269,7 @@ def _checked(s: Settings, problems: list[str], slots: dict[str, Any]) -> Context
     try:
         prediction(s)
     except RooflensError as exc:
-        name, text = locate(str(exc))
+        name, text = locate(exc)
         slots.get(name, slots["model"]).error(text, icon="⚠️")
         last = st.session_state.get(LAST_VALID)
         return Context(last or s, None, problems, typed=s, invalid=text)

@@ -11,10 +11,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rooflens.io.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 from rooflens.model.analysis.energy import energy
 from rooflens.model.planner import gpu_prices as prices
 from rooflens.model.predict.steps import Prediction
-from rooflens.model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 
 
 def usd_per_million_tokens(price_per_gpu_hour: float, n_gpus: int, tokens_per_s: float) -> float:

@@ -1,52 +1,34 @@
 """Widget labels, one place: the sidebar draws its widgets with them, and a model error that
-names a CLI flag (`--tp 3 must divide …`) is told in the words of the widget that set it and
-shown beside that widget (issue 15 item 6)."""
+is about a field (`--tp 3 must divide …`) is told in the words of the widget that set it and
+shown beside that widget."""
 
 from __future__ import annotations
 
-import re
-
 from rooflens.dashboard.settings import FIELDS, UPLOAD_PREFIX, Settings
+from rooflens.hardware.errors import FieldError, RooflensError
 from rooflens.hardware.presets import gpu_ids
 from rooflens.hardware.profiles import get_profile
 from rooflens.hardware.systems import get_system, system_ids
+from rooflens.io.units import fmt_rate, fmt_time
 from rooflens.model.analysis.advice import FIT_TP, FitAdvice
 from rooflens.model.predict.request import meta
 from rooflens.model.predict.scenario import Scenario
-from rooflens.model.units import fmt_rate, fmt_time
 
-# The widgets' words (units included) and the CLI flag -> the Settings field whose widget sets
-# it: both from the schema's field metadata (model/predict/request.py).
+# The widgets' words (units included), from the schema's field metadata
+# (model/predict/request.py).
 LABELS: dict[str, str] = {name: meta(f)["label"] for name, f in FIELDS.items()}
-FLAG_FIELDS: dict[str, str] = {
-    flag: name
-    for name, f in FIELDS.items()
-    for flag in (meta(f).get("flag"), (meta(f).get("memory") or {}).get("flag"))
-    if flag
-}
-_FLAG = re.compile(r"(--[a-z][a-z-]*)(?: (\d[\d.]*)\b)?")
 
 
-def _flag_text(match: re.Match[str]) -> str:
-    field = FLAG_FIELDS.get(match.group(1))
-    if field is None:
-        return match.group(0)
-    value = f" = {match.group(2)}" if match.group(2) else ""
-    return f"“{LABELS[field]}”{value}"
+def locate(exc: RooflensError) -> tuple[str, str]:
+    """(the Settings field an error is about, the message in the widgets' words).
 
-
-def locate(message: str) -> tuple[str, str]:
-    """(the Settings field a model error is about, the message in the widgets' words).
-
-    The field is the first flag the message names; a message naming none is about the model
-    (its spec or its size), so it goes beside the Model widget. `--opt NAME` reads
-    "Optimizations → NAME"."""
-    message = message.removeprefix("error: ")
-    first = next((m.group(1) for m in _FLAG.finditer(message) if m.group(1) in FLAG_FIELDS), "")
-    text = re.sub(r"--opt ([\w:.-]+)", lambda m: f"“{LABELS['opts']}” → {m.group(1)}", message)
-    text = text.replace("--context (memory) or ", "")
-    text = _FLAG.sub(_flag_text, text)
-    return FLAG_FIELDS.get(first, "model"), text
+    The error says which field it is about (`exc.field`, set by model.predict.api); one about
+    none (the model's spec or size) goes beside the Model widget. A FieldError names its field
+    through a slot, filled here with the widget's label."""
+    field = exc.field if exc.field in LABELS else "model"
+    if isinstance(exc, FieldError) and exc.field in LABELS:
+        return field, exc.worded(LABELS[field])
+    return field, str(exc)
 
 
 def advice_text(advice: FitAdvice) -> str:

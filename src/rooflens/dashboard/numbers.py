@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rooflens.model.units import fmt_number
+from rooflens.io.units import fmt_number
 
 SIGNIFICANT_DIGITS = 3
 MANTISSAS = (1.0, 2.0, 5.0)

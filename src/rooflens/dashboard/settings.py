@@ -3,7 +3,7 @@
 `Settings` is the scenario schema (model/predict/request.py's `ScenarioRequest`) with the
 dashboard's
 defaults and its price; its link keys, choices, minimums and preset fields are read from the
-schema's field metadata, not declared here. `request()` hands it to `model.api.scenario_of`.
+schema's field metadata, not declared here. `request()` hands it to `model.predict.api.scenario_of`.
 Query parameters carry only the fields that differ from the defaults,
 so a shared link stays short; a value the URL gets wrong is reported and replaced by its
 default, never guessed. Uploaded spec files (`upload:` references) live on the server that
@@ -77,12 +77,12 @@ class _Dashboard(ScenarioRequest):
         return self.gpu.removeprefix(UPLOAD_PREFIX)
 
     def request(self) -> ScenarioRequest:
-        """The scenario request these settings make (`model.api.scenario_of` builds it)."""
+        """The scenario request these settings make (`model.predict.api.scenario_of` builds it)."""
         values = {name: getattr(self, name) for name in ScenarioRequest.model_fields}
         return ScenarioRequest(**{**values, "model": self.model_ref, "gpu": self.gpu_ref})
 
     def scenario_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of `model.api.make_scenario` after its model and gpu arguments."""
+        """Keyword arguments of `model.predict.api.make_scenario` after model and gpu."""
         return {k: v for k, v in dict(self.request()).items() if k not in ("model", "gpu")}
 
     def to_dict(self) -> dict[str, Any]:

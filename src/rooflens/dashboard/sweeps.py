@@ -1,4 +1,5 @@
-"""The dashboard's sweeps: one setting varied over a grid, every point a full `model.api` run.
+"""The dashboard's sweeps: one setting varied over a grid, every point a full run of
+`model.predict.api`.
 
 Each point goes through the whole pipeline (optimizations' `result` hooks included, e.g.
 speculative decoding), so a sweep point and the Explore page agree exactly at the same setting.
@@ -14,6 +15,7 @@ import pandas as pd
 from rooflens.dashboard.settings import Settings
 from rooflens.hardware.errors import RooflensError
 from rooflens.model.analysis.advice import FitAdvice, fit_fixes
+from rooflens.model.optimizations import parse_opt
 from rooflens.model.optimizations.sliding_window import streaming_spec
 from rooflens.model.predict.api import make_pipeline, run, scenario_of
 from rooflens.model.predict.scenario import Scenario
@@ -28,14 +30,15 @@ MIN_GRID_CONTEXT = 512
 
 
 def scenario(s: Settings) -> Scenario:
-    spec, _ = streaming_spec(get_model(s.model_ref), s.opts, s.prompt_len + s.output_len - 1)
-    return scenario_of(s.request(), spec)
+    """The scenario of `s`, built as every face builds one (model.predict.api.scenario_of)."""
+    return scenario_of(s.request())
 
 
 def streaming_note(s: Settings) -> str:
     """The quality assumption of running past the model's context under a sliding window ('' when
     the sequence fits the context or no window is on)."""
-    return streaming_spec(get_model(s.model_ref), s.opts, s.prompt_len + s.output_len - 1)[1]
+    opts = [parse_opt(o) for o in s.opts]
+    return streaming_spec(get_model(s.model_ref), opts, s.prompt_len + s.output_len - 1)[1]
 
 
 def predict(s: Settings) -> Prediction:
@@ -77,7 +80,8 @@ def decode_crossover(frame: pd.DataFrame) -> tuple[int, int] | None:
     if len(compute) == 0 or compute[0] == frame.index[0]:
         return None
     first = int(compute[0])
-    return int(frame.loc[first - 1, "batch"]), int(frame.loc[first, "batch"])
+    batch = frame["batch"]  # by label, as `compute` is
+    return int(batch[first - 1]), int(batch[first])
 
 
 def longest_prompt(s: Settings) -> int:
@@ -101,7 +105,7 @@ def tp_sweep(s: Settings) -> pd.DataFrame:
     rows = []
     for tp in TP_GRID:
         try:
-            sc = scenario_of(s.with_(tp=tp).request(), get_model(s.model_ref))
+            sc = scenario_of(s.with_(tp=tp).request())
         except RooflensError:
             continue  # this TP does not divide the heads: not a valid point, left out
         rows.append(_row(run(sc, s.opts)))

@@ -22,7 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from rooflens.dashboard.numbers import fmt_sig
-from rooflens.model.units import fmt_bytes, fmt_flops, fmt_time
+from rooflens.io.units import fmt_bytes, fmt_flops, fmt_time
 
 
 def _numbers(values: Iterable[float]) -> list[str]:

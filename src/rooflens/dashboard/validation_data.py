@@ -109,7 +109,7 @@ def picked(frame: pd.DataFrame, gpus: tuple[str, ...], ops: tuple[str, ...]) -> 
 def _join_key(source: str) -> str:
     """A digest of everything the join reads: the measurement files (path, size, mtime) and the
     code and data of the cost model (content), so any change recomputes it."""
-    from rooflens.validate.datasets import DEFAULT_ROOT
+    from rooflens.validate.measured_files import DEFAULT_ROOT
     from rooflens.validate.store import RESULTS_DIR
 
     digest = hashlib.sha256(source.encode())
@@ -148,7 +148,7 @@ def _on_disk(name: str, make: Callable[[], Any], kind: str = "") -> Any:
     value = make()
     CACHE_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    pd.to_pickle(value, tmp)
+    pd.to_pickle(value, tmp)  # type: ignore[attr-defined]  # pandas-stubs lacks to_pickle
     tmp.replace(path)  # atomic: a reader never sees half a file
     if kind:
         older = sorted(CACHE_DIR.glob(f"{kind}*.pkl"), key=lambda p: p.stat().st_mtime)

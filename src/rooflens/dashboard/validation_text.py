@@ -21,7 +21,7 @@ def held_out_text(cv: pd.DataFrame | None) -> str:
     if rows.sum() <= 0:
         return ""
     weighted = float((classes["median"] * rows).sum() / rows.sum())
-    worst = classes.loc[classes["median"].idxmax()]
+    worst = classes.iloc[int(classes["median"].to_numpy().argmax())]
     return (
         f"Held out first: with each measured GPU left out of the fit in turn and predicted from "
         f"its datasheet, the calibrated profile's median |error| is {weighted * 100:.0f} % over "

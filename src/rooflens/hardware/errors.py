@@ -12,7 +12,40 @@ SpecT = TypeVar("SpecT", bound=BaseModel)
 
 
 class RooflensError(ValueError):
-    """Bad input. The message is one line and says what to do about it."""
+    """Bad input. The message is one line and says what to do about it. `field` names the
+    scenario field (a ScenarioRequest field) the input was about, or is None (the model spec, a
+    file): a face shows the message beside that field's control without reading the text."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+    def __reduce__(self) -> Any:  # keeps `field` through pickling (multiprocessing, caches)
+        return (type(self), (str(self), self.field))
+
+
+class FieldError(RooflensError):
+    """Bad input about one scenario field, with the field's name left as a slot: `template` holds
+    `{subject}` where the field is named, `flag` and `value` fill it. str() is the CLI's words
+    (`--tp 3 must divide …`); `worded(label)` a widget's (`“Tensor-parallel GPUs (TP)” = 3 must
+    divide …`), so no face parses another face's text."""
+
+    def __init__(self, field: str, template: str, flag: str, value: Any = None) -> None:
+        self.template, self.flag, self.value = template, flag, value
+        subject = flag if value is None else f"{flag} {value}"
+        super().__init__(template.replace("{subject}", subject), field)
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.field, self.template, self.flag, self.value))
+
+    def worded(self, label: str) -> str:
+        """The message with the field named by its widget's label."""
+        subject = f"“{label}”" if self.value is None else f"“{label}” = {self.value}"
+        return self.template.replace("{subject}", subject)
+
+    def with_prefix(self, prefix: str) -> FieldError:
+        """The same error, its message after `prefix` (`invalid scenario: `)."""
+        return FieldError(str(self.field), prefix + self.template, self.flag, self.value)
 
 
 def unknown_name_error(kind: str, name: str, known: list[str]) -> RooflensError:

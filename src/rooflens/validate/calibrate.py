@@ -43,7 +43,8 @@ import yaml
 from rooflens.hardware.presets import default_system, get_gpu
 from rooflens.hardware.profiles import CALIBRATION_DIR, KindEfficiency, Profile
 from rooflens.hardware.spec import SystemSpec
-from rooflens.model.io import atomic_write_text
+from rooflens.io.files import atomic_write_text
+from rooflens.model.pricing.kernel_table import Batch, batches, predict_frame
 from rooflens.model.pricing.roofline import price_op
 from rooflens.validate.fit_terms import (
     COPY_FRACTION,
@@ -64,7 +65,6 @@ from rooflens.validate.fit_terms import (
 from rooflens.validate.frontier import best_of_impls
 from rooflens.validate.moe_configs import SUBSET_COLUMN, UNTUNED
 from rooflens.validate.optimize import minimise
-from rooflens.validate.predict import Batch, batches, predict_frame
 from rooflens.validate.store import provenance_base
 
 COMM_PRIOR = {"comm_bandwidth_fraction": 0.8, "comm_latency_scale": 1.0}
@@ -192,14 +192,13 @@ def fit_kind(
     params = {k: float(f"{v:.4g}") for k, v in found.items()}
     eff = KindEfficiency(**params)
     rel = np.abs(np.exp(np.concatenate(errors(eff))) - 1.0)
+    sizes: Any = rows[keep].groupby(["gpu", "impl"]).size()  # keyed (gpu, impl)
     stats = {
         "rows": int(keep.sum()),
         "excluded_faster_than_peak": int((~keep).sum()),
         "median_abs_error": round(float(np.median(rel)), 4),
         "p90_abs_error": round(float(np.quantile(rel, 0.9)), 4),
-        "rows_by_gpu_impl": {
-            f"{g}/{i}": int(n) for (g, i), n in rows[keep].groupby(["gpu", "impl"]).size().items()
-        },
+        "rows_by_gpu_impl": {f"{g}/{i}": int(n) for (g, i), n in sizes.items()},
     }
     if frontier_stats:
         stats["frontier"] = frontier_stats

@@ -14,7 +14,7 @@ from rooflens.validate.cli_render import console, training_table_of
 def cmd_fit(args: argparse.Namespace) -> int:
     from rooflens.hardware.presets import read_data_file
     from rooflens.hardware.profiles import CALIBRATION_DIR, Profile
-    from rooflens.model.io import check_writable
+    from rooflens.io.files import check_writable
     from rooflens.validate.calibrate import fit_all, write_profile
     from rooflens.validate.generation import generation_profiles
 

@@ -28,7 +28,8 @@ import pandas as pd
 
 from rooflens.hardware.presets import default_system, get_gpu, links
 from rooflens.hardware.spec import SystemSpec
-from rooflens.model.io import atomic_write_text
+from rooflens.io.files import atomic_write_text
+from rooflens.io.units import fmt_bytes
 from rooflens.model.pricing.comm import (
     COMM_CALIBRATION_FILE,
     IDEAL_PROTOCOLS,
@@ -37,7 +38,6 @@ from rooflens.model.pricing.comm import (
     all_reduce_s,
     all_to_all_s,
 )
-from rooflens.model.units import fmt_bytes
 from rooflens.validate import aiconfigurator
 
 VIDUR_NETWORK = Path("vidur/network")

@@ -12,8 +12,8 @@ from rooflens.argtypes import whole
 from rooflens.validate.calibrate_cli import cmd_cpu, cmd_fit
 from rooflens.validate.compare_cli import cmd_compare, cmd_report
 from rooflens.validate.cv_cli import add_cv_parser
-from rooflens.validate.datasets import DEFAULT_ROOT
 from rooflens.validate.e2e.cli import add_e2e_parser
+from rooflens.validate.measured_files import DEFAULT_ROOT
 from rooflens.validate.run_cli import THREADS, cmd_run
 from rooflens.validate.serve_cli import add_serve_parser
 

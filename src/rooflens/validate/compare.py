@@ -21,8 +21,8 @@ import pandas as pd
 
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import Profile
+from rooflens.model.pricing.kernel_table import predict_frame
 from rooflens.validate.moe_configs import SUBSET_COLUMN
-from rooflens.validate.predict import predict_frame
 
 PROFILE_NAMES = ("ideal", "calibrated")
 

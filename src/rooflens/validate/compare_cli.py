@@ -56,7 +56,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from rooflens.model.io import check_writable
+    from rooflens.io.files import check_writable
     from rooflens.validate.compare import join, summarize
     from rooflens.validate.report import write_report
 

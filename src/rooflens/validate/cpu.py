@@ -21,7 +21,7 @@ import yaml
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.spec import GPUSpec
-from rooflens.model.io import atomic_write_text
+from rooflens.io.files import atomic_write_text
 from rooflens.validate.store import RESULTS_DIR, _cpu_name
 
 SPEC_NAME = "spec.yaml"

@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 
 from rooflens.validate.cli_render import console, table, training_table_of
-from rooflens.validate.datasets import DEFAULT_ROOT
+from rooflens.validate.measured_files import DEFAULT_ROOT
 
 
 def cmd_cv(args: argparse.Namespace) -> int:
-    from rooflens.model.io import atomic_write_csv, check_writable, to_json
+    from rooflens.io.files import atomic_write_csv, check_writable, to_json
     from rooflens.validate.cv import cross_validate, overall, per_call
 
     if args.output is not None:

@@ -7,7 +7,7 @@ Each loader returns rows in the kernel CSV contract of DESIGN.md (`op` plus its 
 plus `measured_s` (seconds per call), `impl` (engine and kernel), `gpu` (preset id) and `source`
 (file, relative to the measurement folder), so measured and predicted tables join on identical
 keys. Beyond the contract's `gemm`, `attention_prefill` and `attention_decode`, the memory-bound
-operators of Vidur's tables use three validator ops (priced in validate/predict.py):
+operators of Vidur's tables use three validator ops (priced in model/pricing/kernel_table.py):
 `norm` (rows, hidden, residual, norm), `elementwise` (elements_read, elements_written) and
 `embedding` (rows, hidden). The fused-MoE table loads as the contract's `moe` op
 (`load_moe`, labelled tuned or untuned by vLLM's shipped configs, validate/moe_configs.py;

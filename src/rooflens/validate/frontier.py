@@ -38,8 +38,9 @@ def shape_keys(table: pd.DataFrame, op: str) -> list[str]:
 
 def _frontier_of(rows: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, dict[str, object]]:
     """Rows of one GPU and op measured by >= 2 implementations -> one row per shared key."""
-    per_impl = rows.groupby([*keys, "impl"], sort=False, dropna=False)["measured_s"].median()
-    per_impl = per_impl.reset_index()
+    per_impl = (
+        rows.groupby([*keys, "impl"], sort=False, dropna=False)["measured_s"].median().reset_index()
+    )
     n_impls = per_impl.groupby(keys, sort=False, dropna=False)["impl"].transform("nunique")
     shared = per_impl[n_impls >= 2]
     best = shared.loc[shared.groupby(keys, sort=False, dropna=False)["measured_s"].idxmin()]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.io import atomic_write_text
+from rooflens.io.files import atomic_write_text
 from rooflens.model.predict.api import make_scenario, run
 from rooflens.validate.golden_reasons import (
     REASONS_FILE,

@@ -25,6 +25,8 @@ expert not otherwise touched (an upper bound on the experts read).
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
@@ -99,14 +101,15 @@ def with_routing(table: pd.DataFrame) -> pd.DataFrame:
     configs = out.loc[rows, keys].drop_duplicates().reset_index(drop=True)
     configs["alpha"] = configs["distribution"].astype(str).str.removeprefix("power_law_")
     parts = []
-    for (E, ep), g in configs.groupby(["num_experts", "moe_ep_size"], sort=False):
-        work = power_law_work(g["num_tokens"].to_numpy(), int(E), g["topk"].to_numpy(), int(ep),
+    for group, g in configs.groupby(["num_experts", "moe_ep_size"], sort=False):
+        E, ep = (int(v) for v in cast(tuple[float, float], group))  # the two keys' values
+        work = power_law_work(g["num_tokens"].to_numpy(), E, g["topk"].to_numpy(), ep,
                               g["alpha"].astype(float).to_numpy())  # fmt: skip
         parts.append(g.assign(assignments=work[0], experts_read=work[1]))
     if not parts:
         return out
-    work = pd.concat(parts)[[*keys, "assignments", "experts_read"]]
-    merged = out.loc[rows, keys].merge(work, on=keys, how="left")
+    routed = pd.concat(parts)[[*keys, "assignments", "experts_read"]]
+    merged = out.loc[rows, keys].merge(routed, on=keys, how="left")
     out.loc[rows, "assignments"] = merged["assignments"].to_numpy()
     out.loc[rows, "experts_read"] = merged["experts_read"].to_numpy()
     return out

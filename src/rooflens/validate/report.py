@@ -19,7 +19,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from rooflens.hardware.presets import get_gpu
-from rooflens.model.io import atomic_write_csv, atomic_write_text
+from rooflens.io.files import atomic_write_csv, atomic_write_text
 
 BAND = 0.2
 MAX_POINTS_PER_CLASS = 2500

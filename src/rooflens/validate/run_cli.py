@@ -21,7 +21,7 @@ THREADS = whole(1, 4096)
 
 def cmd_run(args: argparse.Namespace) -> int:
     torch = _import_torch()  # before anything that needs it: say what to install
-    from rooflens.model.io import to_json
+    from rooflens.io.files import to_json
     from rooflens.validate.compare import band_check, join
     from rooflens.validate.runner import run_suite
     from rooflens.validate.store import RunWriter, device_provenance
@@ -37,7 +37,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         spec = load_cpu_spec(root)
         torch.set_num_threads(args.threads)
         suite, device_id, gpu_ref = cpu_suite(), "cpu", str(spec_path(root))
-        cache_bytes, profiles = min(spec.l2_bytes, 64e6), ("ideal",)
+        profiles: tuple[str, ...] = ("ideal",)
+        cache_bytes = min(spec.l2_bytes, 64e6)
     else:
         from rooflens.hardware.presets import get_gpu
         from rooflens.validate.runner import gpu_preset_for

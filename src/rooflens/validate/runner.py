@@ -20,6 +20,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -199,7 +200,7 @@ def collect_rows(
     results: list[dict[str, object]] = []
     for _, row in suite.iterrows():
         copies = copies_for(row, cache_bytes, budget_bytes)
-        cells = row.to_dict()
+        cells: dict[str, object] = {str(k): v for k, v in row.to_dict().items()}
         for impl in impls:
             label = (f"{impl}:{row['kernel']}" if impl.startswith("triton")
                      else f"torch:{baseline_name(row)}")  # fmt: skip
@@ -213,7 +214,8 @@ def collect_rows(
                 sink([measured])  # as measured: the store's readers apply `as_run`
             results.append(measured)
             if progress:
-                progress(f"{label} {_describe(row)}: {float(timing['measured_s']) * 1e6:.1f} us")
+                seconds = cast(float, timing["measured_s"])
+                progress(f"{label} {_describe(row)}: {seconds * 1e6:.1f} us")
     return as_run(pd.DataFrame(results))
 
 

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.io import atomic_write_text, check_writable, to_json
+from rooflens.io.files import atomic_write_text, check_writable, to_json
 from rooflens.model.planner.step_costs import CurveCosts
 from rooflens.model.specs.dtypes import STORAGE_DTYPES
 
@@ -198,7 +198,7 @@ def _sha256(path: str) -> str:
 
 
 def _fmt(key: str, value: float) -> str:
-    from rooflens.model.units import fmt_time
+    from rooflens.io.units import fmt_time
 
     if not math.isfinite(value):
         return "—"

@@ -19,7 +19,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.io import read_input_text
+from rooflens.io.files import read_input_text
 
 PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls")
 # More requests than any serving benchmark sends; the replay takes about a second per 10,000.

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.io import atomic_write_csv, check_writable
+from rooflens.io.files import atomic_write_csv, check_writable
 
 RESULTS_DIR = Path(__file__).parent / "results"
 REPO = Path(__file__).resolve().parents[3]  # the repository (src/rooflens/validate/..)
@@ -210,7 +210,7 @@ class RunWriter:
                     f"{self.path} was measured on {stored['device_name'].iloc[0]}, not "
                     f"{self.provenance['device_name']}; pass --fresh to start over"
                 )
-            self.rows = stored.to_dict("records")
+            self.rows = [{str(k): v for k, v in r.items()} for r in stored.to_dict("records")]
         self._done = {_row_key(r) for r in self.rows}
 
     @property

@@ -17,7 +17,8 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from rooflens.model.ops.table import Op, build_ops
+from rooflens.model.ops.op import Op
+from rooflens.model.ops.table import build_ops
 from rooflens.model.predict.api import make_scenario
 
 FULL_MODELS = ("llama-3-8b", "llama-2-70b")

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rooflens.model.ops.table import Op
+from rooflens.model.ops.op import Op
 from rooflens.model.predict.api import make_pipeline, make_scenario
 from rooflens.model.predict.scenario import Scenario
 from rooflens.model.predict.steps import Prediction, Step

@@ -16,7 +16,7 @@ from rooflens.hardware.errors import RooflensError
 from rooflens.model.optimizations import parse_opt, registry
 from rooflens.model.optimizations._drafting import DRAFT_INHERITS, TARGET_ONLY
 from rooflens.model.predict.api import make_pipeline, make_scenario, run
-from rooflens.model.predict.predictor import Step
+from rooflens.model.predict.steps import Step
 from rooflens.model.pricing.roofline import step_time_s
 
 TARGET, DRAFT, GPU, TP = "llama-3.1-70b", "llama-3.1-8b", "h100-sxm", 4

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stack_checks import named, predict, scenario, step_ops, total
 
-from rooflens.hardware import get_gpu
+from rooflens.hardware.presets import get_gpu
 from rooflens.model.optimizations.eager_attention import flash_kv_rows_streamed, flash_tile_rows
 from rooflens.model.predict.steps import Step
 

@@ -11,7 +11,8 @@ import pytest
 from rooflens.cli import main
 from rooflens.dashboard.settings import from_query
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.optimizations import EXCLUSIVE_PAIRS, parse_opt, registry
+from rooflens.model.optimizations import parse_opt, registry
+from rooflens.model.optimizations.base import EXCLUSIVE_PAIRS
 
 BOUNDED = [
     (name, key, p)
@@ -63,7 +64,7 @@ def test_the_listing_states_bounds_and_exclusive_pairs(capsys) -> None:  # type:
     for a, b, _ in EXCLUSIVE_PAIRS:
         assert b in rows[a]["exclusive_with"] and a in rows[b]["exclusive_with"]
         with pytest.raises(RooflensError, match="contradict"):
-            from rooflens.model.optimizations import ordered
+            from rooflens.model.optimizations.base import ordered
 
             ordered([parse_opt(a), parse_opt(b)])
 

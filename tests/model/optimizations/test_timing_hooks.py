@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rooflens.model.optimizations import Optimization, parse_opt, registry
+from rooflens.model.optimizations import parse_opt, registry
+from rooflens.model.optimizations.base import Optimization
 from rooflens.model.predict.api import make_pipeline, make_scenario, run
 from rooflens.model.predict.steps import Step, StepTiming
 from rooflens.model.pricing.roofline import step_time_s

@@ -50,6 +50,7 @@ def test_recommendation_meets_slos_in_rooflens_predict(capsys) -> None:  # type:
     assert r["ttft_p99_s"] >= alone["ttft_s"] and r["tpot_p99_s"] >= full["tpot_s"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sim", [0, 300])
 def test_more_load_never_fewer_gpus(sim: int) -> None:
     space = SweepSpace(**{**SMALL, "gpus": ("h100-sxm",), "max_gpus": 64})
@@ -72,6 +73,7 @@ def test_more_load_never_cheaper_across_gpu_types() -> None:
     assert costs == sorted(costs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sim", [0, 300])
 def test_tighter_slo_never_cheaper(sim: int) -> None:
     costs = []
@@ -93,6 +95,7 @@ def tail_workload(rate: float, ttft: float = 0.5) -> ServingWorkload:
                            slo=SLO(ttft_p99_s=ttft, tpot_p99_s=0.05))  # fmt: skip
 
 
+@pytest.mark.slow
 def test_simulated_recommendation_is_monotone_in_rate_and_slo() -> None:
     rejected = 0
     by_rate = []
@@ -139,6 +142,7 @@ def test_recommendation_is_the_cheapest_configuration_passing_both_checks() -> N
     assert {k: row[k] for k in keys} == {k: p.recommended[k] for k in keys}
 
 
+@pytest.mark.slow
 def test_infeasible_request_explains_nearest_alternatives(capsys) -> None:  # type: ignore[no-untyped-def]
     code = cli.main(["plan", "--model", "llama-3-70b", "--gpus", "l4", "--max-gpus", "1",
                      "--rate", "100", "--prompt-len", "1000", "--output-len", "250",

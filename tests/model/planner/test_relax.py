@@ -79,6 +79,7 @@ def test_relaxed_rows_report_every_slo_metric() -> None:
     assert all(key in p.relaxation["nearest"] for key, _, _ in SLO_METRICS)
 
 
+@pytest.mark.slow
 def test_no_relaxation_when_nothing_fits(capsys) -> None:  # type: ignore[no-untyped-def]
     code = cli.main(["plan", "--model", "llama-3-70b", "--gpus", "l4", "--max-gpus", "1",
                      "--rate", "1", "--tpot-slo", "0.05", "--sim-requests", "0",
@@ -88,6 +89,7 @@ def test_no_relaxation_when_nothing_fits(capsys) -> None:  # type: ignore[no-unt
     assert out["alternatives"]  # nothing fits, the first sweep is fast: re-plans run anyway
 
 
+@pytest.mark.slow
 def test_explain_alternatives_flag_forces_the_re_plans(capsys) -> None:  # type: ignore[no-untyped-def]
     argv = ["plan", "--model", "llama-3-8b", "--gpus", "h100-sxm", "--max-gpus", "8",
             "--tp", "1,2", "--rate", "4", "--prompt-len", "800", "--output-len", "200",

@@ -99,7 +99,7 @@ def test_pareto_mask_matches_brute_force() -> None:
 
 def test_neutral_optimization_is_the_identity() -> None:
     """An optimization whose hooks are all the identity leaves every curve unchanged."""
-    from rooflens.model.optimizations import Optimization
+    from rooflens.model.optimizations.base import Optimization
 
     class Neutral(Optimization):
         name = ""  # not registered

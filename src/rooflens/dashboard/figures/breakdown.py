@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from rooflens.dashboard.breakdown import CLASSES
 from rooflens.dashboard.figures import LAYOUT
-from rooflens.model.units import fmt_time
+from rooflens.io.units import fmt_time
 
 CLASS_COLORS = dict(zip(CLASSES, ("#4c78a8", "#f58518", "#72b7b2", "#54a24b", "#b279a2",
                                   "#9d755d"),

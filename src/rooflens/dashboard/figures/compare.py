@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from rooflens.dashboard.figures import LAYOUT
 from rooflens.dashboard.headline import USD_PER_M_LABEL, fmt_usd_per_m
-from rooflens.model.units import fmt_quantity, fmt_time
+from rooflens.io.units import fmt_quantity, fmt_time
 
 PANELS = (
     ("ttft_s", "TTFT (ms)", 1e3, fmt_time),

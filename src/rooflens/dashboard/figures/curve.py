@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from rooflens.dashboard.figures import LAYOUT, inward
 from rooflens.dashboard.numbers import fmt_count, fmt_ms, log_axis
-from rooflens.model.units import fmt_quantity, fmt_time
+from rooflens.io.units import fmt_quantity, fmt_time
 
 MS = 1e3
 SERIES = (("tpot_s", "TPOT", "#f58518"), ("ttft_s", "TTFT", "#4c78a8"))
@@ -62,9 +62,9 @@ def curve_figure(
     latency_ms = pd.concat([frame[c] * MS for c, _, _ in SERIES])
     layout = {**LAYOUT, "title": "Latency against throughput as the batch grows (labels: batch)",
               "height": 420, "shapes": shapes, "annotations": notes,
-              "xaxis": log_axis(frame["output_tokens_per_s"], fmt_count,
+              "xaxis": log_axis(frame["output_tokens_per_s"].to_numpy(), fmt_count,
                                 title="output tokens/s (all sequences, log scale)"),
-              "yaxis": log_axis(latency_ms, fmt_ms, title="time (log scale)"),
+              "yaxis": log_axis(latency_ms.to_numpy(), fmt_ms, title="time (log scale)"),
               "legend": {"orientation": "h", "y": -0.2}}  # fmt: skip
     return go.Figure({"data": traces, "layout": layout})
 

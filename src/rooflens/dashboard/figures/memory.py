@@ -89,7 +89,7 @@ def max_batch_heatmap(grid: pd.DataFrame, current_context: int, current_kv: str)
             "<extra></extra>",
         )
     )
-    contexts = list(table.columns)
+    contexts = [int(c) for c in table.columns]
     shapes = []
     if current_kv in table.index:
         nearest = min(range(len(contexts)), key=lambda i: abs(contexts[i] - current_context))

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from rooflens.dashboard.figures import LAYOUT
 from rooflens.dashboard.headline import fmt_usd_per_m
 from rooflens.dashboard.numbers import fmt_count, log_axis
-from rooflens.model.units import fmt_number
+from rooflens.io.units import fmt_number
 
 REASON_LABELS = {
     "does_not_fit": "does not fit in memory",
@@ -29,6 +29,7 @@ REASON_LABELS = {
 
 
 def _hover(frame: pd.DataFrame) -> list[str]:
+    rows: list[Any] = list(frame.itertuples())  # the sweep's rows (model/planner/sweep.py)
     return [
         f"{r.n_gpus} × {r.gpu} TP{r.tp}, {r.weight_dtype}/{r.kv_dtype}, {r.mode}, batch {r.batch}"
         f"<br>{r.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
@@ -36,7 +37,7 @@ def _hover(frame: pd.DataFrame) -> list[str]:
         f"<br>TTFT p99 {r.ttft_p99_s * 1e3:,.0f} ms, TPOT p99 {r.tpot_p99_s * 1e3:,.1f} ms"
         f"<br>${fmt_number(r.cost_per_hour)} per hour, {fmt_usd_per_m(r.cost_per_million_tokens)}"
         f" per M output tokens"
-        for r in frame.itertuples()
+        for r in rows
     ]
 
 
@@ -86,9 +87,9 @@ def pareto_figure(
                        "hoverinfo": "text"})  # fmt: skip
     layout = {**LAYOUT, "height": 480,
               "title": "Throughput per GPU against speed per user (feasible configurations)",
-              "xaxis": log_axis(feasible["tokens_per_s_per_user"], fmt_count,
+              "xaxis": log_axis(feasible["tokens_per_s_per_user"].to_numpy(), fmt_count,
                                 title="output tokens/s per user (1 / TPOT)"),
-              "yaxis": log_axis(feasible["tokens_per_s_per_gpu"], fmt_count,
+              "yaxis": log_axis(feasible["tokens_per_s_per_gpu"].to_numpy(), fmt_count,
                                 title="output tokens/s per GPU")}  # fmt: skip
     return go.Figure({"data": traces, "layout": layout})
 

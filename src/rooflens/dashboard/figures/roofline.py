@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from rooflens.dashboard.figures import BASELINE_COLOR, BOUND_COLORS, LAYOUT, PHASE_SYMBOLS
 from rooflens.dashboard.numbers import fmt_sig
 from rooflens.hardware.spec import GPUSpec
-from rooflens.model.units import fmt_bytes, fmt_flops, fmt_rate, fmt_time
+from rooflens.io.units import fmt_bytes, fmt_flops, fmt_rate, fmt_time
 
 TERA = 1e12
 MIN_MARKER_PX, MAX_EXTRA_MARKER_PX = 7.0, 38.0

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 
 from rooflens.dashboard.figures import LAYOUT, inward
 from rooflens.dashboard.numbers import fmt_count, fmt_ms, log_axis
-from rooflens.model.units import fmt_quantity, fmt_time
+from rooflens.io.units import fmt_quantity, fmt_time
 
 MS = 1e3
 LATENCY = (("ttft_s", "TTFT", "#4c78a8"), ("tpot_s", "TPOT", "#f58518"))

@@ -51,7 +51,8 @@ def cv_figure(cv: pd.DataFrame) -> go.Figure:
     grid = cells.set_index(["held_out", "op"])
     z, text = [], []
     for gpu in gpus:
-        z_row, text_row = [], []
+        z_row: list[float | None] = []
+        text_row: list[str] = []
         for op in ops:
             if (gpu, op) not in grid.index:
                 z_row.append(None)

@@ -9,8 +9,8 @@ from rooflens.dashboard import compute, sweeps
 from rooflens.dashboard.controls import Context
 from rooflens.dashboard.labels import workload_text
 from rooflens.hardware.errors import RooflensError
+from rooflens.io.units import fmt_bytes
 from rooflens.model.predict.steps import Prediction
-from rooflens.model.units import fmt_bytes
 
 
 def scenario_line(ctx: Context, pred: Prediction) -> None:

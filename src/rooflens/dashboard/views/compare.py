@@ -17,7 +17,7 @@ from rooflens.dashboard.views.common import fit_warning
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import gpu_ids
 from rooflens.hardware.systems import system_ids
-from rooflens.model.units import fmt_bytes, fmt_quantity, fmt_time
+from rooflens.io.units import fmt_bytes, fmt_quantity, fmt_time
 
 DEFAULT_OTHERS = ("h200", "b200", "mi300x")
 MAX_PICKED = 4
@@ -83,8 +83,8 @@ def _row(s, gpu: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
         ),
         "prefill_bound": pred.prefill.bound,
         "decode_bound": pred.decode.bound,
-        "interconnect": f"{sc.system.intra_node.name} in a node, {sc.system.inter_node.name} "
-        "between nodes",
+        "interconnect": f"{sc.system.intra_node.name} in a node"
+        + (f", {sc.system.inter_node.name} between nodes" if sc.system.inter_node else ""),
     }
 
 

@@ -23,10 +23,10 @@ from rooflens.dashboard.report import scenario_report_html
 from rooflens.dashboard.settings import Settings
 from rooflens.dashboard.sweeps import decode_crossover
 from rooflens.dashboard.views.common import baseline_prediction, fit_warning, scenario_line
+from rooflens.io.units import fmt_bytes, fmt_flops, fmt_time
 from rooflens.model.analysis.launch import ENGINES, check, launch_settings
 from rooflens.model.predict.steps import Prediction
 from rooflens.model.specs.params import count_params
-from rooflens.model.units import fmt_bytes, fmt_flops, fmt_time
 
 METRICS_PER_ROW = 3
 

@@ -12,8 +12,8 @@ from rooflens.dashboard.controls import Context
 from rooflens.dashboard.export import download_row
 from rooflens.dashboard.figures.memory import COMPONENTS, max_batch_heatmap, memory_bars
 from rooflens.dashboard.views.common import baseline_prediction, fit_warning, scenario_line
+from rooflens.io.units import fmt_bytes
 from rooflens.model.predict.steps import MemoryBreakdown
-from rooflens.model.units import fmt_bytes
 
 
 def render(ctx: Context) -> None:
@@ -66,7 +66,8 @@ def render(ctx: Context) -> None:
     st.caption(
         "KV bytes per token per GPU: "
         + ", ".join(
-            f"{r.kv_dtype} {fmt_bytes(r.kv_bytes_per_token)}" for r in per_token.itertuples()
+            f"{r['kv_dtype']} {fmt_bytes(float(r['kv_bytes_per_token']))}"
+            for r in per_token.to_dict("records")
         )
     )
     download_row("rooflens-max-batch", frame=grid, fig=heat)

@@ -21,9 +21,9 @@ from rooflens.dashboard.figures.waterfall import (
 )
 from rooflens.dashboard.views.common import fit_warning, scenario_line
 from rooflens.hardware.errors import RooflensError
+from rooflens.io.units import fmt_bytes, fmt_quantity, fmt_time
 from rooflens.model.analysis.waterfall import DEFAULT_STACK
 from rooflens.model.optimizations import registry
-from rooflens.model.units import fmt_bytes, fmt_quantity, fmt_time
 
 # The naive baseline: every default of the operator table switched off, turned back on in this
 # order (KV cache, FlashAttention, Flash-Decoding, paged KV). model.waterfall.DEFAULT_STACK

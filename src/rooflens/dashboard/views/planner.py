@@ -3,6 +3,7 @@ chart, rejected-reason counts and the simulation check (`model.planner`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -17,6 +18,7 @@ from rooflens.dashboard.headline import USD_PER_M_LABEL, fmt_usd_per_m
 from rooflens.dashboard.numbers import fmt_sig
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import gpu_ids
+from rooflens.io.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 from rooflens.model.planner.check import roles
 from rooflens.model.planner.explain import ALTERNATIVES_HINT
 from rooflens.model.planner.pareto import thinning_rule
@@ -24,7 +26,6 @@ from rooflens.model.planner.plan_args import listed
 from rooflens.model.planner.serving import MODES
 from rooflens.model.planner.sim import WARMUP_SHARE
 from rooflens.model.planner.space import SweepSpace
-from rooflens.model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 
 DTYPES = ["bf16", "fp8", "int8", "int4"]
 # The form's list widgets: (label, link key, the SweepSpace field giving the default, options)
@@ -227,12 +228,12 @@ def _table(rows: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _replica_count(row: dict[str, Any]) -> int:
+def _replica_count(row: Mapping[Any, Any]) -> int:
     """Replicas serving requests: the decode replicas of a disaggregated pair."""
     return max(int(row.get("decode_replicas") or row.get("replicas") or 1), 1)
 
 
-def _replicas(row: dict[str, Any]) -> str:
+def _replicas(row: Mapping[Any, Any]) -> str:
     if row["mode"] == "disaggregated":
         return f"{row['prefill_replicas']} prefill + {row['decode_replicas']} decode"
     return f"{row['replicas']:,}"

@@ -12,7 +12,7 @@ from rooflens.dashboard.controls import Context
 from rooflens.dashboard.export import download_row
 from rooflens.dashboard.figures.roofline import roofline_figure, roofline_points
 from rooflens.dashboard.views.common import baseline_prediction, fit_warning, scenario_line
-from rooflens.model.units import fmt_time
+from rooflens.io.units import fmt_time
 
 PHASES = {"both": ("prefill", "decode"), "prefill": ("prefill",), "decode": ("decode",)}
 

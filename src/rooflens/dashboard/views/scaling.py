@@ -14,7 +14,7 @@ from rooflens.dashboard.figures.scaling import batch_figure, context_figure, tp_
 from rooflens.dashboard.settings import Settings
 from rooflens.dashboard.sweeps import decode_crossover
 from rooflens.dashboard.views.common import fit_warning, scenario_line
-from rooflens.model.units import fmt_quantity, fmt_time
+from rooflens.io.units import fmt_quantity, fmt_time
 
 SECTIONS = ("batch", "context length", "TP degree")
 
@@ -82,8 +82,8 @@ def _tp_caption(frame: pd.DataFrame) -> str:
             f"{allowed} None of them fits in memory at this batch and context (hollow points): "
             "see the advice above."
         )
-    best = fits.loc[fits["output_tokens_per_s_per_gpu"].idxmax()]
-    fastest = fits.loc[fits["tpot_s"].idxmin()]
+    best = fits.iloc[int(fits["output_tokens_per_s_per_gpu"].to_numpy().argmax())]
+    fastest = fits.iloc[int(fits["tpot_s"].to_numpy().argmin())]
     unfit = [str(t) for t in frame.loc[~frame["fits"], "tp"]]
     skipped = f" TP {', '.join(unfit)} does not fit in memory (hollow points)." if unfit else ""
     return (

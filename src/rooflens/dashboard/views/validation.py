@@ -21,7 +21,7 @@ from rooflens.dashboard.validation_text import (
 )
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import get_profile
-from rooflens.model.units import fmt_quantity
+from rooflens.io.units import fmt_quantity
 
 # One section at a time (as the Scaling page's sweeps): each is a few charts, so the page
 # answers in about a second instead of drawing every chart of every section on each visit.
@@ -138,7 +138,7 @@ def _e2e() -> None:
     names = sorted(runs["run"].unique(), reverse=True)
     first = {r: runs[runs["run"] == r].iloc[0] for r in names}
     labels = {r: e2e_run_label(str(f["model"]), str(f["device"]), r) for r, f in first.items()}
-    run = left.selectbox("Run", names, format_func=labels.get, key="ve2e_run")
+    run = left.selectbox("Run", names, format_func=lambda r: labels[r], key="ve2e_run")
     if str(first[run]["device"]) == CPU_DEVICE:
         st.info(
             "A CPU run (validate/results/e2e/cpu): it checks the operator accounting and the "

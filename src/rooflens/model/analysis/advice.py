@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from rooflens.hardware.errors import RooflensError
 from rooflens.model.predict.scenario import Scenario
 from rooflens.model.predict.steps import MemoryBreakdown
-from rooflens.model.units import fmt_bytes
 
 FIT_TP = (2, 4, 8, 16)
 SIXTEEN_BIT = ("fp32", "tf32", "bf16", "fp16")
@@ -103,29 +102,6 @@ def fit_fixes(sc: Scenario, mem: MemoryBreakdown, fits: Callable[[Scenario], boo
                     True,
                 )
     return FitAdvice(mem.total_bytes, mem.capacity_bytes)
-
-
-CLI_FLAGS = {"tp": "--tp", "ep": "--ep", "weight_dtype": "--weight-dtype", "kv_dtype": "--kv-dtype",
-             "batch": "--batch"}  # fmt: skip
-
-
-def fit_advice(sc: Scenario, mem: MemoryBreakdown, fits: Callable[[Scenario], bool]) -> str:
-    """The CLI's one line: 'needs X, Y over capacity Z: try --weight-dtype fp8, or --tp 2'.
-    (Wording for the CLI front end; moves to the cli package when it has one.)"""
-    advice = fit_fixes(sc, mem, fits)
-    head = (
-        f"{sc.model.id} needs {fmt_bytes(advice.total_bytes)} per GPU on {sc.gpu.id} "
-        f"(capacity {fmt_bytes(advice.capacity_bytes)}, {fmt_bytes(advice.over_bytes)} over)"
-    )
-    if not advice.fixes:
-        return head + f"; nothing up to --tp {FIT_TP[-1]} with int4 weights fits: add --pp"
-    texts = [
-        " ".join(f"{CLI_FLAGS[k]} {v}" for k, v in fix.changes.items())
-        + (" or less" if fix.at_most else "")
-        for fix in advice.fixes
-    ]
-    joined = " with ".join(texts) if advice.combined else ", or ".join(texts)
-    return f"{head}; try {joined}" + (" (no single change fits)" if advice.combined else "")
 
 
 FIELDS = {"tp": "parallel", "ep": "parallel", "weight_dtype": "precision", "kv_dtype": "precision",

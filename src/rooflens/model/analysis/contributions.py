@@ -17,7 +17,8 @@ from typing import Any
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.model.memo import Memo
-from rooflens.model.optimizations import Optimization, parse_opt
+from rooflens.model.optimizations import parse_opt
+from rooflens.model.optimizations.base import Optimization
 from rooflens.model.predict.api import make_pipeline
 from rooflens.model.predict.scenario import Scenario
 from rooflens.model.predict.steps import Prediction

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rooflens.model.optimizations import Optimization, parse_opt
+from rooflens.model.optimizations import parse_opt
+from rooflens.model.optimizations.base import Optimization
 from rooflens.model.predict.scenario import Scenario
 from rooflens.model.specs.spec import ModelSpec
 

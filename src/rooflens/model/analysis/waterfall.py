@@ -19,7 +19,7 @@ from typing import Any
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.model.analysis.contributions import as_optimizations, ratio, summary
-from rooflens.model.optimizations import Optimization
+from rooflens.model.optimizations.base import Optimization
 from rooflens.model.predict.api import make_pipeline
 from rooflens.model.predict.scenario import Scenario
 

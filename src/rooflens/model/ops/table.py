@@ -1,9 +1,9 @@
 """The operator table (DESIGN.md step 1): one row per operator of a forward step, with FLOPs and
 bytes split by tensor kind, for the default serving stack (KV cache, fused/Flash attention, paged
 KV, fused add+RMSNorm). Optimizations (model/optimizations/) transform this table from outside.
-This module owns the step's assembly (the blocks in order, the parallel-layout check) and the
-names the rest of model/ imports; the blocks are ops_attention.py and ops_ffn.py, the row
-emitter ops_rows.py.
+This module owns the step's assembly (the blocks in order, the parallel-layout check); the
+blocks are attention_block.py and ffn_block.py, the row emitter rows.py, the rows' formulas
+attention.py, mla.py, moe.py, ssm.py, vision.py and op.py (import each name from there).
 
 A step feeds T new tokens per sequence for B sequences whose attention spans L positions (the new
 ones included): prefill is T = L = P; decode step i is T = 1, L = P + i; chunked prefill and
@@ -18,64 +18,13 @@ once, each result written once.
 from __future__ import annotations
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.ops.attention import (
-    ATTENTION_QUERY_TILE,
-    KEYS_PER_SPLIT_MIN,
-    PARTIAL_BYTES,
-    attended_keys,
-    attention_bandwidth_fraction,
-    attention_op,
-    attention_thread_blocks,
-    combine_cost,
-    decode_splits,
-    kv_positions,
-    regrid,
-    resplit_attention,
-    streamed_fraction,
-)
 from rooflens.model.ops.attention_block import attention, mamba
 from rooflens.model.ops.ffn_block import mlp, moe
-from rooflens.model.ops.op import (
-    DEQUANT_ROW_TILE,
-    DEQUANT_VECTOR_FLOPS_PER_WEIGHT,
-    SCALE_BYTES,
-    Num,
-    Op,
-    dequant_vector_flops,
-    embedding_op,
-    gemm_op,
-    weight_storage_bytes,
-)
+from rooflens.model.ops.op import Num, Op, embedding_op
 from rooflens.model.ops.rows import StepRows
 from rooflens.model.ops.vision import vision_ops
 from rooflens.model.predict.scenario import Scenario
 from rooflens.model.specs.params import norms_per_block
-
-__all__ = [
-    "ATTENTION_QUERY_TILE",
-    "DEQUANT_ROW_TILE",
-    "DEQUANT_VECTOR_FLOPS_PER_WEIGHT",
-    "KEYS_PER_SPLIT_MIN",
-    "PARTIAL_BYTES",
-    "SCALE_BYTES",
-    "Num",
-    "Op",
-    "attended_keys",
-    "attention_bandwidth_fraction",
-    "attention_op",
-    "attention_thread_blocks",
-    "build_ops",
-    "combine_cost",
-    "decode_ops",
-    "decode_splits",
-    "dequant_vector_flops",
-    "gemm_op",
-    "kv_positions",
-    "regrid",
-    "resplit_attention",
-    "streamed_fraction",
-    "weight_storage_bytes",
-]  # fmt: skip
 
 
 def _check_parallel(b: StepRows) -> None:

@@ -1,5 +1,7 @@
 """The registry of optimizations: every module in this package that defines an Optimization
-subclass with a `name` is found automatically; the CLI and dashboard read only this registry."""
+subclass with a `name` is found automatically; the CLI and dashboard read only this registry.
+The pipeline imports only base.py (the hook contract and `ordered`), never this registry: the
+registry imports every optimization, and those that price a draft model import the pipeline."""
 
 from __future__ import annotations
 
@@ -8,13 +10,7 @@ import pkgutil
 from functools import cache
 
 from rooflens.hardware.errors import RooflensError, unknown_name_error
-from rooflens.model.optimizations.base import Optimization, Param
-
-# Optimizations that contradict each other: each pair sets one thing two ways.
-EXCLUSIVE_PAIRS: tuple[tuple[str, str, str], ...] = (
-    ("paged-kv", "contiguous-kv", "the KV cache is either paged in blocks or one slab a request"),
-    ("gqa", "mqa", "both set the number of KV heads"),
-)
+from rooflens.model.optimizations.base import Optimization
 
 
 @cache
@@ -55,15 +51,4 @@ def parse_opt(text: str) -> Optimization:
     return table[name](**values)
 
 
-def ordered(opts: list[Optimization]) -> list[Optimization]:
-    names = [o.name for o in opts]
-    dupes = {n for n in names if names.count(n) > 1}
-    if dupes:
-        raise RooflensError(f"--opt {sorted(dupes)[0]} given twice; give each optimization once")
-    for a, b, why in EXCLUSIVE_PAIRS:
-        if a in names and b in names:
-            raise RooflensError(f"--opt {a} and --opt {b} contradict ({why}); give one of them")
-    return sorted(opts, key=lambda o: o.order)
-
-
-__all__ = ["EXCLUSIVE_PAIRS", "Optimization", "Param", "ordered", "parse_opt", "registry"]
+__all__ = ["parse_opt", "registry"]

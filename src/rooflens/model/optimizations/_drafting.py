@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.ops.table import Num
+from rooflens.model.ops.op import Num
 from rooflens.model.optimizations._timing import decode_tpot_s, scalar_timing
-from rooflens.model.predict.predictor import Pipeline as DraftPipeline
 from rooflens.model.predict.scenario import with_applied
 from rooflens.model.predict.steps import (
     Prediction,
@@ -73,7 +72,7 @@ def draft_pipeline(pipeline: StepPricer, draft_sc: Scenario) -> StepPricer:
     optimizations that a draft inherits (DRAFT_INHERITS), so a window on the target windows the
     draft's attention and cache too."""
     inherited = [opt for opt in pipeline.opts if opt.name in DRAFT_INHERITS]
-    return DraftPipeline(draft_sc, inherited)
+    return pipeline.for_scenario(draft_sc, inherited)
 
 
 def expected_tokens(alpha: Num, gamma: Num) -> Num:

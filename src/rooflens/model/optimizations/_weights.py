@@ -11,7 +11,7 @@ and norms stay 16-bit, as quantizers leave them (GPTQ, AWQ and bitsandbytes skip
 
 from __future__ import annotations
 
-from rooflens.model.ops.table import SCALE_BYTES, Num, Op
+from rooflens.model.ops.op import SCALE_BYTES, Num, Op
 from rooflens.model.predict.memory import linear_params_per_gpu
 from rooflens.model.predict.scenario import Scenario
 from rooflens.model.specs.dtypes import dtype_bytes

@@ -41,7 +41,7 @@ from rooflens.hardware.errors import RooflensError
 from rooflens.model.predict.steps import MemoryBreakdown, Prediction, Step, StepPricer, StepTiming
 
 if TYPE_CHECKING:
-    from rooflens.model.ops.table import Num, Op
+    from rooflens.model.ops.op import Num, Op
     from rooflens.model.predict.scenario import Scenario
 
 
@@ -166,3 +166,21 @@ class Optimization:
     def timing(self, t: StepTiming, sc: Scenario, pipeline: StepPricer) -> StepTiming:
         """`result`'s step-structure change on array step times (array-safe)."""
         return t
+
+
+# Optimizations that contradict each other: each pair sets one thing two ways.
+EXCLUSIVE_PAIRS: tuple[tuple[str, str, str], ...] = (
+    ("paged-kv", "contiguous-kv", "the KV cache is either paged in blocks or one slab a request"),
+    ("gqa", "mqa", "both set the number of KV heads"),
+)
+
+
+def ordered(opts: list[Optimization]) -> list[Optimization]:
+    names = [o.name for o in opts]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise RooflensError(f"--opt {sorted(dupes)[0]} given twice; give each optimization once")
+    for a, b, why in EXCLUSIVE_PAIRS:
+        if a in names and b in names:
+            raise RooflensError(f"--opt {a} and --opt {b} contradict ({why}); give one of them")
+    return sorted(opts, key=lambda o: o.order)

@@ -29,18 +29,17 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from rooflens.hardware.spec import GPUSpec
-from rooflens.model.ops.table import (
-    Num,
-    Op,
+from rooflens.io.units import fmt_bytes
+from rooflens.model.ops.attention import (
     attention_bandwidth_fraction,
     attention_thread_blocks,
     kv_positions,
     regrid,
 )
+from rooflens.model.ops.op import Num, Op
 from rooflens.model.optimizations.base import Optimization
 from rooflens.model.predict.steps import Prediction, Step, StepPricer
 from rooflens.model.specs.dtypes import dtype_bytes
-from rooflens.model.units import fmt_bytes
 
 if TYPE_CHECKING:
     from rooflens.model.predict.scenario import Scenario

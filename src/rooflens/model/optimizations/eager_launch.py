@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from rooflens.io.units import fmt_time
 from rooflens.model.ops.op import Num, Op
 from rooflens.model.optimizations._timing import decode_tpot_s, scalar_timing
 from rooflens.model.optimizations.base import Optimization, Param
 from rooflens.model.predict.steps import Prediction, StepPricer, StepTiming
 from rooflens.model.pricing.host import EAGER_LAUNCH_S, HOST_OP, exposed_host_s, step_launches
 from rooflens.model.pricing.roofline import PricedOp
-from rooflens.model.units import fmt_time
 
 if TYPE_CHECKING:
     from rooflens.model.predict.scenario import Scenario

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
-from rooflens.model.ops.table import Num, Op, gemm_op, weight_storage_bytes
+from rooflens.model.ops.op import Num, Op, gemm_op, weight_storage_bytes
 from rooflens.model.optimizations.base import Optimization, Param
 from rooflens.model.predict.steps import Step
 from rooflens.model.specs.dtypes import dtype_bytes

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from rooflens.model.ops.table import Num, Op, decode_splits, kv_positions, resplit_attention
+from rooflens.model.ops.attention import decode_splits, kv_positions, resplit_attention
+from rooflens.model.ops.op import Num, Op
 from rooflens.model.optimizations.base import Optimization, Param
 from rooflens.model.predict.steps import Step
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from rooflens.model.ops.table import Num
+from rooflens.model.ops.op import Num
 from rooflens.model.optimizations._drafting import claim_decoding, price_verify, retime_with_timing
 from rooflens.model.optimizations.base import Optimization, Param
 from rooflens.model.predict.steps import Prediction, StepPricer, StepTiming

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.ops.table import Num, Op, gemm_op
+from rooflens.model.ops.op import Num, Op, gemm_op
 from rooflens.model.optimizations._drafting import (
     claim_decoding,
     expected_tokens,

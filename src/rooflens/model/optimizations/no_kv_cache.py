@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
-from rooflens.model.ops.table import Num, Op, build_ops
+from rooflens.model.ops.op import Num, Op
+from rooflens.model.ops.table import build_ops
 from rooflens.model.optimizations.base import Optimization, Param
 from rooflens.model.predict.steps import Step
 

@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from rooflens.io.units import fmt_time
 from rooflens.model.optimizations._timing import decode_tpot_s, scalar_timing
 from rooflens.model.optimizations.base import Optimization, Param
 from rooflens.model.predict.steps import MemoryBreakdown, Prediction, StepPricer, StepTiming
 from rooflens.model.pricing.roofline import PricedOp
-from rooflens.model.units import fmt_time
 
 if TYPE_CHECKING:
-    from rooflens.model.ops.table import Num
+    from rooflens.model.ops.op import Num
     from rooflens.model.predict.scenario import Scenario
 
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.ops.table import Num, Op
+from rooflens.model.ops.op import Num, Op
 from rooflens.model.optimizations.base import Optimization, Param
 from rooflens.model.predict.steps import Step
 

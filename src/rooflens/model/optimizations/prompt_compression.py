@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from rooflens.model.ops.table import Num
+from rooflens.model.ops.op import Num
 from rooflens.model.optimizations._swap import side_scenario
 from rooflens.model.optimizations.base import Optimization, Param
-from rooflens.model.predict.predictor import Pipeline as CompressorPipeline
 from rooflens.model.predict.scenario import with_applied
 from rooflens.model.predict.steps import Prediction, Step, StepPricer, StepTiming, with_updates
 from rooflens.model.pricing.roofline import step_time_s
@@ -60,7 +59,7 @@ class PromptCompression(Optimization):
         compressed = sc.model_copy(update={"workload": workload})
         return with_applied(compressed, prompt_len_before_compression=P)
 
-    def compressor_s(self, sc: Scenario, batch: Num, prompt_in: Num) -> Num:
+    def compressor_s(self, sc: Scenario, pipeline: StepPricer, batch: Num, prompt_in: Num) -> Num:
         """The compressor's prefill over the full prompts (logits at every position); 0 when
         no compressor is named."""
         if not self["compressor"]:
@@ -71,13 +70,13 @@ class PromptCompression(Optimization):
         small = side_scenario(full, get_model(self["compressor"]), sc.parallel.tp,
                               "prompt compressor")  # fmt: skip
         step = Step("prefill", batch, prompt_in, prompt_in, lm_tokens=prompt_in)
-        return step_time_s(CompressorPipeline(small).price_step(step))
+        return step_time_s(pipeline.for_scenario(small, ()).price_step(step))
 
     def timing(self, t: StepTiming, sc: Scenario, pipeline: StepPricer) -> StepTiming:
         """The compressor's prefill added to TTFT (the target's prefill is already of P')."""
         if self["ratio"] == 1.0 or not self["compressor"]:
             return t
-        extra = self.compressor_s(sc, t.prefill_batch, t.prompt_tokens_in)
+        extra = self.compressor_s(sc, pipeline, t.prefill_batch, t.prompt_tokens_in)
         return replace(t, prefill_s=t.prefill_s + extra)
 
     def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:
@@ -86,7 +85,7 @@ class PromptCompression(Optimization):
 
         P, P2 = sc.applied.prompt_len_before_compression, sc.workload.prompt_len
         note = f"prompt-compression: {P} → {P2} prompt tokens (R={self['ratio']:g})"
-        extra_s = float(self.compressor_s(sc, float(sc.workload.batch), float(P)))
+        extra_s = float(self.compressor_s(sc, pipeline, float(sc.workload.batch), float(P)))
         if self["compressor"]:
             spec = get_model(self["compressor"])
             note += f"; compressor {spec.id} scores {P} tokens in {extra_s * 1e3:.3g} ms"

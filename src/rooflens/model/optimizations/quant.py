@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.ops.table import Num, Op
+from rooflens.model.ops.op import Num, Op
 from rooflens.model.optimizations._weights import (
     bytes_per_weight,
     is_linear,

@@ -41,14 +41,12 @@ STREAMING_ASSUMPTION = (
 
 
 def streaming_spec(
-    spec: ModelSpec, opts: Sequence[str], context_tokens: int
+    spec: ModelSpec, opts: Sequence[Optimization], context_tokens: int
 ) -> tuple[ModelSpec, str]:
     """(the spec, '') or, when a sliding window is on and the sequence outgrows the model's max
     context, a spec whose max context admits it, with the quality assumption that carries (the
     point of StreamingLLM: a fixed-size cache over an unbounded stream)."""
-    from rooflens.model.optimizations import parse_opt
-
-    window = next((o for o in map(parse_opt, opts) if isinstance(o, SlidingWindow)), None)
+    window = next((o for o in opts if isinstance(o, SlidingWindow)), None)
     if window is None or not window["window"] or context_tokens <= spec.max_context:
         return spec, ""
     span = window["window"] + window["sinks"]

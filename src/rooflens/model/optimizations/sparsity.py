@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from rooflens.model.ops.table import Op
+from rooflens.model.ops.op import Op
 from rooflens.model.optimizations._weights import (
     is_linear,
     linear_weight_elements_per_gpu,

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.ops.table import Num
+from rooflens.model.ops.op import Num
 from rooflens.model.optimizations._drafting import (
     claim_decoding,
     draft_pipeline,

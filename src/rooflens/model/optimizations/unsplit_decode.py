@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from rooflens.model.ops.table import Op, resplit_attention
+from rooflens.model.ops.attention import resplit_attention
+from rooflens.model.ops.op import Op
 from rooflens.model.optimizations.base import Optimization, Param
 from rooflens.model.predict.steps import Step
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from rooflens.io.units import fmt_time
 from rooflens.model.planner.curves import Curves
 from rooflens.model.planner.grid import classify, configs, evaluate, record, slo_ratio
 from rooflens.model.planner.mixed import PairCosts, prefill_group, ranked_pair
@@ -31,7 +32,6 @@ from rooflens.model.planner.step_costs import CurveCosts
 from rooflens.model.planner.sweep import SweepResult, group_of, records
 from rooflens.model.planner.trace import RequestTrace
 from rooflens.model.planner.workload import ServingWorkload
-from rooflens.model.units import fmt_time
 
 RANK = ["cost_per_hour", "n_gpus", "tpot_p99_s", "ttft_p99_s"]
 OPTIMISTIC = 1.10  # flag when the simulation's p99 exceeds the analytical one by 10 %

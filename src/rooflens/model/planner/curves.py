@@ -34,8 +34,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.model.ops.table import Num
-from rooflens.model.optimizations import Optimization
+from rooflens.model.ops.op import Num
+from rooflens.model.optimizations.base import Optimization
 from rooflens.model.planner.gpu_prices import price_per_gpu_hour
 from rooflens.model.planner.kv_tiers import prefix_plan
 from rooflens.model.planner.workload import ServingWorkload
@@ -225,7 +225,9 @@ def build_curves(
     hop = np.broadcast_to(np.asarray(send_s(prefill, pp), dtype=np.float64), lengths.shape).copy()
 
     # per layer kind (memory.py); a shared prefix counts once, in `fixed`
-    per_sequence = kv_bytes_per_sequence(sc, pipe) - mem.kv_bytes_per_token * prefix.shared_tokens
+    per_sequence = (
+        kv_bytes_per_sequence(sc, pipe.opts) - mem.kv_bytes_per_token * prefix.shared_tokens
+    )
     fixed = mem.weights_bytes + mem.overhead_bytes + mem.activation_bytes + mem.extra_bytes
     fixed += prefix.hbm_pool_tokens * mem.kv_bytes_per_token
     room = sc.gpu.memory_bytes - fixed
@@ -270,7 +272,7 @@ def _memory(sc: Scenario, pipe: Pipeline, chunk_tokens: int) -> MemoryBreakdown:
     """memory_breakdown's terms for a prefill chunk of `chunk_tokens` (the largest a step
     holds), with the optimizations' memory hooks, without its max-batch search."""
     prompt = float(sc.workload.prompt_len)
-    act = float(activation_bytes(sc, pipe, chunk_tokens / prompt))
+    act = float(activation_bytes(sc, pipe.opts, chunk_tokens / prompt))
     mem = MemoryBreakdown(
         weights_bytes=weights_bytes_per_gpu(sc),
         kv_cache_bytes=0.0,

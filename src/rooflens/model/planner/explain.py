@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from rooflens.io.units import fmt_bytes, fmt_number, fmt_time
 from rooflens.model.planner.curves import Curves
 from rooflens.model.planner.grid import REASONS, classify, evaluate
 from rooflens.model.planner.relax import nearest_relaxation, relaxation_line
@@ -18,7 +19,6 @@ from rooflens.model.planner.serving import LengthStats
 from rooflens.model.planner.space import SweepSpace
 from rooflens.model.planner.sweep import SweepResult, first_record
 from rooflens.model.planner.workload import ServingWorkload
-from rooflens.model.units import fmt_bytes, fmt_number, fmt_time
 
 MODE_LABEL = {
     "colocated": "prefill and decode on the same GPUs (prefill stalls decode)",

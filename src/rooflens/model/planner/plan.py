@@ -2,7 +2,7 @@
 frontier (tokens/s per GPU against tokens/s per user), check both by simulation, explain.
 
 `recheck(plan_row)` replays a recommended configuration through the ordinary prediction path
-(`model.api.run`, what `rooflens predict` runs), as the tests do.
+(`model.predict.api.run`, what `rooflens predict` runs), as the tests do.
 """
 
 from __future__ import annotations
@@ -52,6 +52,11 @@ class Plan:
     verified: bool | None = None  # the recommendation passed the simulation (None: not run)
     relaxation: dict[str, Any] | None = None  # infeasible: the nearest SLO loosening (relax.py)
     pareto_hidden: int = 0  # frontier points thinned out (pareto.thinning_rule)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every kept configuration: per group and scheduler, the cheapest feasible, the Pareto
+        points and the nearest miss, with its verdict."""
+        return self.sweep.rows
 
     def to_dict(self) -> dict[str, Any]:
         w = self.workload
@@ -231,8 +236,8 @@ def plan(
 
 
 def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, chunk: int) -> Any:
-    """(prediction at batch 1, prediction at the batch cap) from model.api.run. The cap is the
-    replica's sequences in flight, which `predict` cuts into PP micro-batches itself (the
+    """(prediction at batch 1, prediction at the batch cap) from model.predict.api.run. The cap
+    is the replica's sequences in flight, which `predict` cuts into PP micro-batches itself (the
     planner's curves price a PP group the same way, model/predict/pp_schedule.py)."""
     from rooflens.model.predict.api import make_scenario, run
 
@@ -241,7 +246,7 @@ def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, c
         output_len=max(1, round(w.output.mean())),
         weight_dtype=row["weight_dtype"], act_dtype=row["act_dtype"], kv_dtype=row["kv_dtype"],
         tp=int(row["tp"]), pp=int(row["pp"]), ep=int(row["ep"]), profile=profile,
-        prefill_chunk=chunk,
+        prefill_chunk=chunk, opts=tuple(group_of(row).opts),  # the request names its opts
     )  # fmt: skip
     opts = list(group_of(row).opts)
     single = run(make_scenario(model, row["gpu"], batch=1, **common), opts)

@@ -18,13 +18,13 @@ from typing import Any
 
 import pandas as pd
 
+from rooflens.io.units import fmt_time
 from rooflens.model.planner.check import RANK
 from rooflens.model.planner.grid import evaluate_group
 from rooflens.model.planner.serving import LengthStats
 from rooflens.model.planner.space import SweepSpace
 from rooflens.model.planner.sweep import SweepResult, first_record, group_of, records
 from rooflens.model.planner.workload import ServingWorkload
-from rooflens.model.units import fmt_time
 
 # (row key, SLO field, label): the metric a plan row reports for each SLO target
 SLO_METRICS = (

@@ -7,6 +7,7 @@ What is searched is space.py's SweepSpace; this module owns the loop over groups
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -18,6 +19,7 @@ import pandas as pd
 from rooflens.hardware.errors import RooflensError
 from rooflens.model.memo import Memo
 from rooflens.model.optimizations import parse_opt
+from rooflens.model.optimizations.sliding_window import streaming_spec
 from rooflens.model.planner.curves import Curves, Group, build_curves
 from rooflens.model.planner.grid import OPT_SEP, REASONS, evaluate_group
 from rooflens.model.planner.mixed import evaluate_pairs
@@ -107,7 +109,13 @@ def run_sweep(
     progress: Callable[[int, int], None] | None = None,
 ) -> SweepResult:
     start = time.perf_counter()
-    spec = get_model(space.model)
+    parsed = {name: parse_opt(name) for name in (*space.opts, *space.sweep_opts)}
+    # a sliding window in force runs a model past its context, as on every face (scenario_of)
+    longest = int(np.ceil(workload.prompt.p99() + workload.output.p99() - 1))
+    spec, assumption = streaming_spec(get_model(space.model), [parsed[o] for o in space.opts],
+                                      longest)  # fmt: skip
+    if assumption:
+        warnings.warn(assumption, stacklevel=2)
     if workload.trace is not None:
         check_trace_fits(workload.trace, spec.max_context, spec.id)
     if workload.prompt.mean() + workload.output.mean() - 1 > spec.max_context:
@@ -115,7 +123,6 @@ def run_sweep(
             f"mean prompt + output ({workload.prompt.mean():.0f} + {workload.output.mean():.0f}"
             f" tokens) exceeds {spec.id}'s max context {spec.max_context}"
         )
-    parsed = {name: parse_opt(name) for name in (*space.opts, *space.sweep_opts)}
     L = LengthStats.of(workload)
     groups = space.groups()
     rejected = dict.fromkeys(REASONS, 0)

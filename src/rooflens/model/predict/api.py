@@ -1,22 +1,26 @@
-"""One entry point for the CLI and the dashboard: names and numbers in, a prediction out.
+"""The one scenario builder of every face (CLI, dashboard, planner, Python API): names and numbers
+in, a prediction out.
 
 Turns a ScenarioRequest (model/predict/request.py: preset names or spec files and plain settings)
-into a
-validated Scenario with its optimizations, converting every validation failure into a one-line
-RooflensError.
+into a validated Scenario with its optimizations, converting every validation failure into a
+one-line RooflensError whose `field` names the request field it is about (a FieldError where the
+message names that field, so a face can word it as its control).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
-from rooflens.hardware.errors import RooflensError, validation_message
+from rooflens.hardware.errors import FieldError, RooflensError, validation_message
 from rooflens.hardware.presets import default_system, get_gpu
 from rooflens.hardware.systems import get_system, system_ids
-from rooflens.model.optimizations import Optimization, parse_opt
+from rooflens.model.optimizations import parse_opt
+from rooflens.model.optimizations.base import Optimization
+from rooflens.model.optimizations.sliding_window import streaming_spec
 from rooflens.model.predict.predictor import Pipeline
 from rooflens.model.predict.request import ScenarioRequest
 from rooflens.model.predict.scenario import (
@@ -51,13 +55,21 @@ def scenario_of(request: ScenarioRequest, spec: ModelSpec | None = None) -> Scen
     add their tokens to prompt_len (which counts the text)."""
     r = request
     spec = spec or get_model(r.model)
+    if r.images and spec.vision is None:
+        raise FieldError("images", f"{{subject}}: {spec.id} has no vision encoder", "--images",
+                         r.images)  # fmt: skip
+    prompt_len = r.prompt_len + (r.images * spec.vision.tokens_per_image if spec.vision else 0)
+    # a sliding window may run a model past its context (StreamingLLM): every face admits the
+    # same sequences (sliding_window.streaming_spec); its quality assumption is a warning (the
+    # CLI prints it on one line, the dashboard shows it on the page)
+    parsed = parse_opts(r.opts)
+    spec, assumption = streaming_spec(spec, parsed, prompt_len + r.output_len - 1)
+    if assumption:
+        warnings.warn(assumption, stacklevel=2)
     if r.gpu in system_ids():  # a named box (dgx-h100, …) brings its own links and node size
         system = get_system(r.gpu)
     else:
         system = default_system(get_gpu(r.gpu))
-    if r.images and spec.vision is None:
-        raise RooflensError(f"--images {r.images}: {spec.id} has no vision encoder")
-    prompt_len = r.prompt_len + (r.images * spec.vision.tokens_per_image if spec.vision else 0)
     native = r.weight_dtype is None
     expert_dtype = spec.native_expert_dtype if native else ""
     weight_dtype = r.weight_dtype or spec.native_weight_dtype
@@ -92,15 +104,47 @@ def scenario_of(request: ScenarioRequest, spec: ModelSpec | None = None) -> Scen
             overhead_bytes=overhead,
         )
     except ValidationError as exc:
-        raise RooflensError(validation_message(exc, "scenario")) from None
+        raise _structured(exc, "scenario") from None
+
+
+def _structured(exc: ValidationError, what: str) -> RooflensError:
+    """A scenario's validation error as one RooflensError: the FieldError a check raised (its
+    field kept), else pydantic's message, its field read from the error's location."""
+    errors = exc.errors(include_url=False)
+    cause = errors[0].get("ctx", {}).get("error") if errors else None
+    if isinstance(cause, FieldError):
+        return cause.with_prefix(f"invalid {what}: ")
+    loc = errors[0]["loc"] if errors else ()
+    field = str(loc[-1]) if loc and str(loc[-1]) in ScenarioRequest.model_fields else None
+    return RooflensError(validation_message(exc, what), field)
+
+
+def parse_opts(opts: Sequence[str | Optimization]) -> list[Optimization]:
+    """The optimizations `opts` name; a bad one is an error about the `opts` field."""
+    try:
+        return [parse_opt(o) if isinstance(o, str) else o for o in opts]
+    except RooflensError as exc:
+        raise _about_opts(exc) from None
+
+
+def _about_opts(exc: RooflensError) -> RooflensError:
+    if exc.field is not None:
+        return exc
+    text = str(exc)
+    if text.startswith("--opt "):  # the optimizations' own messages name their flag
+        return FieldError("opts", "{subject} " + text.removeprefix("--opt "), "--opt")
+    return RooflensError(text, "opts")
 
 
 def make_pipeline(scenario: Scenario, opts: Sequence[str | Optimization] = ()) -> Pipeline:
-    parsed = [parse_opt(o) if isinstance(o, str) else o for o in opts]
+    """The pipeline of `scenario` under `opts`; a bad optimization is an error about `opts`."""
+    parsed = parse_opts(opts)
     try:
         return Pipeline(scenario, parsed)
     except ValidationError as exc:
-        raise RooflensError(validation_message(exc, "scenario after optimizations")) from None
+        raise _structured(exc, "scenario after optimizations") from None
+    except RooflensError as exc:
+        raise _about_opts(exc) from None
 
 
 def run(scenario: Scenario, opts: Sequence[str | Optimization] = ()) -> Prediction:

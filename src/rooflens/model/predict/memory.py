@@ -17,14 +17,17 @@ token; whether it fits; the largest batch that fits.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
-from rooflens.model.ops.table import Num, weight_storage_bytes
+from rooflens.model.ops.op import Num, weight_storage_bytes
+from rooflens.model.optimizations.base import Optimization
+from rooflens.model.predict.operators import step_ops
 from rooflens.model.predict.scenario import Scenario
-from rooflens.model.predict.steps import MemoryBreakdown, Step, StepPricer
+from rooflens.model.predict.steps import MemoryBreakdown, Step
 from rooflens.model.specs.dtypes import dtype_bytes
 from rooflens.model.specs.params import count_params, linear_tensors, router_params
 from rooflens.model.specs.spec import ModelSpec
@@ -122,17 +125,17 @@ def ssm_state_bytes_per_sequence(sc: Scenario) -> float:
     return layers * per_layer * dtype_bytes(sc.precision.kv_dtype)
 
 
-def kv_tokens_held(sc: Scenario, pipeline: StepPricer) -> Num:
+def kv_tokens_held(sc: Scenario, opts: Sequence[Optimization]) -> Num:
     """Positions a sequence holds in each layer of this scenario's (uniform) window."""
     tokens: Num = float(sc.context_tokens)
     if sc.model.sliding_window:
         tokens = min(tokens, float(sc.model.sliding_window))
-    for opt in pipeline.opts:
+    for opt in opts:
         tokens = opt.kv_tokens_per_sequence(tokens, sc)
     return tokens
 
 
-def kv_bytes_per_sequence(sc: Scenario, pipeline: StepPricer) -> float:
+def kv_bytes_per_sequence(sc: Scenario, opts: Sequence[Optimization]) -> float:
     """KV bytes one sequence holds: per layer kind (model.window_layers), that kind's layers ×
     the positions it holds (a sliding layer at most its window, a full one the whole context)
     × bytes per token per layer, plus a hybrid's constant Mamba state. Each kind is priced as
@@ -143,17 +146,17 @@ def kv_bytes_per_sequence(sc: Scenario, pipeline: StepPricer) -> float:
     total = ssm_state_bytes_per_sequence(sc)
     for window, layers in m.window_layers.items():
         kind = sc if not m.layer_types else sc.model_copy(update={"model": m.with_window(window)})
-        total += per_layer_token * layers * float(np.mean(kv_tokens_held(kind, pipeline)))
+        total += per_layer_token * layers * float(np.mean(kv_tokens_held(kind, opts)))
     return total
 
 
-def activation_bytes(sc: Scenario, pipeline: StepPricer, batch: Num) -> Num:
+def activation_bytes(sc: Scenario, opts: Sequence[Optimization], batch: Num) -> Num:
     """Live peak while prefilling one chunk of min(B·P, chunk) tokens."""
     P = float(sc.workload.prompt_len)
     chunk = float(sc.workload.prefill_chunk_tokens) or np.inf
     tokens = np.minimum(np.asarray(batch, dtype=np.float64) * P, chunk)
     T = np.minimum(P, tokens)
-    ops = pipeline.step_ops(Step("prefill", tokens / T, T, T), sc)
+    ops = step_ops(sc, opts, Step("prefill", tokens / T, T, T))
     live: Num = 0.0
     for op in ops:
         live = np.maximum(live, op.live_bytes)
@@ -161,27 +164,28 @@ def activation_bytes(sc: Scenario, pipeline: StepPricer, batch: Num) -> Num:
     return live + residual
 
 
-def memory_breakdown(sc: Scenario, pipeline: StepPricer) -> MemoryBreakdown:
+def memory_breakdown(sc: Scenario, opts: Sequence[Optimization]) -> MemoryBreakdown:
+    """Memory per GPU of `sc` under `opts` (their KV and memory hooks applied, in order)."""
     per_token = kv_bytes_per_token(sc)
-    per_sequence = kv_bytes_per_sequence(sc, pipeline)
+    per_sequence = kv_bytes_per_sequence(sc, opts)
     weights = weights_bytes_per_gpu(sc)
     capacity = sc.gpu.memory_bytes
     mem = MemoryBreakdown(
         weights_bytes=weights,
         kv_cache_bytes=sc.workload.batch * per_sequence,
         kv_bytes_per_token=per_token,
-        activation_bytes=float(activation_bytes(sc, pipeline, float(sc.workload.batch))),
+        activation_bytes=float(activation_bytes(sc, opts, float(sc.workload.batch))),
         overhead_bytes=sc.overhead_bytes,
         capacity_bytes=capacity,
         max_batch=0,
     )
-    for opt in pipeline.opts:
+    for opt in opts:
         mem = opt.memory(mem, sc)
     # what the hooks left per GPU (offloaded, sparse or extra weights), whatever the batch
     fixed = mem.weights_bytes + mem.overhead_bytes + mem.extra_bytes
 
     def total(batch: Num) -> Num:
-        return fixed + batch * per_sequence + activation_bytes(sc, pipeline, batch)
+        return fixed + batch * per_sequence + activation_bytes(sc, opts, batch)
 
     ceiling = MAX_BATCH_SEARCH
     if per_sequence > 0:  # past this the KV cache alone overflows (activations only add)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rooflens.model.ops.table import Num
+from rooflens.model.ops.op import Num
 from rooflens.model.predict.steps import Prediction, Step, StepPricer, phase_result, with_updates
 from rooflens.model.pricing.roofline import PricedOp, step_time_s
 

@@ -9,12 +9,15 @@ TPOT = mean decode-step time over output tokens 2..O, step i attending over P + 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from rooflens.hardware.profiles import Profile, get_profile
-from rooflens.model.ops.table import Op, build_ops
-from rooflens.model.optimizations import Optimization, ordered
+from rooflens.model.ops.op import Op
+from rooflens.model.optimizations.base import Optimization, ordered
 from rooflens.model.predict.memory import memory_breakdown
+from rooflens.model.predict.operators import step_ops
 from rooflens.model.predict.pp_schedule import apply_pipeline_parallel
 from rooflens.model.predict.scenario import Scenario
 from rooflens.model.predict.steps import (
@@ -39,11 +42,7 @@ class Pipeline:
         self.profile: Profile = get_profile(sc.profile, sc.gpu)
 
     def step_ops(self, step: Step, sc: Scenario | None = None) -> list[Op]:
-        sc = sc or self.scenario
-        ops = build_ops(sc, step.phase, step.B, step.T, step.L, step.lm_tokens)
-        for opt in self.opts:
-            ops = opt.ops(ops, sc, step)
-        return ops
+        return step_ops(sc or self.scenario, self.opts, step)
 
     def price_step(self, step: Step, sc: Scenario | None = None) -> list[PricedOp]:
         sc = sc or self.scenario
@@ -54,7 +53,10 @@ class Pipeline:
         return decode_kv_lens(self.scenario.workload)
 
     def memory(self) -> MemoryBreakdown:
-        return memory_breakdown(self.scenario, self)
+        return memory_breakdown(self.scenario, self.opts)
+
+    def for_scenario(self, sc: Scenario, opts: Sequence[Optimization]) -> Pipeline:
+        return Pipeline(sc, list(opts))
 
     def predict(self) -> Prediction:
         sc, w = self.scenario, self.scenario.workload

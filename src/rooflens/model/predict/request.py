@@ -6,7 +6,7 @@ described with its unit and bounded. Every face is derived from it, not declared
 - the dashboard's `Settings`, its link keys, choices and minimums, and its sidebar's bounds
   (dashboard/settings.py, dashboard/controls.py);
 - the capacity planner's list options (model/planner/plan_args.py maps them onto fields here);
-- `model.api.scenario_of`, which turns a request into the validated engine-side `Scenario`.
+- `model.predict.api.scenario_of`, which turns a request into the validated engine-side `Scenario`.
 
 How a face shows a field is in its `json_schema_extra` (read it with `meta`): `flag` (the CLI
 option), `label` (the dashboard widget's words, unit included), `query` (the link's key when it
@@ -28,7 +28,7 @@ from annotated_types import Ge, Gt
 from pydantic import Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from rooflens.hardware.errors import RooflensError, validation_message
+from rooflens.hardware.errors import FieldError, RooflensError, validation_message
 from rooflens.hardware.presets import gpu_ids
 from rooflens.hardware.profiles import PROFILES
 from rooflens.hardware.spec import Spec
@@ -59,7 +59,7 @@ def _field(default: Any, description: str, *, ge: float | None = None, **shown: 
 
 
 class ScenarioRequest(Spec):
-    """What one prediction is for, in the user's terms; `model.api.scenario_of` builds it."""
+    """What one prediction is for, in the user's terms; `api.scenario_of` builds it."""
 
     model: str = _field(
         ..., "model preset id, spec file or HF config.json",
@@ -142,9 +142,9 @@ class ScenarioRequest(Spec):
         link (`bad_value`); what remains (a wrong type, an unknown field) is one line too."""
         for name, value in values.items():
             if name in type(self).model_fields:
-                problem = bad_value(type(self), name, value)
-                if problem:
-                    raise RooflensError(problem)
+                problem = value_error(type(self), name, value)
+                if problem is not None:
+                    raise problem
         try:
             super().__init__(**values)
         except ValidationError as exc:
@@ -184,19 +184,26 @@ def flag(cls: type[Spec], name: str) -> str:
 def bad_value(cls: type[Spec], name: str, value: Any) -> str:
     """'' if `value` is within the field's bounds and choices, else the one-line reason (the
     same on the CLI, in a link and for the schema: `--batch must be ≥ 1, got 0`)."""
+    problem = value_error(cls, name, value)
+    return "" if problem is None else str(problem)
+
+
+def value_error(cls: type[Spec], name: str, value: Any) -> FieldError | None:
+    """`bad_value`'s reason as a FieldError naming the field (None when the value is good)."""
     field = cls.model_fields[name]
     what = flag(cls, name)
     allowed = choices(field)
     if allowed is not None and isinstance(value, str) and value not in allowed:
-        return f"{what} {value!r} is not one of {', '.join(allowed)}"
+        return FieldError(name, f"{{subject}} {value!r} is not one of {', '.join(allowed)}", what)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return ""  # not a number: the type check says so
+        return None  # not a number: the type check says so
     if not math.isfinite(value):
-        return f"{what} must be a finite number, got {value}"
+        return FieldError(name, f"{{subject}} must be a finite number, got {value}", what)
     bound = lower_bound(field)
     if bound is not None and (value < bound[0] or (bound[1] and value == bound[0])):
-        return f"{what} must be {'>' if bound[1] else '≥'} {bound[0]:g}, got {value:g}"
-    return ""
+        sign = ">" if bound[1] else "≥"
+        return FieldError(name, f"{{subject}} must be {sign} {bound[0]:g}, got {value:g}", what)
+    return None
 
 
 def with_defaults(cls: type[Spec], defaults: Mapping[str, Any], name: str) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
+from rooflens.hardware.errors import FieldError
 from rooflens.hardware.spec import GPUSpec, Spec, SystemSpec
 from rooflens.model.specs.dtypes import ACTIVATION_DTYPES, FP4_DTYPES, STORAGE_DTYPES
 from rooflens.model.specs.spec import ModelSpec
@@ -138,37 +139,42 @@ class Scenario(Spec):
     def _check(self) -> Scenario:
         m, tp = self.model, self.parallel.tp
         if m.n_heads % tp:
-            raise ValueError(f"--tp {tp} must divide {m.id}'s {m.n_heads} attention heads")
+            raise FieldError("tp", f"{{subject}} must divide {m.id}'s {m.n_heads} attention heads",
+                             "--tp", tp)  # fmt: skip
         kv = m.n_kv_heads
         if m.attention != "mla" and kv % tp and tp % kv:
-            raise ValueError(
-                f"--tp {tp} and {m.id}'s {kv} KV heads must divide one another "
-                "(KV heads are split, or replicated when tp exceeds them)"
-            )
+            raise FieldError(
+                "tp", f"{{subject}} and {m.id}'s {kv} KV heads must divide one another "
+                "(KV heads are split, or replicated when tp exceeds them)", "--tp", tp,
+            )  # fmt: skip
         p = self.precision
-        for flag, value in (("--act-dtype", p.act_dtype), ("--kv-dtype", p.kv_dtype)):
+        for field, flag, value in (("act_dtype", "--act-dtype", p.act_dtype),
+                                   ("kv_dtype", "--kv-dtype", p.kv_dtype)):  # fmt: skip
             if value in FP4_DTYPES and "fp4" not in self.gpu.peak_flops_per_s:
-                raise ValueError(
-                    f"{flag} {value} needs FP4 tensor cores (Blackwell), which {self.gpu.id} "
-                    f"lacks; keep {value} for weights only (--weight-dtype {value}, dequantized "
-                    "to bf16/fp8 activations)"
-                )
+                raise FieldError(
+                    field, f"{{subject}} needs FP4 tensor cores (Blackwell), which {self.gpu.id} "
+                    f"lacks; keep {value} for weights only (dequantized to bf16/fp8 activations)",
+                    flag, value,
+                )  # fmt: skip
         images = self.workload.images_per_prompt
         if images and m.vision is None:
-            raise ValueError(f"--images {images}: {m.id} has no vision encoder")
+            raise FieldError("images", f"{{subject}}: {m.id} has no vision encoder", "--images",
+                             images)  # fmt: skip
         if images and m.vision and self.workload.prompt_len < images * m.vision.tokens_per_image:
-            raise ValueError(
-                f"prompt_len {self.workload.prompt_len} is shorter than the {images} image(s)' "
-                f"{images * m.vision.tokens_per_image} tokens"
-            )
+            raise FieldError(
+                "prompt_len", f"{{subject}} is shorter than the {images} image(s)' "
+                f"{images * m.vision.tokens_per_image} tokens", "prompt_len",
+                self.workload.prompt_len,
+            )  # fmt: skip
         if m.n_layers % self.parallel.pp:
-            raise ValueError(f"--pp {self.parallel.pp} must divide {m.id}'s {m.n_layers} layers")
+            raise FieldError("pp", f"{{subject}} must divide {m.id}'s {m.n_layers} layers", "--pp",
+                             self.parallel.pp)  # fmt: skip
         if self.context_tokens > m.max_context:
-            raise ValueError(
-                f"the sequence reaches {self.context_tokens} positions (prompt + output − 1), "
-                f"over {m.id}'s max context of {m.max_context} tokens; use a shorter "
-                "--context (memory) or --prompt-len/--output-len"
-            )
+            raise FieldError(
+                "prompt_len", f"the sequence reaches {self.context_tokens} positions (prompt + "
+                f"output − 1), over {m.id}'s max context of {m.max_context} tokens; shorten "
+                "{subject} or the output", "the prompt",
+            )  # fmt: skip
         return self
 
     @property

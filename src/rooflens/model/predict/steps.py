@@ -23,10 +23,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rooflens.hardware.profiles import Profile, get_profile
+from rooflens.hardware.profiles import Profile
 from rooflens.model.ops.op import Num, Op
 from rooflens.model.predict.scenario import Scenario, Workload
-from rooflens.model.pricing.reprice import call_exact
 from rooflens.model.pricing.roofline import PricedOp, call_columns, to_frame
 
 MAX_DECODE_SAMPLES = 512
@@ -115,6 +114,13 @@ class MemoryBreakdown:
         out.update(total_bytes=self.total_bytes, fits=self.fits)
         return out
 
+    def to_frame(self) -> Any:
+        """One row per part held in memory (bytes per GPU), then the total and the capacity."""
+        import pandas as pd
+
+        parts = ("weights", "kv_cache", "activation", "overhead", "extra", "total", "capacity")
+        return pd.DataFrame({"part": parts, "bytes": [getattr(self, f"{p}_bytes") for p in parts]})
+
 
 @dataclass(frozen=True)
 class Prediction:
@@ -141,6 +147,10 @@ class Prediction:
         """The inclusive per-token latency e2e / O (TTFT included), labelled as such."""
         return self.e2e_s / self.scenario.workload.output_len
 
+    def to_frame(self) -> Any:
+        """The per-operator table of the prefill and the mean decode step (`ops_frame`)."""
+        return self.ops_frame()
+
     def ops_frame(self) -> Any:
         import pandas as pd
 
@@ -149,10 +159,11 @@ class Prediction:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain data of the prediction, from the figures it holds (nothing is priced again; whether
+        each row's call re-prices to its time is model/pricing/reprice.py's `call_exact`)."""
         ops = self.ops_frame()
         sc = self.scenario
         priced = self.prefill.priced + self.decode.priced
-        exact = call_exact(priced, sc.system, get_profile(sc.profile, sc.gpu))
         return {
             "model": sc.model.id,
             "gpu": sc.gpu.id,
@@ -173,8 +184,6 @@ class Prediction:
             "ops": [
                 {
                     **call_columns(p.op),  # the kernel call the row stands for (model/ops/op.py)
-                    # does that call re-price to time_s (model/pricing/reprice.py)
-                    "call_exact": same,
                     "name": r.name,
                     "phase": r.phase,
                     "count": int(r.count),
@@ -184,7 +193,7 @@ class Prediction:
                     "time_s": float(r.time_s),
                     "bound": r.bound,
                 }
-                for r, p, same in zip(ops.itertuples(), priced, exact, strict=True)
+                for r, p in zip(ops.itertuples(), priced, strict=True)
             ],
             "notes": self.notes,
         }
@@ -243,3 +252,8 @@ class StepPricer(Protocol):
     def price_step(self, step: Step, sc: Scenario | None = None) -> list[PricedOp]: ...
 
     def decode_kv_lens(self) -> np.ndarray: ...
+
+    def for_scenario(self, sc: Scenario, opts: Sequence[Any]) -> StepPricer:
+        """A pricer of the same kind for another scenario (a draft model): hooks build one
+        through this, never by importing the pipeline that runs them."""
+        ...

@@ -44,7 +44,7 @@ from rooflens.hardware.profiles import CALIBRATION_DIR, Profile
 from rooflens.hardware.spec import LinkSpec, SystemSpec
 
 if TYPE_CHECKING:
-    from rooflens.model.ops.table import Num, Op
+    from rooflens.model.ops.op import Num, Op
 
 COMM_CALIBRATION_FILE = CALIBRATION_DIR / "comm-a100.yaml"
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")

@@ -1,6 +1,6 @@
 """Whether each row of an operator table re-prices from its kernel call (`Op.call`) to its own
 seconds through `kernels predict`'s path (model/pricing/kernel_table.py). The default stack's rows
-all do (tests/model/test_one_pricing_path.py); a transform that changes the kernel beyond what
+all do (tests/model/pricing/test_reprice.py); a transform that changes the kernel beyond what
 its call's columns say (fusion, sparsity, a quantization scheme's zero points) keeps the call
 of the kernel it started from, and its rows say so (`call_exact` in `predict --json`)."""
 

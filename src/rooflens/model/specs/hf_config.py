@@ -138,3 +138,23 @@ def quoted(name: object) -> str:
     error never echoes arbitrary content of a file, which may be a secret; issue 16)."""
     ok = isinstance(name, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_.]{0,40}", name)
     return f"'{name}'" if ok and not re.search(r"\d{4}", str(name)) else "(not shown)"
+
+
+# HF `layer_types` entries -> the spec's LayerType.
+_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding"}
+
+
+def layer_types(cfg: Config, n_layers: int) -> tuple[str, ...]:
+    """Per-layer attention from `layer_types` (transformers >= 4.54 writes it for gpt-oss,
+    Gemma 3 and Qwen3); () when every layer is alike. Unknown kinds are refused."""
+    raw = cfg.data.get("layer_types")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or len(raw) != n_layers:
+        raise cfg.refuse("layer_types", f"is not a list of {n_layers} layer kinds")
+    unknown = sum(1 for k in raw if not isinstance(k, str) or k not in _LAYER_TYPES)
+    if unknown:
+        raise cfg.refuse("layer_types", f"has {unknown} layer kind(s) other than "
+                         f"{', '.join(_LAYER_TYPES)}")  # fmt: skip
+    kinds = tuple(_LAYER_TYPES[k] for k in raw)
+    return () if len(set(kinds)) == 1 and kinds[0] == "full" else kinds

@@ -1,10 +1,9 @@
 """Import a Hugging Face `config.json` (a local file; no network) as a ModelSpec.
 
-Owns the registry from each supported architecture to its field mapping (model/specs/hf_families.py,
-model/specs/hf_families_2025.py) and the checkpoint's native dtype (model/specs/hf_config.py).
-Anything the
-spec cannot represent (e.g. OPT-350m's embedding projection) is refused with a one-line error
-rather than silently mis-modelled.
+Owns the registry from each supported architecture to its field mapping (one module per family
+under model/specs/families/) and the checkpoint's native dtype (model/specs/hf_config.py).
+Anything the spec cannot represent (e.g. OPT-350m's embedding projection) is refused with a
+one-line error rather than silently mis-modelled.
 """
 
 from __future__ import annotations
@@ -16,16 +15,16 @@ from typing import Any
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import read_data_file
+from rooflens.model.specs.families.deepseek import deepseek_v3
+from rooflens.model.specs.families.gemma3 import gemma3_text, gemma3_vlm
+from rooflens.model.specs.families.gpt_neox import gpt_neox
+from rooflens.model.specs.families.gpt_oss import gpt_oss
+from rooflens.model.specs.families.jamba import jamba
+from rooflens.model.specs.families.llama import llama_like
+from rooflens.model.specs.families.opt import opt
+from rooflens.model.specs.families.phi import phi
+from rooflens.model.specs.families.qwen3 import qwen3, qwen3_moe
 from rooflens.model.specs.hf_config import Config, native_dtypes, quoted
-from rooflens.model.specs.hf_families import deepseek_v3, gpt_neox, llama_like, opt, phi
-from rooflens.model.specs.hf_families_2025 import (
-    gemma3_text,
-    gemma3_vlm,
-    gpt_oss,
-    jamba,
-    qwen3,
-    qwen3_moe,
-)
 from rooflens.model.specs.spec import ModelSpec, model_from_dict
 
 _FAMILIES: dict[str, Callable[[Config], dict[str, Any]]] = {

@@ -71,7 +71,7 @@ def _free_bytes(device: str) -> float:
 
 
 def cmd_e2e(args: argparse.Namespace) -> int:
-    from rooflens.model.io import check_writable
+    from rooflens.io.files import check_writable
     from rooflens.model.predict.scenario import DEFAULT_OVERHEAD_BYTES
     from rooflens.model.pricing.host import EAGER_LAUNCH_S
     from rooflens.model.specs.presets import get_model
@@ -144,7 +144,7 @@ def _console():  # type: ignore[no-untyped-def]
 
 
 def _output(args: argparse.Namespace, rows: list, cfg, device_id: str, root: Path) -> None:  # type: ignore[no-untyped-def,type-arg]
-    from rooflens.model.io import atomic_write_csv
+    from rooflens.io.files import atomic_write_csv
     from rooflens.validate.e2e.report import (
         json_rows,
         median_step_error,

@@ -29,12 +29,12 @@ from typing import Any
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.model.predict.api import make_pipeline, make_scenario
-from rooflens.model.predict.predictor import Step
 from rooflens.model.predict.scenario import (
     DEFAULT_OVERHEAD_BYTES,
     DEFAULT_PREFILL_CHUNK_TOKENS,
     Scenario,
 )
+from rooflens.model.predict.steps import Step
 from rooflens.model.pricing.host import HOST_OP, exposed_host_s, host_time_s, launches
 from rooflens.model.specs.spec import ModelSpec
 from rooflens.validate.e2e.layout import with_layers

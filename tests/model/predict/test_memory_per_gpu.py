@@ -1,7 +1,7 @@
-"""Review of model/predict/memory.py against independent routes: the weights a GPU stores equal the
-weights a step reads once every expert is touched (a second computation through the operator
-table), closed forms for TP-replicated tensors, published KV sizes, and `max_batch` as the
-boundary of `fits` after every optimization's memory hook."""
+"""Memory per GPU (model/predict/memory.py) against independent routes: the weights a GPU stores
+equal the weights a step reads once every expert is touched (a second computation through the
+operator table), closed forms for TP-replicated tensors, published KV sizes, and `max_batch` as
+the boundary of `fits` after every optimization's memory hook."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 15's broken behaviours, each replayed in AppTest: the speculative draft defaults to the
+"""Sidebar choices replayed in AppTest: the speculative draft defaults to the
 family's smallest preset (and says so when there is none), a sidebar optimization that a stack
 also lists is given once, the TP caption never recommends a TP that does not fit, the planner's
 "every GPU" survives a link, numbers never show an exponent, and a sliding window runs past the
@@ -13,8 +13,8 @@ from apptest_helpers import assert_clean, metrics, si
 
 from rooflens.dashboard import sweeps
 from rooflens.dashboard.settings import DEFAULTS
+from rooflens.io.units import fmt_time
 from rooflens.model.predict.api import make_scenario, run
-from rooflens.model.units import fmt_time
 
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
 

@@ -3,7 +3,7 @@ the prediction says so (GPUSpec.peak's fallbacks: fp8 -> fp16 on Ampere, bf16 ->
 
 from __future__ import annotations
 
-from rooflens.hardware import get_gpu
+from rooflens.hardware.presets import get_gpu
 from rooflens.model.predict.api import make_scenario, run
 
 

@@ -101,6 +101,7 @@ def test_e6_holds_for_any_gpt_style_spec(L: int, H: int, head: int, V: int, ctx:
 # ---- second route: sum(p.numel()) of the equivalent torch module on the meta device --------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_id", model_ids())
 def test_preset_count_matches_torch_module(
     model_id: str, reference_count: Callable[[ModelSpec], int]

@@ -19,7 +19,7 @@ HERE = Path(__file__).parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-FIXTURES = HERE / "fixtures"
+FIXTURES = HERE.parent / "fixtures"
 
 # Fixture folder (named as the HF repo) -> the preset it must reproduce.
 FIXTURE_PRESETS = {
@@ -139,6 +139,7 @@ def test_qwen2_window_needs_use_sliding_window(tmp_path: Path) -> None:
     assert from_hf_config(_write(tmp_path, config, "windowed")).sliding_window == 4096
 
 
+@pytest.mark.slow
 def test_explicit_head_dim_is_kept(tmp_path: Path) -> None:
     # Mistral-NeMo-Base-2407 config: 32 heads of 128 on hidden_size 5120 (q width 4096 ≠ d).
     config = _fixture("Mistral-7B-v0.1") | {

@@ -1,5 +1,4 @@
-"""Review of the operator table (model/ops/table.py, model/ops/attention.py) against independent
-routes:
+"""The operator table (model/ops/table.py, model/ops/attention.py) against independent routes:
 per-head sums for MLA's batched products, brute-force position sets for windowed attention,
 closed forms for shared experts and norms, and hand-computed decode steps of published models."""
 
@@ -8,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from rooflens.model.ops.attention import attended_keys, attention_op
-from rooflens.model.ops.op import gemm_op
-from rooflens.model.ops.table import Op, build_ops
+from rooflens.model.ops.op import Op, gemm_op
+from rooflens.model.ops.table import build_ops
 from rooflens.model.predict.api import make_scenario
 from rooflens.model.predict.memory import kv_bytes_per_token
 from rooflens.model.specs.params import count_params

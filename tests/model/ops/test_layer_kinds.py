@@ -19,7 +19,7 @@ from rooflens.model.specs.params import count_params
 from rooflens.model.specs.presets import get_model
 
 GIB = 2.0**30
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def test_gpt_oss_alternates_twelve_sliding_and_twelve_full_layers() -> None:

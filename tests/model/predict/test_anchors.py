@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflens.hardware import get_gpu
+from rooflens.hardware.presets import get_gpu
 from rooflens.model.predict.api import make_pipeline, make_scenario, run
 from rooflens.model.predict.memory import kv_bytes_per_token
 from rooflens.model.predict.steps import Step
@@ -58,7 +58,7 @@ def test_e5_llama3_70b_int8_kv_per_token() -> None:
 
 
 # The GPT-style model of the book's table (MHA, FFN 4d, no gating): tests/model/fixtures.
-GPT_STYLE = get_model(str(Path(__file__).resolve().parent / "fixtures" / "gpt-style.yaml"))
+GPT_STYLE = get_model(str(Path(__file__).resolve().parents[1] / "fixtures" / "gpt-style.yaml"))
 
 
 @pytest.mark.parametrize(("b", "l_kv"), [(1, 0), (1, 100), (8, 1000), (64, 2047)])

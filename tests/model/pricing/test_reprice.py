@@ -1,8 +1,8 @@
-"""One pricing path (issue 11 §1): every row of the operator table carries the kernel call it
-stands for (`Op.call`, in the columns of `rooflens kernels predict`), and re-pricing that call
-through kernels predict's path gives the row's own seconds — for dense GQA, MoE (TP and EP),
-MLA, weight-only int4, sliding-window and TP models, at prefill, chunked prefill, decode and
-verification steps, under both profiles."""
+"""One pricing path (model/pricing/reprice.py): every row of the operator table carries the kernel
+call it stands for (`Op.call`, in the columns of `rooflens kernels predict`), and re-pricing
+that call through kernels predict's path gives the row's own seconds — for dense GQA, MoE (TP
+and EP), MLA, weight-only int4, sliding-window and TP models, at prefill, chunked prefill,
+decode and verification steps, under both profiles."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rooflens.cli.predict import with_call_exact
 from rooflens.hardware.presets import get_gpu
 from rooflens.model.predict.api import make_pipeline, make_scenario, run
-from rooflens.model.predict.predictor import Step
+from rooflens.model.predict.steps import Step
 from rooflens.model.pricing.kernel_table import predict_frame, predict_kernels
 
 SCENARIOS = {
@@ -105,7 +106,24 @@ def test_rows_say_whether_their_call_reprices():
     # that changes the kernel beyond its call's columns (2:4 sparsity halves the GEMMs' FLOPs
     # and weights) keeps the call it started from and says it no longer re-prices.
     sc = make_scenario("llama-3-8b", "a100-sxm-80gb", batch=4, profile="calibrated")
-    assert all(o["call_exact"] for o in run(sc).to_dict()["ops"])
-    sparse = run(sc, ["sparsity-2:4"]).to_dict()["ops"]
+    assert all(o["call_exact"] for o in with_call_exact(run(sc))["ops"])
+    sparse = with_call_exact(run(sc, ["sparsity-2:4"]))["ops"]
     stale = {o["name"] for o in sparse if not o["call_exact"]}
     assert stale == {"attn.qkv_proj", "attn.o_proj", "mlp.up_gate", "mlp.down"}
+
+
+def test_serialising_a_prediction_prices_nothing(monkeypatch):
+    # to_dict reads the figures the prediction holds: with every pricing entry point broken,
+    # it still serialises, and to the same ops the CLI's JSON shows (call_exact aside)
+    pred = run(make_scenario("llama-3-8b", "a100-sxm-80gb", batch=4))
+    import rooflens.model.pricing.kernel_table as kernel_table
+    import rooflens.model.pricing.reprice as reprice
+
+    def broken(*_a, **_k):
+        raise AssertionError("to_dict priced an op")
+
+    monkeypatch.setattr(reprice, "predict_frame", broken)
+    monkeypatch.setattr(kernel_table, "predict_frame", broken)
+    ops = pred.to_dict()["ops"]
+    assert len(ops) == len(pred.prefill.priced) + len(pred.decode.priced)
+    assert all("call_exact" not in o for o in ops)

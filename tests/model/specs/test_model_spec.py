@@ -1,4 +1,4 @@
-"""The pydantic specs hold their bounds on every route in (issue 16 §4): construction,
+"""The pydantic specs hold their bounds on every route in: construction,
 `model_copy(update=...)`, files; floats are finite, a bool is not a number, ids are not empty."""
 
 from __future__ import annotations

@@ -1,0 +1,55 @@
+"""The layer blocks of the operator table (model/ops/attention_block.py, ffn_block.py, emitted
+through rows.py): each GEMM row is 2·M·N·K FLOPs and reads its N·K weights once (closed forms
+from the model's dimensions, Llama 3 8B: D 4096, 32 query and 8 KV heads of 128, F 14336), TP
+splits the columns, and a MoE's router and experts follow E, k and the routed tokens."""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflens.model.ops.table import build_ops
+from rooflens.model.predict.api import make_scenario
+
+B, T, L = 4.0, 1.0, 1000.0
+
+
+def _rows(sc, **step):  # type: ignore[no-untyped-def]
+    args = {"B": B, "T": T, "L": L} | step
+    return {o.name: o for o in build_ops(sc, "decode", args["B"], args["T"], args["L"])}
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4])
+def test_attention_and_mlp_gemms_are_closed_forms(tp: int) -> None:
+    sc = make_scenario("llama-3-8b", "h100-sxm", batch=4, tp=tp)
+    m, n, rows = sc.model, B * T, _rows(sc)
+    D, H, K, Dh, F = m.d_model, m.n_heads // tp, m.n_kv_heads // tp, m.head_dim, m.d_ff // tp
+    assert (D, m.n_heads, m.n_kv_heads, Dh, m.d_ff) == (4096, 32, 8, 128, 14336)
+    expected = {  # (N, K) of each GEMM: output columns per GPU, reduction depth
+        "attn.qkv_proj": ((H + 2 * K) * Dh, D),
+        "attn.o_proj": (D, H * Dh),
+        "mlp.up_gate": (2 * F, D),  # gated: up and gate fused
+        "mlp.down": (D, F),
+    }
+    for name, (N, Kd) in expected.items():
+        op = rows[name]
+        assert op.count == m.n_layers
+        assert float(op.flops) == 2 * n * N * Kd, name
+        assert float(op.weight_bytes) == N * Kd * 2, name  # bf16 weights read once
+
+
+def test_mixture_of_experts_rows_follow_the_experts() -> None:
+    sc = make_scenario("mixtral-8x7b", "h100-sxm", batch=4)
+    m, rows = sc.model, _rows(sc)
+    E, k, D, Fe = m.n_experts, m.experts_per_token, m.d_model, m.d_ff_expert
+    assert (E, k) == (8, 2)
+    assert float(rows["moe.router"].flops) == 2 * B * E * D
+    experts = [o for name, o in rows.items() if name.startswith("moe.") and name != "moe.router"]
+    # every routed token runs k gated experts: 2 · tokens · k · 3 · D · Fe
+    assert sum(float(o.flops) for o in experts) == pytest.approx(2 * B * k * 3 * D * Fe)
+    assert "mlp.up_gate" not in rows  # every layer is MoE
+
+
+def test_expert_parallelism_adds_the_all_to_alls() -> None:
+    dense = _rows(make_scenario("mixtral-8x7b", "h100-sxm", batch=4, tp=2))
+    ep = _rows(make_scenario("mixtral-8x7b", "h100-sxm", batch=4, tp=2, ep=4))
+    assert "ep.dispatch" not in dense and {"ep.dispatch", "ep.combine"} <= ep.keys()

@@ -109,3 +109,29 @@ def test_rows_say_whether_their_call_reprices():
     sparse = run(sc, ["sparsity-2:4"]).to_dict()["ops"]
     stale = {o["name"] for o in sparse if not o["call_exact"]}
     assert stale == {"attn.qkv_proj", "attn.o_proj", "mlp.up_gate", "mlp.down"}
+
+
+# Issue 23 §1: a whole step's element and byte counts pass 2³¹; `--json` re-prices them through
+# kernels predict's path, which must not hold the operator table's own rows to a user's limits.
+BIG_STEPS = {
+    "elements": ("llama-3-8b", "h100-sxm", {"batch": 128, "prompt_len": 1024}),
+    "long-prompt": ("qwen2.5-7b", "a100-sxm-80gb", {"batch": 64, "prompt_len": 8192}),
+    "comm_bytes": ("llama-3-70b", "h100-sxm", {"tp": 4, "batch": 256, "prompt_len": 2048}),
+}
+
+
+@pytest.mark.parametrize("name", list(BIG_STEPS))
+def test_rows_past_int32_reprice_in_predict_json(name):
+    model, gpu, settings = BIG_STEPS[name]
+    sc = make_scenario(model, gpu, output_len=2, **settings)
+    ops = run(sc).to_dict()["ops"]
+    sizes = [o.get(c) for o in ops for c in ("elements_read", "comm_bytes", "rows")]
+    assert max(float(v) for v in sizes if isinstance(v, int | float)) > 2**31  # the premise
+    assert all(o["call_exact"] for o in ops), [o["name"] for o in ops if not o["call_exact"]]
+
+
+def test_a_users_table_keeps_its_int32_limit():
+    table = pd.DataFrame([{"op": "elementwise", "elements_read": 3 * 2**30,
+                           "elements_written": 1, "dtype": "bf16"}])  # fmt: skip
+    with pytest.raises(Exception, match="elements_read must be a positive number ≤ 2,147,483,647"):
+        predict_kernels(table, get_gpu("h100-sxm"))

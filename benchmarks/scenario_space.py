@@ -34,13 +34,12 @@ def main() -> None:
         counts["does not fit (exit 3)"] += not r.fits and not r.refused
         for kind in ("crash", "physics", "ratio"):
             counts[kind] += bool(getattr(r, kind))
-        counts["calibrated quantized decode > bf16"] += any(q.startswith("calibrated") for q in
-                                                             r.quant)  # fmt: skip
+        counts["quant"] += any(q.startswith("calibrated") for q in r.quant)
     print(f"{args.n} scenarios (seed {args.seed}) in {elapsed:.1f} s")
     print(f"  crashes:                               {counts['crash']}")
     print(f"  broken physics:                        {counts['physics']}")
     print(f"  op > 20× ideal and > 10 % of its step: {counts['ratio']}")
-    print(f"  calibrated int4/fp8 decode > bf16:     {counts['calibrated quantized decode > bf16']}")
+    print(f"  calibrated int4/fp8 decode > bf16:     {counts['quant']}")
     print(f"  refused (one-line error, exit 2):      {counts['refused (one-line error)']}")
     print(f"  does not fit (exit 3):                 {counts['does not fit (exit 3)']}")
     for kind in ("crash", "physics", "ratio", "quant", "refused"):

@@ -153,8 +153,8 @@ def _linear(r: Report, s: dict[str, Any], base: Prediction) -> None:
         return
     # the vision encoder stays whole on every GPU (model/predict/memory.py)
     vision = count_params(get_model(s["model"])).vision * VISION_BYTES
-    one = predict(s, tp=1, pp=1, ep=1, profile="calibrated").memory.weights_bytes - vision
-    mine = (base.memory.weights_bytes - vision) * tp * s.get("pp", 1)
+    one = predict(s, tp=1, ep=1, profile="calibrated").memory.weights_bytes - vision
+    mine = (base.memory.weights_bytes - vision) * tp
     # embeddings, norms and the router are a few % of the weights and engines shard them too
     if not math.isclose(mine, one, rel_tol=0.02):
         r.physics.append(f"weights × TP at TP {tp}: {mine:.4g} B vs {one:.4g} B at TP 1")

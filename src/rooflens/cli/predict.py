@@ -15,6 +15,7 @@ from rooflens.cli.memory import complain_does_not_fit
 from rooflens.cli.render import console, print_json, table, times, weights_text
 from rooflens.cli.scenario_args import add_scenario_args, scenario_from_args
 from rooflens.model.predict.api import make_pipeline
+from rooflens.model.predict.scenario import priced_by
 from rooflens.model.units import fmt_bytes, fmt_flops, fmt_time
 
 
@@ -50,7 +51,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         return 0
     w, m = sc.workload, pred.memory
     title = (
-        f"{sc.model.id} on {sc.gpu.id} ({args.profile}): batch {w.batch}, prompt {w.prompt_len}"
+        f"{sc.model.id} on {sc.gpu.id} ({priced_by(sc.profile)}): batch {w.batch}, "
+        f"prompt {w.prompt_len}"
         + (f" (with {w.images_per_prompt} image(s))" if w.images_per_prompt else "")
         + ", "
         f"output {w.output_len}, weights {weights_text(sc)}, KV {sc.precision.kv_dtype}, "

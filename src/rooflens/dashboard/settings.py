@@ -99,7 +99,6 @@ DASHBOARD_DEFAULTS: dict[str, Any] = {
     "weight_dtype": "bf16",
     "act_dtype": "bf16",
     "tp": 4,
-    "profile": "calibrated",  # as `rooflens plan` and the planner page
     "overhead_gb": DEFAULT_OVERHEAD_BYTES / 1e9,
 }
 Settings = with_defaults(_Dashboard, DASHBOARD_DEFAULTS, "Settings")

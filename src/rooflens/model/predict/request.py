@@ -15,7 +15,7 @@ of CHOICES), `preset` (a key of PRESETS: the field names a preset), `memory` (Fa
 memory` leaves it out; a dict: the flag, default and help it has there) and `step` (the
 sidebar's increment). A value out of bounds or choices is one line, `bad_value`, the same on
 every face. Where faces differ in a default (the dashboard opens on a 70B model at batch 8,
-TP 4, calibrated), the face keeps a table of overrides (`with_defaults`) and nothing else.
+TP 4), the face keeps a table of overrides (`with_defaults`) and nothing else.
 """
 
 from __future__ import annotations
@@ -33,7 +33,11 @@ from rooflens.hardware.presets import gpu_ids
 from rooflens.hardware.profiles import PROFILES
 from rooflens.hardware.spec import Spec
 from rooflens.hardware.systems import system_ids
-from rooflens.model.predict.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS
+from rooflens.model.predict.scenario import (
+    DEFAULT_OVERHEAD_BYTES,
+    DEFAULT_PREFILL_CHUNK_TOKENS,
+    DEFAULT_PROFILE,
+)
 from rooflens.model.specs.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
 from rooflens.model.specs.presets import model_ids
 
@@ -118,8 +122,9 @@ class ScenarioRequest(Spec):
         flag="--ep", label="Expert-parallel degree (EP)", unit="GPUs", step=1,
     )  # fmt: skip
     profile: str = _field(
-        "ideal", "pricing profile: ideal (datasheet peaks, a lower bound on time) or calibrated "
-        "(efficiencies and per-call overheads fitted on measured kernels, hardware/calibration/)",
+        DEFAULT_PROFILE, "pricing profile: calibrated (efficiencies and per-call overheads "
+        "fitted on measured kernels, hardware/calibration/) or ideal (datasheet peaks: the "
+        "stated lower bound on time)",
         flag="--profile", label="Profile", choices="profile", memory=False,
     )  # fmt: skip
     overhead_gb: float | None = _field(

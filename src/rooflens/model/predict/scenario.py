@@ -15,6 +15,15 @@ DEFAULT_OVERHEAD_BYTES = 1.5 * GIB
 # Prefill activations are sized for at most this many tokens at once: vLLM's default
 # max_num_batched_tokens with chunked prefill (8192). Set it to 0 for no chunking.
 DEFAULT_PREFILL_CHUNK_TOKENS = 8192
+# The profile every face prices with unless told otherwise; `ideal` is the stated lower bound.
+DEFAULT_PROFILE = "calibrated"
+
+
+def priced_by(profile: str) -> str:
+    """What produced a prediction's numbers, in the words every table, JSON and page print: the
+    pricing profile, `ideal` named as the lower bound it is. Hook: the engine (vLLM, SGLang,
+    TensorRT-LLM) joins these words once the scenario carries one (issue 23 §1)."""
+    return f"{profile} profile" + (" (datasheet lower bound)" if profile == "ideal" else "")
 
 
 class Precision(Spec):

@@ -45,7 +45,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
         ]
         title = (
             f"Memory per GPU: {sc.model.id} on {sc.gpu.id}, batch {args.batch}, "
-            f"context {args.prompt_len:,}, weights {weights_text(sc)}, "
+            f"context {args.prompt_len:,}, precision {weights_text(sc)}, "
             f"KV {sc.precision.kv_dtype}, TP {sc.parallel.tp}"
         )
         console.print(table(title, ["", "bytes"], rows))

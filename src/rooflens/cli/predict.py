@@ -55,7 +55,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         f"prompt {w.prompt_len}"
         + (f" (with {w.images_per_prompt} image(s))" if w.images_per_prompt else "")
         + ", "
-        f"output {w.output_len}, weights {weights_text(sc)}, KV {sc.precision.kv_dtype}, "
+        f"output {w.output_len}, precision {weights_text(sc)}, KV {sc.precision.kv_dtype}, "
         f"TP {sc.parallel.tp}" + (f", opts {', '.join(args.opts)}" if args.opts else "")
     )
     headline = [

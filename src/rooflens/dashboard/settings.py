@@ -96,8 +96,6 @@ DASHBOARD_DEFAULTS: dict[str, Any] = {
     "model": "llama-3-70b",  # preset id, or UPLOAD_PREFIX + path of an uploaded file
     "gpu": "h100-sxm",
     "batch": 8,
-    "weight_dtype": "bf16",
-    "act_dtype": "bf16",
     "tp": 4,
     "overhead_gb": DEFAULT_OVERHEAD_BYTES / 1e9,
 }

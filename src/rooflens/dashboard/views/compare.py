@@ -15,10 +15,12 @@ from rooflens.dashboard.controls import Context, url_state
 from rooflens.dashboard.export import download_row
 from rooflens.dashboard.figures.compare import compare_figure
 from rooflens.dashboard.headline import usd_per_million_tokens
+from rooflens.dashboard.labels import precision_text
 from rooflens.dashboard.views.common import fit_warning
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import gpu_ids
 from rooflens.hardware.systems import system_ids
+from rooflens.model.predict.scenario import priced_by
 from rooflens.model.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 
 DEFAULT_OTHERS = ("h200", "b200", "mi300x")
@@ -36,8 +38,8 @@ def render(ctx: Context) -> None:
                             key=url_state(ctx, "cmp_gpus", default))  # fmt: skip
     st.caption(
         f"The sidebar's scenario on each: {s.n_gpus} GPU(s) (TP {s.tp} × PP {s.pp}), batch "
-        f"{s.batch:,}, prompt {s.prompt_len:,} + output {s.output_len:,} tokens, weights "
-        f"{s.weight_dtype}, {s.profile} profile. Prices: the sidebar's, else the listed ones."
+        f"{s.batch:,}, prompt {s.prompt_len:,} + output {s.output_len:,} tokens, "
+        f"{precision_text(s)}, {priced_by(s.profile)}. Prices: the sidebar's, else the listed ones."
     )
     if len(picked) < 2:
         st.info("Pick at least two GPUs or systems.")

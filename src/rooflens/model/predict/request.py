@@ -40,12 +40,14 @@ from rooflens.model.predict.scenario import (
 )
 from rooflens.model.specs.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
 from rooflens.model.specs.presets import model_ids
+from rooflens.model.specs.quant import NATIVE, QUANT_CHOICES, SCHEMES
 
 # The values a choice field may take (None, where a field allows it, means "the default").
 CHOICES: dict[str, tuple[str, ...]] = {
     "storage": STORAGE_DTYPES,
     "activation": ACTIVATION_DTYPES,
     "profile": PROFILES,
+    "quant": QUANT_CHOICES,
 }
 # The presets a field may name (a link may name nothing else: no file on the server).
 PRESETS: dict[str, Callable[[], list[str]]] = {
@@ -91,14 +93,22 @@ class ScenarioRequest(Spec):
         0, "images per prompt (vision-language models): their tokens join the prompt", ge=0,
         flag="--images", label="Images per prompt", unit="images", step=1, memory=False,
     )  # fmt: skip
+    quant: str = _field(
+        NATIVE, "precision scheme, as engines name it: native (the checkpoint's own format: "
+        "bf16; MXFP4 experts with bf16 attention for gpt-oss; FP8-block for DeepSeek-V3), "
+        + ", ".join(f"{key} ({s.label}: {s.means})" for key, s in SCHEMES.items())
+        + "; --weight-dtype/--act-dtype override native, and must agree with any other scheme",
+        flag="--quant", label="Precision scheme", choices="quant",
+    )  # fmt: skip
     weight_dtype: str | None = _field(
-        None, "weight storage dtype; default: the model's native dtype (bf16; fp8 for "
-        "DeepSeek-V3)", flag="--weight-dtype", label="Weights", query="wdtype", choices="storage",
+        None, "weight storage dtype (experts; --quant names the schemes); default: the "
+        "scheme's, else the model's native dtype", flag="--weight-dtype", label="Weights (expert)",
+        query="wdtype", choices="storage",
     )  # fmt: skip
     act_dtype: str | None = _field(
-        None, "activation dtype; default: fp8 with fp8 weights on GPUs with fp8 units, else bf16",
-        flag="--act-dtype", label="Activations", query="adtype", choices="activation",
-        memory=False,
+        None, "activation dtype (experts); default: the scheme's, else fp8 with fp8 weights on "
+        "GPUs with fp8 units (W8A8-FP8), else bf16", flag="--act-dtype",
+        label="Activations (expert)", query="adtype", choices="activation", memory=False,
     )  # fmt: skip
     kv_dtype: str | None = _field(
         None, "KV-cache dtype; default: the activations'",

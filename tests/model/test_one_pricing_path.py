@@ -88,7 +88,8 @@ def test_mla_decode_launches_the_flash_decoding_grid():
     # without a grid of its own. It now launches model/ops/attention.py's: at batch 1 the latent's
     # one program per sequence splits into L / 128 programs (FlashMLA splits the KV too), which
     # reach N / SMs of HBM bandwidth for the latent stream; the rest moves at full rate.
-    sc = make_scenario("deepseek-v3", "h200", tp=8, weight_dtype="fp8", prompt_len=1024)
+    sc = make_scenario("deepseek-v3", "h200", tp=8, weight_dtype="fp8", act_dtype="bf16",
+                       prompt_len=1024, profile="ideal")  # fmt: skip
     (core,) = [p for p in make_pipeline(sc).price_step(Step("decode", 1.0, 1.0, 1100.0))
                if p.op.name == "attn.core"]  # fmt: skip
     gpu, heads, width, rank = sc.gpu, 128 // 8, 512 + 64, 512

@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import math
+import re
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -100,7 +101,7 @@ def test_the_cli_answers_exit_0_or_3_with_finite_json(s):
     if code == 0:
         assert _finite(json.loads(out.getvalue()))
     else:
-        assert "GB over" in err.getvalue()  # says by how much it does not fit
+        assert re.search(r"[GT]B over", err.getvalue())  # says by how much it does not fit
 
 
 # The examples, each a broken law before its fix.
@@ -121,3 +122,13 @@ def test_per_head_qk_norms_cost_near_their_ideal_time():
     report = check({"model": "qwen3-8b", "gpu": "h200", "batch": 8, "prompt_len": 2000,
                     "output_len": 16, "opts": ()})  # fmt: skip
     assert not report.ratio and not report.physics, report
+
+
+def test_fit_advice_skips_changes_the_pipeline_refuses() -> None:
+    # found by the CLI draw: DeepSeek-V3 at TP 2 × EP 2 on an A10 does not fit; trying TP 4
+    # with EP 2 is refused (EP must be a multiple of TP), which is no fix, not an error (exit 2)
+    argv = ["predict", "--model", "deepseek-v3", "--gpu", "a10", "--tp", "2", "--ep", "2"]
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        assert main(argv) == 3
+    assert "GB over" in err.getvalue() and "add --pp" in err.getvalue()

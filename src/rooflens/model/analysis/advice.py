@@ -72,7 +72,10 @@ def fit_fixes(sc: Scenario, mem: MemoryBreakdown, fits: Callable[[Scenario], boo
 
     def works(**changes: object) -> bool:
         candidate = _with(sc, changes)
-        return candidate is not None and fits(candidate)
+        try:  # a change the caller's pipeline refuses (more TP than EP allows) is no fix
+            return candidate is not None and fits(candidate)
+        except RooflensError:
+            return False
 
     if 1 <= mem.max_batch < sc.workload.batch:
         fixes.append(Fix({"batch": mem.max_batch}, at_most=True))

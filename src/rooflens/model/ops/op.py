@@ -161,6 +161,7 @@ def memory_op(name: str, phase: str, kind: str, count: int, flops: Num, act_byte
 # take a share of an SM's thread slots, so more of them are resident at once; per-head q/k norms
 # (64–256 wide) run one warp per head, many heads per block (TensorRT-LLM's fusedQKNormRope,
 # vLLM's fused_qk_norm_rope). The calibrated wave and occupancy terms count full-width programs.
+# An eager PyTorch norm (a harness's unfused torch ops) keeps one program per row.
 NORM_FULL_PROGRAM_ELEMENTS = 4096.0
 
 
@@ -185,7 +186,8 @@ def norm_op(name: str, phase: str, count: int, rows: Num, hidden: Num, act_dtype
     # (model/pricing/roofline.py).
     # The rows stream; the weight vector is re-read by every program from L2, not throttled.
     shape = {**op.shape, "rows": rows, "hidden": hidden,
-             "thread_blocks": norm_programs(rows, hidden), "streamed_bytes": act}  # fmt: skip
+             "thread_blocks": rows if eager else norm_programs(rows, hidden),
+             "streamed_bytes": act}  # fmt: skip
     return replace(op, shape=shape)
 
 

@@ -132,3 +132,13 @@ def test_fit_advice_skips_changes_the_pipeline_refuses() -> None:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         assert main(argv) == 3
     assert "GB over" in err.getvalue() and "add --pp" in err.getvalue()
+
+
+def test_a_gpu_without_a_cited_tdp_still_predicts() -> None:
+    # found by the CLI draw: gh200 (module power configurable, no tdp_watts) made every
+    # `predict` exit 2; it predicts, with no energy figures
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["predict", "--model", "llama-3-8b", "--gpu", "gh200", "--json"]) == 0
+    result = json.loads(out.getvalue())
+    assert result["energy"] is None and result["tpot_s"] > 0

@@ -45,9 +45,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     effects = contributions(sc, args.opts, pred)
     from rooflens.model.analysis.energy import energy
 
-    power = energy(pred, args.usd_per_kwh)
+    # a preset without a cited TDP (gh200: its module power is configurable) has no energy
+    power = energy(pred, args.usd_per_kwh) if sc.gpu.tdp_watts is not None else None
     if args.json:
-        print_json({**pred.to_dict(), "contributions": effects, "energy": power.to_dict()})
+        print_json({**pred.to_dict(), "contributions": effects,
+                    "energy": None if power is None else power.to_dict()})  # fmt: skip
         return 0
     w, m = sc.workload, pred.memory
     title = (
@@ -68,15 +70,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
         ["output throughput", f"{pred.output_tokens_per_s:,.0f} tokens/s", f"batch {w.batch}"],
         ["memory per GPU", f"{fmt_bytes(m.total_bytes)} of {fmt_bytes(m.capacity_bytes)}",
          f"max batch {m.max_batch:,}"],
-        ["energy per output token", f"{power.joules_per_output_token:,.3g} J/token",
-         f"{power.output_tokens_per_joule:,.3g} tokens/J"],
-        ["GPU board power", f"{power.prefill_power_w:,.0f} W prefill, "
-         f"{power.decode_power_w:,.0f} W decode", f"per GPU; idle {power.idle_w:,.0f} W, "
-         f"TDP {power.tdp_w:,.0f} W"],
     ]  # fmt: skip
-    if power.electricity_usd_per_million_tokens is not None:
-        headline.append(["electricity", f"${power.electricity_usd_per_million_tokens:,.3g}/Mtok",
-                         f"at ${args.usd_per_kwh:g}/kWh"])  # fmt: skip
+    if power is not None:
+        headline += _energy_rows(power, args.usd_per_kwh)
     console.print(table(title, ["metric", "value", "note"], headline))
     if effects:
         console.print(_contributions_table(effects))
@@ -122,3 +118,18 @@ def _contributions_table(effects: list[dict[str, Any]]) -> Group:
          "tokens/s at max batch"],
         rows,
     )  # fmt: skip
+
+
+def _energy_rows(power: Any, usd_per_kwh: float) -> list[list[str]]:
+    """The headline's energy rows (model/analysis/energy.py)."""
+    rows = [
+        ["energy per output token", f"{power.joules_per_output_token:,.3g} J/token",
+         f"{power.output_tokens_per_joule:,.3g} tokens/J"],
+        ["GPU board power", f"{power.prefill_power_w:,.0f} W prefill, "
+         f"{power.decode_power_w:,.0f} W decode", f"per GPU; idle {power.idle_w:,.0f} W, "
+         f"TDP {power.tdp_w:,.0f} W"],
+    ]  # fmt: skip
+    if power.electricity_usd_per_million_tokens is not None:
+        rows.append(["electricity", f"${power.electricity_usd_per_million_tokens:,.3g}/Mtok",
+                     f"at ${usd_per_kwh:g}/kWh"])  # fmt: skip
+    return rows

@@ -155,7 +155,7 @@ def test_model_that_does_not_fit_says_by_how_much_and_what_fits(
     assert code == 3 and out == ""
     line = err.strip()
     assert len(line.splitlines()) == 1
-    assert "over" in line and "GB" in line and "--tp 2" in line and "--weight-dtype int8" in line
+    assert "over" in line and "GB" in line and "--tp 2" in line and "--quant w8a16" in line
     # The advice is honest: --tp 2 really fits.
     code, _, _ = run_cli(capsys, "predict", "--model", "llama-3-70b", "--gpu", "a100-sxm-80gb",
                          "--tp", "2", "--json")  # fmt: skip

@@ -5,7 +5,7 @@ the CLI and a link accept."""
 
 from __future__ import annotations
 
-from rooflens.dashboard.controls import SAME_AS_ACT
+from rooflens.dashboard.controls import FROM_SCHEME, SAME_AS_ACT
 from rooflens.dashboard.settings import CHOICES, FIELDS, MINIMUMS
 from rooflens.model.predict.request import meta
 
@@ -24,8 +24,10 @@ def test_number_widgets_have_the_schema_bounds(app) -> None:  # type: ignore[no-
 
 def test_choice_widgets_offer_the_schema_choices(app) -> None:  # type: ignore[no-untyped-def]
     at = app()
-    for name in ("weight_dtype", "act_dtype"):
-        assert tuple(at.sidebar.selectbox(key=name).options) == CHOICES[name]
+    for name in ("weight_dtype", "act_dtype"):  # the expert's override of the scheme's dtypes
+        assert tuple(at.sidebar.selectbox(key=name).options) == (FROM_SCHEME, *CHOICES[name])
+    assert CHOICES["quant"][0] == "native"  # the default on every face
+    assert at.sidebar.selectbox(key="quant").value == "native"
     assert tuple(at.sidebar.selectbox(key="kv_dtype").options) == (
         SAME_AS_ACT,
         *CHOICES["kv_dtype"],
@@ -39,3 +41,26 @@ def test_an_error_about_a_field_is_told_in_its_widget_words(app) -> None:  # typ
     assert [e.value for e in at.sidebar.error] == [
         "“Images per prompt” = 2: llama-3-70b has no vision encoder"
     ]
+
+
+def test_the_scheme_picker_names_what_native_means_and_the_schemes(app) -> None:  # type: ignore[no-untyped-def]
+    # issue 26 §2: gpt-oss opens in its native format (MXFP4 experts, bf16 attention), as the
+    # CLI prices it, and the picker says so; schemes carry the names engines give them
+    at = app(model="gpt-oss-20b", tp="1")
+    picker = at.sidebar.selectbox(key="quant")
+    assert picker.value == "native"
+    shown = dict(zip(picker.options, picker.options, strict=True))
+    assert shown  # the options are the scheme ids; their labels come from format_func
+    from rooflens.dashboard.labels import quant_label
+
+    assert quant_label("gpt-oss-20b", "h100-sxm", "native") == (
+        "native: MXFP4 experts, bf16 attention"
+    )
+    assert quant_label("deepseek-v3", "h200", "native") == "native: FP8-block"
+    assert quant_label("llama-3-8b", "h100-sxm", "w4a16").startswith("W4A16 — ")
+    memory = next(m for m in at.metric if m.label.startswith("Memory per GPU"))
+    from rooflens.model.predict.api import make_scenario, run
+
+    cli = run(make_scenario("gpt-oss-20b", "h100-sxm", batch=8))  # the CLI, at the page's batch
+    assert cli.scenario.precision.expert_dtype == "mxfp4"
+    assert memory.value.startswith(f"{cli.memory.total_bytes / 1e9:.1f} GB")  # not 44 GB of bf16

@@ -107,16 +107,16 @@ def test_fit_advice_names_changes_that_fit() -> None:
     one = DEFAULTS.with_(tp=1)
     assert not _fits(one)
     advice = advice_text(sweeps.fit_advice(one))
-    assert advice == "Try “Weights” fp8, or “Tensor-parallel GPUs (TP)” 2."
-    assert _fits(one.with_(tp=2)) and _fits(one.with_(weight_dtype="fp8"))
+    assert advice == "Try “Precision scheme” W8A8-FP8, or “Tensor-parallel GPUs (TP)” 2."
+    assert _fits(one.with_(tp=2)) and _fits(one.with_(quant="w8a8-fp8"))
     # Llama 3.1 405B on one L4 (24 GB): nothing single fits, TP 16 with int4 weights does
     l4 = Settings(model="llama-3.1-405b", gpu="l4", tp=1, batch=1)
     advice = advice_text(sweeps.fit_advice(l4))
     assert advice == (
-        "Try “Tensor-parallel GPUs (TP)” 16 and “Weights” int4 (no single change fits)."
+        "Try “Tensor-parallel GPUs (TP)” 16 and “Precision scheme” W4A16 (no single change fits)."
     )
-    assert _fits(l4.with_(tp=16, weight_dtype="int4"))
-    assert not _fits(l4.with_(tp=16)) and not _fits(l4.with_(weight_dtype="int4"))
+    assert _fits(l4.with_(tp=16, quant="w4a16"))
+    assert not _fits(l4.with_(tp=16)) and not _fits(l4.with_(quant="w4a16"))
 
 
 def _table_with(at, column: str) -> pd.DataFrame:  # type: ignore[no-untyped-def]

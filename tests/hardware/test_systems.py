@@ -148,8 +148,8 @@ def test_a_gpus_default_box_labels_its_link_as_its_system_preset_does() -> None:
     """Issue 26 §4: MI300X showed "nvlink" although its preset says Infinity Fabric. The default
     box takes the link of a system preset of the same GPU when the numbers are the same, so
     only the label (and its source) changes; a GPU without such a preset keeps the template."""
-    from rooflens.hardware.presets import default_system, get_gpu, links
-    from rooflens.hardware.systems import get_system
+    from rooflens.hardware.presets import get_gpu, links
+    from rooflens.hardware.systems import default_system, get_system
 
     mi300x = default_system(get_gpu("mi300x")).intra_node
     assert mi300x == get_system("mi300x-oam-8").intra_node

@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rooflens.hardware.presets import default_system, get_gpu, links
+from rooflens.hardware.presets import get_gpu, links
+from rooflens.hardware.systems import default_system
 from rooflens.model.pricing.comm import load_comm_calibration
 from rooflens.validate import comm_fit
 

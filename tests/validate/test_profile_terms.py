@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rooflens.hardware.presets import default_system, get_gpu
+from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import IDEAL, KindEfficiency, Profile, get_profile
+from rooflens.hardware.systems import default_system
 from rooflens.model.ops.attention import attention_op
 from rooflens.model.ops.op import Op, gemm_op
 from rooflens.model.pricing.roofline import busy_s, kind_terms, price_op, thread_blocks

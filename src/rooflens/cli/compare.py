@@ -9,6 +9,7 @@ from typing import Any
 from rooflens.cli.render import console, print_json, table, times
 from rooflens.cli.scenario_args import add_scenario_args, scenario_from_args
 from rooflens.io.units import fmt_bytes, fmt_time
+from rooflens.model.predict.scenario import priced_by
 
 
 def add_parser(sub: Any) -> None:
@@ -32,7 +33,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     stack = split_stack(args.stack) if args.stack else list(DEFAULT_STACK)
     stages = waterfall(sc, stack, args.opts)
     if args.json:
-        print_json(stages)
+        print_json([{**s, "priced_by": priced_by(sc.profile)} for s in stages])
         return 0
     w = sc.workload
     rows = [
@@ -45,7 +46,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for s in stages
     ]  # fmt: skip
     title = (
-        f"From naive to full stack: {sc.model.id} on {sc.gpu.id} ({args.profile}), batch "
+        f"From naive to full stack: {sc.model.id} on {sc.gpu.id} ({priced_by(sc.profile)}), batch "
         f"{w.batch}, prompt {w.prompt_len}, output {w.output_len}"
         + (f", common opts {', '.join(args.opts)}" if args.opts else "")
     )

@@ -47,7 +47,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
         ]
         title = (
             f"Memory per GPU: {sc.model.id} on {sc.gpu.id}, batch {args.batch}, "
-            f"context {args.prompt_len:,}, weights {weights_text(sc)}, "
+            f"context {args.prompt_len:,}, precision {weights_text(sc)}, "
             f"KV {sc.precision.kv_dtype}, TP {sc.parallel.tp}"
         )
         console.print(table(title, ["", "bytes"], rows))
@@ -77,7 +77,7 @@ def fit_advice(sc: Any, mem: Any, fits: Callable[[Any], bool]) -> str:
         f"(capacity {fmt_bytes(advice.capacity_bytes)}, {fmt_bytes(advice.over_bytes)} over)"
     )
     if not advice.fixes:
-        return head + f"; nothing up to --tp {FIT_TP[-1]} with int4 weights fits: add --pp"
+        return head + f"; nothing up to --tp {FIT_TP[-1]} with W4A16 weights fits: add --pp"
     texts = [
         " ".join(f"{flag(ScenarioRequest, k)} {v}" for k, v in fix.changes.items())
         + (" or less" if fix.at_most else "")

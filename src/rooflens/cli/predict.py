@@ -17,6 +17,7 @@ from rooflens.cli.render import console, print_json, table, times, weights_text
 from rooflens.cli.scenario_args import add_scenario_args, scenario_from_args
 from rooflens.io.units import fmt_bytes, fmt_flops, fmt_time
 from rooflens.model.predict.api import make_pipeline
+from rooflens.model.predict.scenario import priced_by
 
 
 def add_parser(sub: Any) -> None:
@@ -49,16 +50,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
     power = energy(pred, args.usd_per_kwh) if sc.gpu.tdp_watts is not None else None
     no_energy = f"energy not estimated: GPU spec '{sc.gpu.id}' gives no tdp_watts"
     if args.json:
-        print_json({**with_call_exact(pred), "contributions": effects,
+        data = with_call_exact(pred)
+        print_json({**data, "contributions": effects,
                     "energy": power.to_dict() if power else None,
-                    "notes": [] if power else [no_energy]})  # fmt: skip
+                    "notes": data["notes"] + ([] if power else [no_energy])})  # fmt: skip
         return 0
     w, m = sc.workload, pred.memory
     title = (
-        f"{sc.model.id} on {sc.gpu.id} ({args.profile}): batch {w.batch}, prompt {w.prompt_len}"
+        f"{sc.model.id} on {sc.gpu.id} ({priced_by(sc.profile)}): batch {w.batch}, "
+        f"prompt {w.prompt_len}"
         + (f" (with {w.images_per_prompt} image(s))" if w.images_per_prompt else "")
         + ", "
-        f"output {w.output_len}, weights {weights_text(sc)}, KV {sc.precision.kv_dtype}, "
+        f"output {w.output_len}, precision {weights_text(sc)}, KV {sc.precision.kv_dtype}, "
         f"TP {sc.parallel.tp}" + (f", opts {', '.join(args.opts)}" if args.opts else "")
     )
     headline = [
@@ -75,16 +78,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if power is None:
         headline.append(["energy", "—", no_energy])
     else:
-        headline += [
-            ["energy per output token", f"{power.joules_per_output_token:,.3g} J/token",
-             f"{power.output_tokens_per_joule:,.3g} tokens/J"],
-            ["GPU board power", f"{power.prefill_power_w:,.0f} W prefill, "
-             f"{power.decode_power_w:,.0f} W decode", f"per GPU; idle {power.idle_w:,.0f} W, "
-             f"TDP {power.tdp_w:,.0f} W"],
-        ]  # fmt: skip
-    if power is not None and power.electricity_usd_per_million_tokens is not None:
-        headline.append(["electricity", f"${power.electricity_usd_per_million_tokens:,.3g}/Mtok",
-                         f"at ${args.usd_per_kwh:g}/kWh"])  # fmt: skip
+        headline += _energy_rows(power, args.usd_per_kwh)
     console.print(table(title, ["metric", "value", "note"], headline))
     if effects:
         console.print(_contributions_table(effects))
@@ -153,3 +147,18 @@ def with_call_exact(pred: Any) -> dict[str, Any]:
     for row, same in zip(data["ops"], exact, strict=True):
         row["call_exact"] = same
     return data
+
+
+def _energy_rows(power: Any, usd_per_kwh: float) -> list[list[str]]:
+    """The headline's energy rows (model/analysis/energy.py)."""
+    rows = [
+        ["energy per output token", f"{power.joules_per_output_token:,.3g} J/token",
+         f"{power.output_tokens_per_joule:,.3g} tokens/J"],
+        ["GPU board power", f"{power.prefill_power_w:,.0f} W prefill, "
+         f"{power.decode_power_w:,.0f} W decode", f"per GPU; idle {power.idle_w:,.0f} W, "
+         f"TDP {power.tdp_w:,.0f} W"],
+    ]  # fmt: skip
+    if power.electricity_usd_per_million_tokens is not None:
+        rows.append(["electricity", f"${power.electricity_usd_per_million_tokens:,.3g}/Mtok",
+                     f"at ${usd_per_kwh:g}/kWh"])  # fmt: skip
+    return rows

@@ -34,10 +34,11 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> 
 
 
 def weights_text(sc: Any) -> str:
-    """The weight dtype, with the routed experts' where it differs (gpt-oss: mxfp4)."""
+    """The precision in engine words, the scheme then its dtypes: 'W4A16 (int4 weights, bf16
+    activations)', 'native: MXFP4 experts, bf16 attention (...)' (model/specs/quant.py)."""
     p = sc.precision
-    experts = f" (experts {p.expert_dtype})" if p.expert_dtype != p.weight_dtype else ""
-    return p.weight_dtype + experts
+    experts = f", experts {p.expert_dtype}" if p.expert_dtype != p.weight_dtype else ""
+    return f"{p.text} ({p.weight_dtype} weights{experts}, {p.act_dtype} activations)"
 
 
 def times(x: float | None) -> str:

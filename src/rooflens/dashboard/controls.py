@@ -10,6 +10,7 @@ when state is seeded through `st.session_state`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import streamlit as st
@@ -22,6 +23,7 @@ from rooflens.dashboard.labels import (
     gpu_label,
     locate,
     profile_text,
+    quant_label,
     topology_text,
 )
 from rooflens.dashboard.opt_widgets import OPT_KEY, optimizations
@@ -44,6 +46,8 @@ from rooflens.model.predict.request import meta
 from rooflens.model.specs.presets import get_model, model_ids
 
 SAME_AS_ACT = "same as activations"
+FROM_SCHEME = "from the scheme"  # weight/act dtype: the precision scheme's (None)
+SCHEME_DTYPES = ("weight_dtype", "act_dtype")
 LAST_VALID = "last_valid_settings"
 EMPTY_LIST = "none"  # a page's list widget left empty, in a link (the planner's "every GPU")
 # Numbers with a place of their own in the sidebar; every other number the schema has gets its
@@ -91,6 +95,8 @@ def _seed_from_url(pages: list[str]) -> list[str]:
         if name != "opts":
             st.session_state[name] = getattr(s, name)
     st.session_state.kv_dtype = s.kv_dtype or SAME_AS_ACT
+    for name in SCHEME_DTYPES:
+        st.session_state[name] = getattr(s, name) or FROM_SCHEME
     for name, value in (("model", s.model), ("gpu", s.gpu)):
         known = model_ids() if name == "model" else gpu_choices()
         if value not in known:
@@ -189,9 +195,14 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
         _number(right, "output_len")
         slots["prompt_len"] = slots["output_len"] = st.empty()
         st.button("Longest context the model holds", on_click=_longest_context)
+        st.selectbox(LABELS["quant"], CHOICES["quant"], key="quant",
+                     format_func=partial(quant_label, model, gpu),
+                     help="the precision scheme, as engines name it; native keeps the "
+                     "checkpoint's own format")  # fmt: skip
         left, right = st.columns(2)
-        _choice(left, "weight_dtype", CHOICES["weight_dtype"])
-        _choice(right, "act_dtype", CHOICES["act_dtype"])
+        _choice(left, "weight_dtype", [FROM_SCHEME, *CHOICES["weight_dtype"]])
+        _choice(right, "act_dtype", [FROM_SCHEME, *CHOICES["act_dtype"]])
+        slots["quant"] = st.empty()
         slots["weight_dtype"] = slots["act_dtype"] = slots["group_size"] = st.empty()
         _choice(st, "kv_dtype", [SAME_AS_ACT, *CHOICES["kv_dtype"]])
         slots["kv_dtype"] = st.empty()
@@ -258,6 +269,8 @@ def _settings(model: str, gpu: str, opts: tuple[str, ...]) -> Settings:
     state = st.session_state
     values = {n: state.get(n, getattr(DEFAULTS, n)) for n in FIELDS if n not in ("model", "gpu")}
     values["kv_dtype"] = None if values["kv_dtype"] == SAME_AS_ACT else values["kv_dtype"]
+    for name in SCHEME_DTYPES:
+        values[name] = None if values[name] == FROM_SCHEME else values[name]
     return Settings(**{**values, "model": model, "gpu": gpu, "opts": opts})
 
 

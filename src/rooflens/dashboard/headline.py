@@ -117,7 +117,8 @@ def headline(
         Metric("usd_per_million_tokens", USD_PER_M_LABEL, cost, fmt_usd_per_m, True,
                f"{sc.parallel.n_gpus} GPU(s) at ${price_per_gpu_hour:,.2f} per GPU-hour "
                f"({price_source or 'no price set'}), fully used"),
-        energy_metric(pred, usd_per_kwh),
+        # no energy tile for a preset without a cited TDP (gh200: configurable module power)
+        *([energy_metric(pred, usd_per_kwh)] if sc.gpu.tdp_watts is not None else []),
     ]  # fmt: skip
 
 

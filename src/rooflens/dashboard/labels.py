@@ -13,6 +13,7 @@ from rooflens.io.units import fmt_rate, fmt_time
 from rooflens.model.analysis.advice import FIT_TP, FitAdvice
 from rooflens.model.predict.request import meta
 from rooflens.model.predict.scenario import Scenario
+from rooflens.model.specs.quant import SCHEMES
 
 # The widgets' words (units included), from the schema's field metadata
 # (model/predict/request.py).
@@ -35,11 +36,12 @@ def advice_text(advice: FitAdvice) -> str:
     """`model.advice.fit_fixes` in the sidebar's words: 'Try “Weights” fp8, or “…(TP)” 2.'"""
     if not advice.fixes:
         return (
-            f"Nothing up to TP {FIT_TP[-1]} with int4 weights fits this GPU: pick a GPU with more "
+            f"Nothing up to TP {FIT_TP[-1]} with W4A16 weights fits this GPU: pick a GPU with more "
             f"memory, or add pipeline stages (More settings → {LABELS['pp']})."
         )
     texts = [
-        " and ".join(f"“{LABELS[k]}” {v:,}" if isinstance(v, int) else f"“{LABELS[k]}” {v}"
+        " and ".join(f"“{LABELS[k]}” {v:,}" if isinstance(v, int) else f"“{LABELS[k]}” "
+                     f"{SCHEMES[str(v)].label if k == 'quant' else v}"
                      for k, v in fix.changes.items())
         + (" or less" if fix.at_most else "")
         for fix in advice.fixes
@@ -49,19 +51,44 @@ def advice_text(advice: FitAdvice) -> str:
     return "Try " + ", or ".join(texts) + "."
 
 
+def quant_label(model: str, gpu: str, key: str) -> str:
+    """A precision scheme as the picker shows it: 'W4A16 — int4 weight-only, …', and native as
+    what it means for this model on this GPU ('native: MXFP4 experts, bf16 attention')."""
+    if key in SCHEMES:
+        return f"{SCHEMES[key].label} — {SCHEMES[key].means}"
+    from rooflens.model.predict.api import make_scenario
+
+    try:
+        ref, where = model.removeprefix(UPLOAD_PREFIX), gpu.removeprefix(UPLOAD_PREFIX)
+        return make_scenario(ref, where, quant=key).precision.text
+    except RooflensError:
+        return key
+
+
 def describe(s: Settings) -> str:
     model = s.model.rsplit("/", 1)[-1] if s.model.startswith(UPLOAD_PREFIX) else s.model
     gpu = s.gpu.rsplit("/", 1)[-1]
     return f"{model} on {s.n_gpus} × {gpu}, {workload_text(s)}"
 
 
+def precision_text(s: Settings) -> str:
+    """'precision W4A16, KV cache bf16': the scheme in force in engine words (model/specs/quant.py),
+    native spelled out ('native: MXFP4 experts, bf16 attention')."""
+    from rooflens.model.predict.api import scenario_of
+
+    try:
+        p = scenario_of(s.request()).precision
+    except RooflensError:  # the sidebar reports the problem beside its widget
+        return f"precision {s.quant}"
+    return f"precision {p.text}, KV cache {p.kv_dtype}"
+
+
 def workload_text(s: Settings) -> str:
-    """'batch 8, prompt 512 + output 128 tokens, weights bf16, KV cache bf16, + opts'."""
+    """'batch 8, prompt 512 + output 128 tokens, precision W4A16, KV cache bf16, + opts'."""
     opts = f", + {' + '.join(s.opts)}" if s.opts else ""
     return (
         f"batch {s.batch:,}, prompt {s.prompt_len:,} + output {s.output_len:,} tokens, "
-        f"weights {s.weight_dtype}, activations {s.act_dtype}, KV cache "
-        f"{s.kv_dtype or s.act_dtype}{opts}"
+        f"{precision_text(s)}{opts}"
     )
 
 

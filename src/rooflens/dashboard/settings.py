@@ -97,10 +97,7 @@ DASHBOARD_DEFAULTS: dict[str, Any] = {
     "model": "llama-3-70b",  # preset id, or UPLOAD_PREFIX + path of an uploaded file
     "gpu": "h100-sxm",
     "batch": 8,
-    "weight_dtype": "bf16",
-    "act_dtype": "bf16",
     "tp": 4,
-    "profile": "calibrated",  # as `rooflens plan` and the planner page
     "overhead_gb": DEFAULT_OVERHEAD_BYTES / 1e9,
 }
 Settings = with_defaults(_Dashboard, DASHBOARD_DEFAULTS, "Settings")

@@ -124,7 +124,7 @@ def max_batch_grid(s: Settings) -> pd.DataFrame:
     token, so the cache holds C positions per sequence.
     """
     dtypes = list(KV_DTYPE_GRID)
-    current = s.kv_dtype or s.act_dtype
+    current = scenario(s).precision.kv_dtype
     if current not in dtypes:
         dtypes.insert(0, current)
     rows = []

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from rooflens.hardware.errors import RooflensError, unknown_name_error, validated
-from rooflens.hardware.spec import GPUSpec, LinkSpec, SystemSpec
+from rooflens.hardware.spec import GPUSpec, LinkSpec
 
 PRESET_DIR = Path(__file__).parent / "presets"
 GPU_DIR = PRESET_DIR / "gpus"
@@ -126,41 +126,3 @@ def get_gpu(name: str) -> GPUSpec:
 def links() -> dict[str, LinkSpec]:
     data = read_data_file(LINK_FILE)
     return {key: LinkSpec.model_validate(value) for key, value in data.items()}
-
-
-def _named_link(gpu: GPUSpec, link: LinkSpec) -> LinkSpec:
-    """The link a system preset of `gpu` names, when it has `link`'s numbers; else `link`."""
-    from rooflens.hardware.systems import get_system, system_ids
-
-    for system_id in system_ids():
-        system = get_system(system_id)
-        named = system.intra_node
-        same = (named.bytes_per_s, named.latency_s) == (link.bytes_per_s, link.latency_s)
-        if system.gpu.id == gpu.id and same:
-            return named
-    return link
-
-
-def default_system(gpu: GPUSpec, gpus_per_node: int = 8) -> SystemSpec:
-    """The usual box for this GPU: NVLink (or PCIe) inside a node, InfiniBand NDR between nodes.
-
-    The intra-node link takes the GPU's own per-direction NVLink bandwidth when it has one
-    (latency from the links table), else its PCIe bandwidth. Where a system preset for this GPU
-    names the same link (same bandwidth and latency), the link is that preset's, so it is
-    labelled as the preset says (MI300X: Infinity Fabric, not "nvlink"; issue 26 §4).
-    """
-    table = links()
-    if gpu.nvlink_bytes_per_s > 0:
-        base = table["nvlink"]
-        intra = base.model_copy(update={"bytes_per_s": gpu.nvlink_bytes_per_s})
-    else:
-        base = table["pcie"]
-        intra = base.model_copy(update={"bytes_per_s": gpu.pcie_bytes_per_s})
-    intra = _named_link(gpu, intra)
-    return SystemSpec(
-        id=f"{gpu.id}-x{gpus_per_node}",
-        gpu=gpu,
-        gpus_per_node=gpus_per_node,
-        intra_node=intra,
-        inter_node=table["infiniband-ndr"],
-    )

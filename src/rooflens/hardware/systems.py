@@ -40,7 +40,6 @@ from rooflens.hardware.errors import (
 )
 from rooflens.hardware.presets import (
     PRESET_DIR,
-    default_system,
     get_gpu,
     gpu_from_dict,
     gpu_ids,
@@ -142,3 +141,39 @@ def get_system(name: str) -> SystemSpec:
     if _looks_like_path(name):
         return load_system_file(Path(name))
     raise unknown_name_error("system", name, list(presets) + gpu_ids())
+
+
+def _named_link(gpu: GPUSpec, link: LinkSpec) -> LinkSpec:
+    """The link a system preset of `gpu` names, when it has `link`'s numbers; else `link`."""
+    for system_id in system_ids():
+        system = get_system(system_id)
+        named = system.intra_node
+        same = (named.bytes_per_s, named.latency_s) == (link.bytes_per_s, link.latency_s)
+        if system.gpu.id == gpu.id and same:
+            return named
+    return link
+
+
+def default_system(gpu: GPUSpec, gpus_per_node: int = 8) -> SystemSpec:
+    """The usual box for this GPU: NVLink (or PCIe) inside a node, InfiniBand NDR between nodes.
+
+    The intra-node link takes the GPU's own per-direction NVLink bandwidth when it has one
+    (latency from the links table), else its PCIe bandwidth. Where a system preset for this GPU
+    names the same link (same bandwidth and latency), the link is that preset's, so it is
+    labelled as the preset says (MI300X: Infinity Fabric, not "nvlink"; issue 26 §4).
+    """
+    table = links()
+    if gpu.nvlink_bytes_per_s > 0:
+        base = table["nvlink"]
+        intra = base.model_copy(update={"bytes_per_s": gpu.nvlink_bytes_per_s})
+    else:
+        base = table["pcie"]
+        intra = base.model_copy(update={"bytes_per_s": gpu.pcie_bytes_per_s})
+    intra = _named_link(gpu, intra)
+    return SystemSpec(
+        id=f"{gpu.id}-x{gpus_per_node}",
+        gpu=gpu,
+        gpus_per_node=gpus_per_node,
+        intra_node=intra,
+        inter_node=table["infiniband-ndr"],
+    )

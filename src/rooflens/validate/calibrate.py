@@ -40,9 +40,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from rooflens.hardware.presets import default_system, get_gpu
+from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import CALIBRATION_DIR, KindEfficiency, Profile
 from rooflens.hardware.spec import SystemSpec
+from rooflens.hardware.systems import default_system
 from rooflens.io.files import atomic_write_text
 from rooflens.model.pricing.kernel_table import Batch, batches, predict_frame
 from rooflens.model.pricing.roofline import price_op

@@ -26,8 +26,9 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from rooflens.hardware.presets import default_system, get_gpu, links
+from rooflens.hardware.presets import get_gpu, links
 from rooflens.hardware.spec import SystemSpec
+from rooflens.hardware.systems import default_system
 from rooflens.io.files import atomic_write_text
 from rooflens.io.units import fmt_bytes
 from rooflens.model.pricing.comm import (

@@ -40,7 +40,8 @@ GOLDEN_FILE = (
     Path(__file__).resolve().parents[3] / "tests" / "validate" / "golden" / "predictions.json"
 )
 SCENARIOS: dict[str, dict[str, Any]] = {
-    "llama-3-8b/a100/b1/ideal": {"model": "llama-3-8b", "gpu": "a100-sxm-80gb"},
+    "llama-3-8b/a100/b1/ideal": {"model": "llama-3-8b", "gpu": "a100-sxm-80gb",
+                                 "profile": "ideal"},
     "llama-3-8b/a100/b1/calibrated": {"model": "llama-3-8b", "gpu": "a100-sxm-80gb",
                                       "profile": "calibrated"},
     "llama-2-7b/a100/b1/p128/calibrated": {"model": "llama-2-7b", "gpu": "a100-sxm-80gb",
@@ -48,7 +49,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                                            "act_dtype": "fp16", "weight_dtype": "fp16",
                                            "profile": "calibrated"},
     "llama-2-70b/h100/tp4/b8/ideal": {"model": "llama-2-70b", "gpu": "h100-sxm", "tp": 4,
-                                      "batch": 8, "prompt_len": 2048, "output_len": 256},
+                                      "batch": 8, "prompt_len": 2048, "output_len": 256,
+                                      "profile": "ideal"},
     "llama-2-70b/h100/tp4/b8/calibrated": {"model": "llama-2-70b", "gpu": "h100-sxm", "tp": 4,
                                            "batch": 8, "prompt_len": 2048, "output_len": 256,
                                            "profile": "calibrated"},
@@ -68,11 +70,14 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                                         "prompt_len": 256, "output_len": 512,
                                         "profile": "calibrated"},
     "mistral-7b/rtx-4090/p4096/ideal": {"model": "mistral-7b", "gpu": "rtx-4090",
-                                        "prompt_len": 4096, "output_len": 512},
+                                        "prompt_len": 4096, "output_len": 512,
+                                        "profile": "ideal"},
     "deepseek-v3/h200/tp8/ideal": {"model": "deepseek-v3", "gpu": "h200", "tp": 8,
-                                   "weight_dtype": "fp8", "prompt_len": 1024},
+                                   "weight_dtype": "fp8", "prompt_len": 1024,
+                                   "profile": "ideal"},
     "llama-2-70b/a100/tp2/pp4/b16/ideal": {"model": "llama-2-70b", "gpu": "a100-sxm-80gb",
-                                           "tp": 2, "pp": 4, "batch": 16, "prompt_len": 1024},
+                                           "tp": 2, "pp": 4, "batch": 16, "prompt_len": 1024,
+                                           "profile": "ideal"},
 }  # fmt: skip
 
 

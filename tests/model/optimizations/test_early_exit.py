@@ -11,7 +11,9 @@ from rooflens.model.optimizations.early_exit import EarlyExit, is_layer_op
 from rooflens.model.predict.api import make_pipeline, make_scenario, run
 from rooflens.model.predict.steps import Step
 
-SC = make_scenario("llama-2-7b", "a100-sxm-80gb", batch=1, prompt_len=256, output_len=32)
+SC = make_scenario(
+    "llama-2-7b", "a100-sxm-80gb", batch=1, prompt_len=256, output_len=32, profile="ideal"
+)
 
 
 def totals(ops, attr, layer_only=None):

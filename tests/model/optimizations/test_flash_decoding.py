@@ -68,7 +68,7 @@ def test_explicit_splits_and_the_kv_length_cap() -> None:
 
 def test_gain_grows_with_context_and_vanishes_with_batch() -> None:
     def gain(batch: int, length: float) -> float:
-        sc = scenario("llama-3-8b", batch=batch, prompt_len=512, output_len=2)
+        sc = scenario("llama-3-8b", batch=batch, prompt_len=512, output_len=2, profile="ideal")
         step = Step("decode", float(batch), 1.0, length)
         return float(step_s(sc, ["unsplit-decode"], step) / step_s(sc, [], step))
 

@@ -25,7 +25,8 @@ def test_recommendation_reports_energy_per_token() -> None:
     assert rec is not None
     sc = make_scenario("llama-3.1-8b", "h100-sxm", batch=int(rec["batch"]), prompt_len=512,
                        output_len=128, weight_dtype="bf16", act_dtype=rec["act_dtype"],
-                       kv_dtype="bf16", prefill_chunk=space.chunk_tokens)  # fmt: skip
+                       kv_dtype="bf16", prefill_chunk=space.chunk_tokens,
+                       profile=space.profile)  # fmt: skip
     expected = energy(run(sc)).joules_per_output_token
     assert rec["joules_per_output_token"] == pytest.approx(expected, rel=1e-9)
     assert math.isclose(rec["output_tokens_per_joule"], 1 / expected)

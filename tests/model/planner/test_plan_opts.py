@@ -123,7 +123,7 @@ def test_expert_parallel_curves_match_the_single_config_path(
     tp_group = Group(gpu, tp, 1, 1, dtype, "bf16", "bf16")
     with_ep, without = curves(model, ep_group), curves(model, tp_group)
     assert ep_group.gpus_per_replica == ep and ep_group.attention_groups == ep // tp
-    sc = scenario(model, gpu, 16, tp=tp, ep=ep, weight_dtype=dtype)
+    sc = scenario(model, gpu, 16, tp=tp, ep=ep, weight_dtype=dtype, act_dtype="bf16")
     assert with_ep.weights_bytes == make_pipeline(sc).memory().weights_bytes
     assert with_ep.max_batch_memory == make_pipeline(sc).memory().max_batch
     assert np.interp(16, with_ep.tokens, with_ep.decode_s) == pytest.approx(run(sc).tpot_s,

@@ -37,7 +37,7 @@ def curves(pp: int) -> Curves:
 
 def predict(pp: int, batch: int) -> tuple[float, float]:
     sc = make_scenario(MODEL, GPU, batch=batch, tp=TP, pp=pp, prompt_len=P, output_len=2,
-                       prefill_chunk=2048)  # fmt: skip
+                       prefill_chunk=2048, profile="ideal")  # fmt: skip
     pred = run(sc)
     return pred.ttft_s, pred.tpot_s
 
@@ -127,6 +127,6 @@ def test_step_structure_optimizations_on_pp_agree_with_the_planner(opt: str) -> 
                          chunk_tokens=2048, overhead_bytes=1.5 * 2**30)  # fmt: skip
         for M in (1, 4, 16):
             sc = make_scenario(MODEL, GPU, batch=M, tp=TP, pp=pp, prompt_len=P, output_len=2,
-                               prefill_chunk=2048)  # fmt: skip
+                               prefill_chunk=2048, profile="ideal")  # fmt: skip
             tpot_s = run(sc, [opt]).tpot_s
             assert np.interp(M, c.tokens, c.decode_s) == pytest.approx(tpot_s, rel=1e-9), (pp, M)

@@ -14,7 +14,7 @@ from rooflens.model.predict.steps import Step
 from rooflens.model.pricing.comm import send_recv_s
 from rooflens.model.pricing.roofline import step_time_s
 
-KW = {"prompt_len": 512, "output_len": 64}
+KW = {"prompt_len": 512, "output_len": 64, "profile": "ideal"}
 
 
 def sc(batch: int = 8, pp: int = 2, tp: int = 1, **kw: object):

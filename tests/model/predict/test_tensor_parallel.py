@@ -47,7 +47,7 @@ def test_tp_1_has_no_communication() -> None:
 
 def test_two_all_reduces_per_layer_priced_by_the_ring() -> None:
     # Megatron-LM (Shoeybi et al. 2019): one all-reduce after attention, one after the MLP.
-    sc = make_scenario("llama-3-70b", "h100-sxm", tp=4, batch=16)
+    sc = make_scenario("llama-3-70b", "h100-sxm", tp=4, batch=16, profile="ideal")
     pipeline = make_pipeline(sc)
     priced = [
         p for p in pipeline.price_step(Step("decode", 16.0, 1.0, 600.0)) if p.op.kind == "comm"

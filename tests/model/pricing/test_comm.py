@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rooflens.hardware.presets import default_system, get_gpu, links
+from rooflens.hardware.presets import get_gpu, links
 from rooflens.hardware.profiles import IDEAL, get_profile
+from rooflens.hardware.systems import default_system
 from rooflens.model.pricing.comm import (
     IDEAL_PROTOCOLS,
     Protocol,

@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from rooflens.hardware.presets import default_system, get_gpu
+from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import CALIBRATION_DIR, KindEfficiency, Profile, get_profile
+from rooflens.hardware.systems import default_system
 from rooflens.model.ops.attention import attention_op
 from rooflens.model.ops.op import elementwise_op, embedding_op, gemm_op, kernels_per_call
 from rooflens.model.predict.api import make_scenario, run

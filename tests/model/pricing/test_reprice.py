@@ -89,7 +89,8 @@ def test_mla_decode_launches_the_flash_decoding_grid():
     # without a grid of its own. It now launches model/ops/attention.py's: at batch 1 the latent's
     # one program per sequence splits into L / 128 programs (FlashMLA splits the KV too), which
     # reach N / SMs of HBM bandwidth for the latent stream; the rest moves at full rate.
-    sc = make_scenario("deepseek-v3", "h200", tp=8, weight_dtype="fp8", prompt_len=1024)
+    sc = make_scenario("deepseek-v3", "h200", tp=8, weight_dtype="fp8", act_dtype="bf16",
+                       prompt_len=1024, profile="ideal")  # fmt: skip
     (core,) = [p for p in make_pipeline(sc).price_step(Step("decode", 1.0, 1.0, 1100.0))
                if p.op.name == "attn.core"]  # fmt: skip
     gpu, heads, width, rank = sc.gpu, 128 // 8, 512 + 64, 512
@@ -127,3 +128,29 @@ def test_serialising_a_prediction_prices_nothing(monkeypatch):
     ops = pred.to_dict()["ops"]
     assert len(ops) == len(pred.prefill.priced) + len(pred.decode.priced)
     assert all("call_exact" not in o for o in ops)
+
+
+# Issue 23 §1: a whole step's element and byte counts pass 2³¹; `--json` re-prices them through
+# kernels predict's path, which must not hold the operator table's own rows to a user's limits.
+BIG_STEPS = {
+    "elements": ("llama-3-8b", "h100-sxm", {"batch": 128, "prompt_len": 1024}),
+    "long-prompt": ("qwen2.5-7b", "a100-sxm-80gb", {"batch": 64, "prompt_len": 8192}),
+    "comm_bytes": ("llama-3-70b", "h100-sxm", {"tp": 4, "batch": 256, "prompt_len": 2048}),
+}
+
+
+@pytest.mark.parametrize("name", list(BIG_STEPS))
+def test_rows_past_int32_reprice_in_predict_json(name):
+    model, gpu, settings = BIG_STEPS[name]
+    sc = make_scenario(model, gpu, output_len=2, **settings)
+    ops = with_call_exact(run(sc))["ops"]  # what `predict --json` prints
+    sizes = [o.get(c) for o in ops for c in ("elements_read", "comm_bytes", "rows")]
+    assert max(float(v) for v in sizes if isinstance(v, int | float)) > 2**31  # the premise
+    assert all(o["call_exact"] for o in ops), [o["name"] for o in ops if not o["call_exact"]]
+
+
+def test_a_users_table_keeps_its_int32_limit():
+    table = pd.DataFrame([{"op": "elementwise", "elements_read": 3 * 2**30,
+                           "elements_written": 1, "dtype": "bf16"}])  # fmt: skip
+    with pytest.raises(Exception, match="elements_read must be a positive number ≤ 2,147,483,647"):
+        predict_kernels(table, get_gpu("h100-sxm"))

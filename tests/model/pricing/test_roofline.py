@@ -44,7 +44,9 @@ def test_tpot_averages_the_growing_kv_not_the_final_length() -> None:
 
 
 def test_long_outputs_are_sampled_within_rounding() -> None:
-    sc = make_scenario("llama-2-7b", "a100-sxm-80gb", batch=8, prompt_len=100, output_len=3000)
+    sc = make_scenario(
+        "llama-2-7b", "a100-sxm-80gb", batch=8, prompt_len=100, output_len=3000, profile="ideal"
+    )
     pipeline = make_pipeline(sc)
     exact_lens = np.arange(1, 3000, dtype=float) + 100
     exact = float(np.mean(step_time_s(pipeline.price_step(Step("decode", 8.0, 1.0, exact_lens)))))
@@ -52,7 +54,7 @@ def test_long_outputs_are_sampled_within_rounding() -> None:
 
 
 def test_roofline_time_is_max_of_compute_and_memory() -> None:
-    pred = run(make_scenario("llama-3-8b", "h100-sxm", batch=4, prompt_len=700))
+    pred = run(make_scenario("llama-3-8b", "h100-sxm", batch=4, prompt_len=700, profile="ideal"))
     for p in pred.prefill.priced + pred.decode.priced:
         expected = np.maximum(p.compute_s, p.memory_s) + p.comm_s
         assert np.allclose(p.time_s, expected)

@@ -8,7 +8,8 @@ from rooflens.model.predict.api import make_scenario, run
 
 
 def test_fp8_on_a100_is_noted_and_priced_at_the_fp16_peak() -> None:
-    pred = run(make_scenario("llama-3-8b", "a100-sxm-80gb", weight_dtype="fp8", act_dtype="fp8"))
+    pred = run(make_scenario("llama-3-8b", "a100-sxm-80gb", weight_dtype="fp8", act_dtype="fp8",
+                             profile="ideal"))  # fmt: skip
     assert any("no fp8" in note and "312 TFLOP/s" in note for note in pred.notes)
     a100 = get_gpu("a100-sxm-80gb")
     gemm = next(p for p in pred.prefill.priced if p.op.name == "mlp.up_gate")

@@ -29,8 +29,13 @@ def test_an_explicit_dtype_still_wins_and_halves_to_bf16_by_the_byte_ratio() -> 
     # only the linear layers change: 1 byte instead of 2 per parameter
     saved = weights_bytes_per_gpu(bf16) - weights_bytes_per_gpu(native)
     assert saved == pytest.approx(linear_params_per_gpu(bf16), rel=1e-12)
+    # fp8 weights run W8A8 where the GPU has fp8 units, as --act-dtype's help says (issue 26 §1);
+    # per-tensor scales unless the checkpoint is the native block-scaled one
     explicit = make_scenario("deepseek-v3", "h200", tp=8, weight_dtype="fp8")
-    assert explicit.precision.act_dtype == "bf16"  # as before: W8A16 unless --act-dtype fp8
+    assert (explicit.precision.act_dtype, explicit.precision.scheme) == ("fp8", "w8a8-fp8")
+    assert native.precision.scheme == "fp8-block" and native.precision.native
+    weight_only = make_scenario("deepseek-v3", "h200", tp=8, weight_dtype="fp8", act_dtype="bf16")
+    assert weight_only.precision.scheme == ""  # fp8 weight-only: no engine scheme names it
 
 
 def test_dense_presets_keep_bf16() -> None:

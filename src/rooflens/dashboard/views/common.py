@@ -10,6 +10,7 @@ from rooflens.dashboard.controls import Context
 from rooflens.dashboard.labels import workload_text
 from rooflens.hardware.errors import RooflensError
 from rooflens.io.units import fmt_bytes
+from rooflens.model.predict.scenario import priced_by
 from rooflens.model.predict.steps import Prediction
 
 
@@ -17,7 +18,7 @@ def scenario_line(ctx: Context, pred: Prediction) -> None:
     sc = pred.scenario
     st.caption(
         f"**{sc.model.name}** on **{sc.parallel.n_gpus} × {sc.gpu.name}** "
-        f"({sc.profile} profile): {workload_text(ctx.settings)}"
+        f"({priced_by(sc.profile)}): {workload_text(ctx.settings)}"
     )
     streaming = sweeps.streaming_note(ctx.settings)
     if streaming:

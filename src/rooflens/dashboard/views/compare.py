@@ -13,11 +13,13 @@ from rooflens.dashboard.controls import Context, url_state
 from rooflens.dashboard.export import download_row
 from rooflens.dashboard.figures.compare import compare_figure
 from rooflens.dashboard.headline import USD_PER_M_LABEL, fmt_usd_per_m, usd_per_million_tokens
+from rooflens.dashboard.labels import precision_text
 from rooflens.dashboard.views.common import fit_warning
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import gpu_ids
 from rooflens.hardware.systems import system_ids
 from rooflens.io.units import fmt_bytes, fmt_quantity, fmt_time
+from rooflens.model.predict.scenario import priced_by
 
 DEFAULT_OTHERS = ("h200", "b200", "mi300x")
 MAX_PICKED = 4
@@ -34,8 +36,8 @@ def render(ctx: Context) -> None:
                             key=url_state(ctx, "cmp_gpus", default))  # fmt: skip
     st.caption(
         f"The sidebar's scenario on each: {s.n_gpus} GPU(s) (TP {s.tp} × PP {s.pp}), batch "
-        f"{s.batch:,}, prompt {s.prompt_len:,} + output {s.output_len:,} tokens, weights "
-        f"{s.weight_dtype}, {s.profile} profile. Prices: the sidebar's, else the listed ones."
+        f"{s.batch:,}, prompt {s.prompt_len:,} + output {s.output_len:,} tokens, "
+        f"{precision_text(s)}, {priced_by(s.profile)}. Prices: the sidebar's, else the listed ones."
     )
     if len(picked) < 2:
         st.info("Pick at least two GPUs or systems.")

@@ -24,7 +24,7 @@ def render(ctx: Context) -> None:
     st.header("Memory")
     scenario_line(ctx, pred)
     fit_warning(ctx, pred)
-    kv = s.kv_dtype or s.act_dtype
+    kv = pred.scenario.precision.kv_dtype
     a, b = st.columns(2)  # two tiles a row: a value never gets cut at a 1400-px window
     c, d = st.columns(2)
     a.metric(

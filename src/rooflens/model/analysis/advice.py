@@ -6,8 +6,10 @@ they disagreed).
 `fits` (which applies the caller's optimizations), cheapest first:
 1. a smaller batch, when one sequence fits (free);
 2. an 8-bit KV cache (a small quality cost, no new hardware);
-3. smaller weights, in the cheapest dtype the GPU runs natively: fp8 where it has fp8 tensor
-   cores (Hopper, Ada, Blackwell, CDNA3), else int8, then int4;
+3. smaller weights, as the scheme engines run fastest on this GPU (model/specs/quant.py
+   SCHEMES): W8A8-FP8 where it has fp8 tensor cores (Hopper, Ada, Blackwell, CDNA3), else W8A16
+   (int8 weight-only), then W4A16 — never fp8 weights with 16-bit activations, which decode
+   no faster than W8A8 and prefill slower;
 4. more tensor parallelism (more GPUs: the dearest);
 and, when no single change fits, the fewest GPUs with the largest weights dtype that fit
 together. Front ends word a fix in their own vocabulary (flags, widget labels).
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from rooflens.hardware.errors import RooflensError
 from rooflens.model.predict.scenario import Scenario
 from rooflens.model.predict.steps import MemoryBreakdown
+from rooflens.model.specs.quant import SCHEMES
 
 FIT_TP = (2, 4, 8, 16)
 SIXTEEN_BIT = ("fp32", "tf32", "bf16", "fp16")
@@ -28,7 +31,7 @@ SIXTEEN_BIT = ("fp32", "tf32", "bf16", "fp16")
 
 @dataclass(frozen=True)
 class Fix:
-    """One change to the scenario (field -> value: tp, weight_dtype, kv_dtype, batch)."""
+    """One change to the scenario (field -> value: tp, quant (a scheme id), kv_dtype, batch)."""
 
     changes: dict[str, object]
     at_most: bool = False  # "batch N or less"
@@ -47,13 +50,13 @@ class FitAdvice:
 
 
 def weight_dtypes_to_try(sc: Scenario) -> list[str]:
-    """Storage dtypes smaller than the current weights, cheapest for this GPU first: fp8 where
-    the GPU has fp8 tensor cores, then int8 and int4 (weight-only, any GPU)."""
-    order = ["fp8"] if "fp8" in sc.gpu.peak_flops_per_s else []
-    order += ["int8", "int4"]
+    """Schemes with smaller weights than the current ones, cheapest for this GPU first:
+    W8A8-FP8 where the GPU has fp8 tensor cores, then W8A16 and W4A16 (weight-only, any GPU)."""
+    order = ["w8a8-fp8"] if "fp8" in sc.gpu.peak_flops_per_s else []
+    order += ["w8a16", "w4a16"]
     bits = {"fp8": 8, "int8": 8, "int4": 4}
     current = bits.get(sc.precision.weight_dtype, 16)
-    return [d for d in order if bits[d] < current]
+    return [s for s in order if bits[SCHEMES[s].weight_dtype] < current]
 
 
 def kv_dtype_to_try(sc: Scenario) -> str | None:
@@ -84,9 +87,9 @@ def fit_fixes(sc: Scenario, mem: MemoryBreakdown, fits: Callable[[Scenario], boo
     if kv is not None and works(kv_dtype=kv):
         fixes.append(Fix({"kv_dtype": kv}))
     weights = weight_dtypes_to_try(sc)
-    dtype = next((d for d in weights if works(weight_dtype=d)), None)
+    dtype = next((d for d in weights if works(quant=d)), None)
     if dtype is not None:
-        fixes.append(Fix({"weight_dtype": dtype}))
+        fixes.append(Fix({"quant": dtype}))
     tp = next((t for t in FIT_TP if t > sc.parallel.tp and works(**wider(t))), None)
     if tp is not None:
         fixes.append(Fix(wider(tp)))
@@ -94,18 +97,28 @@ def fit_fixes(sc: Scenario, mem: MemoryBreakdown, fits: Callable[[Scenario], boo
         return FitAdvice(mem.total_bytes, mem.capacity_bytes, fixes)
     for t in (x for x in FIT_TP if x > sc.parallel.tp):
         for d in weights:
-            if works(**wider(t), weight_dtype=d):
+            if works(**wider(t), quant=d):
                 return FitAdvice(
                     mem.total_bytes,
                     mem.capacity_bytes,
-                    [Fix({**wider(t), "weight_dtype": d})],
+                    [Fix({**wider(t), "quant": d})],
                     True,
                 )
     return FitAdvice(mem.total_bytes, mem.capacity_bytes)
 
 
-FIELDS = {"tp": "parallel", "ep": "parallel", "weight_dtype": "precision", "kv_dtype": "precision",
+FIELDS = {"tp": "parallel", "ep": "parallel", "quant": "precision", "kv_dtype": "precision",
           "batch": "workload"}  # fmt: skip
+
+
+def _field_changes(name: str, value: object) -> dict[str, object]:
+    """A fix's change as the fields of its part (a scheme sets the weights, activations and
+    itself, and leaves the native format)."""
+    if name != "quant":
+        return {name: value}
+    s = SCHEMES[str(value)]
+    return {"weight_dtype": s.weight_dtype, "act_dtype": s.act_dtype, "expert_weight_dtype": "",
+            "scheme": value, "native": False}  # fmt: skip
 
 
 def _with(sc: Scenario, changes: dict[str, object]) -> Scenario | None:
@@ -113,7 +126,8 @@ def _with(sc: Scenario, changes: dict[str, object]) -> Scenario | None:
     for name, value in changes.items():
         part = FIELDS[name]
         current = update.get(part, getattr(sc, part))
-        update[part] = current.model_copy(update={name: value})  # type: ignore[attr-defined]
+        changed = _field_changes(name, value)
+        update[part] = current.model_copy(update=changed)  # type: ignore[attr-defined]
     try:
         return Scenario.model_validate({**sc.__dict__, **update})
     except (ValueError, RooflensError):

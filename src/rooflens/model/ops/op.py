@@ -156,6 +156,21 @@ def memory_op(name: str, phase: str, kind: str, count: int, flops: Num, act_byte
               shape={"eager": True} if eager else {})  # fmt: skip
 
 
+# A norm program's threads scale with its row up to a full block: kernels/rmsnorm.py launches
+# hidden / 256 warps (16 from 4096 on), vLLM's rms_norm min(hidden, 1024) threads. Narrower rows
+# take a share of an SM's thread slots, so more of them are resident at once; per-head q/k norms
+# (64–256 wide) run one warp per head, many heads per block (TensorRT-LLM's fusedQKNormRope,
+# vLLM's fused_qk_norm_rope). The calibrated wave and occupancy terms count full-width programs.
+# An eager PyTorch norm (a harness's unfused torch ops) keeps one program per row.
+NORM_FULL_PROGRAM_ELEMENTS = 4096.0
+
+
+def norm_programs(rows: Num, hidden: Num) -> Num:
+    """The norm's grid in full-width programs: rows × min(1, hidden / 4096) (one program per
+    row from 4096 wide on, as the calibrated norms were measured)."""
+    return rows * np.minimum(1.0, np.asarray(hidden, dtype=np.float64) / NORM_FULL_PROGRAM_ELEMENTS)
+
+
 def norm_op(name: str, phase: str, count: int, rows: Num, hidden: Num, act_dtype: str,
             residual: Num = 1.0, norm: str = "rmsnorm", eager: bool = False) -> Op:  # fmt: skip
     """(Fused add +) RMSNorm or LayerNorm of [rows, hidden]: 5 FLOPs per element; reads x (and
@@ -170,7 +185,8 @@ def norm_op(name: str, phase: str, count: int, rows: Num, hidden: Num, act_dtype
     # rows leave most SMs idle, which the calibrated occupancy term prices
     # (model/pricing/roofline.py).
     # The rows stream; the weight vector is re-read by every program from L2, not throttled.
-    shape = {**op.shape, "rows": rows, "hidden": hidden, "thread_blocks": rows,
+    shape = {**op.shape, "rows": rows, "hidden": hidden,
+             "thread_blocks": rows if eager else norm_programs(rows, hidden),
              "streamed_bytes": act}  # fmt: skip
     return replace(op, shape=shape)
 

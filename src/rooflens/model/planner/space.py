@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rooflens.hardware.presets import get_gpu
 from rooflens.model.planner.curves import Group
 from rooflens.model.planner.serving import CHUNK_TOKENS, MODES
-from rooflens.model.predict.scenario import DEFAULT_OVERHEAD_BYTES
+from rooflens.model.predict.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PROFILE
 from rooflens.model.specs.dtypes import default_act_dtype
 
 DEFAULT_MAX_BATCHES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
@@ -35,7 +35,7 @@ class SweepSpace(BaseModel):
     chunk_tokens: int = Field(
         default=CHUNK_TOKENS, gt=0, description="chunked prefill token budget"
     )
-    profile: str = "calibrated"
+    profile: str = DEFAULT_PROFILE
     opts: tuple[str, ...] = ()
     sweep_opts: tuple[str, ...] = Field(default=(), description="each tried on and off")
     overhead_bytes: float = DEFAULT_OVERHEAD_BYTES

@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from rooflens.hardware.errors import FieldError, RooflensError, validation_message
-from rooflens.hardware.presets import default_system, get_gpu
-from rooflens.hardware.systems import get_system, system_ids
+from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.systems import default_system, get_system, system_ids
 from rooflens.model.optimizations import parse_opt
 from rooflens.model.optimizations.base import Optimization
 from rooflens.model.optimizations.sliding_window import streaming_spec
@@ -33,6 +33,7 @@ from rooflens.model.predict.scenario import (
 from rooflens.model.predict.steps import Prediction
 from rooflens.model.specs.dtypes import default_act_dtype
 from rooflens.model.specs.presets import get_model
+from rooflens.model.specs.quant import NATIVE, SCHEMES, scheme_of
 from rooflens.model.specs.spec import ModelSpec
 
 
@@ -70,16 +71,10 @@ def scenario_of(request: ScenarioRequest, spec: ModelSpec | None = None) -> Scen
         system = get_system(r.gpu)
     else:
         system = default_system(get_gpu(r.gpu))
-    native = r.weight_dtype is None
-    expert_dtype = spec.native_expert_dtype if native else ""
-    weight_dtype = r.weight_dtype or spec.native_weight_dtype
-    # KV follows activations the user names; with the native recipe it stays 16-bit, as
-    # vLLM's kv_cache_dtype "auto" keeps it for FP8 checkpoints.
+    weight_dtype, act_dtype, expert_dtype, scheme, native = _precision(r, spec, system)
+    # KV follows activations the user names; otherwise it stays 16-bit, as vLLM's
+    # kv_cache_dtype "auto" keeps it for FP8 checkpoints and quantized weights.
     kv_dtype = r.kv_dtype or r.act_dtype or "bf16"
-    act_dtype = r.act_dtype
-    if act_dtype is None:
-        native_act = default_act_dtype(weight_dtype, system.gpu.peak_flops_per_s)
-        act_dtype = native_act if native else "bf16"
     overhead = DEFAULT_OVERHEAD_BYTES if r.overhead_gb is None else r.overhead_gb * 1e9
     try:
         return Scenario(
@@ -98,6 +93,8 @@ def scenario_of(request: ScenarioRequest, spec: ModelSpec | None = None) -> Scen
                 act_dtype=act_dtype,
                 kv_dtype=kv_dtype,
                 weight_group_size=r.group_size,
+                scheme=scheme,
+                native=native,
             ),
             parallel=Parallelism(tp=r.tp, pp=r.pp, ep=r.ep),
             profile=r.profile,
@@ -134,6 +131,29 @@ def _about_opts(exc: RooflensError) -> RooflensError:
     if text.startswith("--opt "):  # the optimizations' own messages name their flag
         return FieldError("opts", "{subject} " + text.removeprefix("--opt "), "--opt")
     return RooflensError(text, "opts")
+
+
+def _precision(r: ScenarioRequest, spec: ModelSpec, system: Any) -> tuple[str, str, str, str, bool]:
+    """(weights, activations, experts, scheme id, native) of a request. A named scheme
+    (`--quant`, model/specs/quant.py SCHEMES) sets both dtypes, and --weight-dtype/--act-dtype
+    may only repeat them; `native` keeps the checkpoint's format (gpt-oss: MXFP4 experts),
+    which the dtype flags override. Activations default to what engines pair with the weights
+    on this GPU (dtypes.default_act_dtype: fp8 weights run W8A8 where fp8 units exist)."""
+    units = system.gpu.peak_flops_per_s
+    if r.quant != NATIVE:
+        s = SCHEMES[r.quant]
+        for flag, given, wanted in (("--weight-dtype", r.weight_dtype, s.weight_dtype),
+                                    ("--act-dtype", r.act_dtype, s.act_dtype)):  # fmt: skip
+            if given is not None and given != wanted:
+                raise RooflensError(f"--quant {r.quant} ({s.label}) sets {flag} {wanted}, not "
+                                    f"{given}: drop {flag} or pick another --quant")  # fmt: skip
+        return s.weight_dtype, s.act_dtype, "", r.quant, False
+    native = r.weight_dtype is None and r.act_dtype is None
+    weight = r.weight_dtype or spec.native_weight_dtype
+    experts = spec.native_expert_dtype if r.weight_dtype is None else ""
+    act = r.act_dtype or default_act_dtype(weight, units)
+    block = native and weight == "fp8"  # native FP8 checkpoints are block-scaled (quant.py)
+    return weight, act, experts, scheme_of(weight, act, experts, block), native
 
 
 def make_pipeline(scenario: Scenario, opts: Sequence[str | Optimization] = ()) -> Pipeline:

@@ -15,7 +15,7 @@ of CHOICES), `preset` (a key of PRESETS: the field names a preset), `memory` (Fa
 memory` leaves it out; a dict: the flag, default and help it has there) and `step` (the
 sidebar's increment). A value out of bounds or choices is one line, `bad_value`, the same on
 every face. Where faces differ in a default (the dashboard opens on a 70B model at batch 8,
-TP 4, calibrated), the face keeps a table of overrides (`with_defaults`) and nothing else.
+TP 4), the face keeps a table of overrides (`with_defaults`) and nothing else.
 """
 
 from __future__ import annotations
@@ -33,15 +33,21 @@ from rooflens.hardware.presets import gpu_ids
 from rooflens.hardware.profiles import PROFILES
 from rooflens.hardware.spec import Spec
 from rooflens.hardware.systems import system_ids
-from rooflens.model.predict.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS
+from rooflens.model.predict.scenario import (
+    DEFAULT_OVERHEAD_BYTES,
+    DEFAULT_PREFILL_CHUNK_TOKENS,
+    DEFAULT_PROFILE,
+)
 from rooflens.model.specs.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
 from rooflens.model.specs.presets import model_ids
+from rooflens.model.specs.quant import NATIVE, QUANT_CHOICES, SCHEMES
 
 # The values a choice field may take (None, where a field allows it, means "the default").
 CHOICES: dict[str, tuple[str, ...]] = {
     "storage": STORAGE_DTYPES,
     "activation": ACTIVATION_DTYPES,
     "profile": PROFILES,
+    "quant": QUANT_CHOICES,
 }
 # The presets a field may name (a link may name nothing else: no file on the server).
 PRESETS: dict[str, Callable[[], list[str]]] = {
@@ -87,14 +93,22 @@ class ScenarioRequest(Spec):
         0, "images per prompt (vision-language models): their tokens join the prompt", ge=0,
         flag="--images", label="Images per prompt", unit="images", step=1, memory=False,
     )  # fmt: skip
+    quant: str = _field(
+        NATIVE, "precision scheme, as engines name it: native (the checkpoint's own format: "
+        "bf16; MXFP4 experts with bf16 attention for gpt-oss; FP8-block for DeepSeek-V3), "
+        + ", ".join(f"{key} ({s.label}: {s.means})" for key, s in SCHEMES.items())
+        + "; --weight-dtype/--act-dtype override native, and must agree with any other scheme",
+        flag="--quant", label="Precision scheme", choices="quant",
+    )  # fmt: skip
     weight_dtype: str | None = _field(
-        None, "weight storage dtype; default: the model's native dtype (bf16; fp8 for "
-        "DeepSeek-V3)", flag="--weight-dtype", label="Weights", query="wdtype", choices="storage",
+        None, "weight storage dtype (experts; --quant names the schemes); default: the "
+        "scheme's, else the model's native dtype", flag="--weight-dtype", label="Weights (expert)",
+        query="wdtype", choices="storage",
     )  # fmt: skip
     act_dtype: str | None = _field(
-        None, "activation dtype; default: fp8 with fp8 weights on GPUs with fp8 units, else bf16",
-        flag="--act-dtype", label="Activations", query="adtype", choices="activation",
-        memory=False,
+        None, "activation dtype (experts); default: the scheme's, else fp8 with fp8 weights on "
+        "GPUs with fp8 units (W8A8-FP8), else bf16", flag="--act-dtype",
+        label="Activations (expert)", query="adtype", choices="activation", memory=False,
     )  # fmt: skip
     kv_dtype: str | None = _field(
         None, "KV-cache dtype; default: the activations'",
@@ -118,8 +132,9 @@ class ScenarioRequest(Spec):
         flag="--ep", label="Expert-parallel degree (EP)", unit="GPUs", step=1,
     )  # fmt: skip
     profile: str = _field(
-        "ideal", "pricing profile: ideal (datasheet peaks, a lower bound on time) or calibrated "
-        "(efficiencies and per-call overheads fitted on measured kernels, hardware/calibration/)",
+        DEFAULT_PROFILE, "pricing profile: calibrated (efficiencies and per-call overheads "
+        "fitted on measured kernels, hardware/calibration/) or ideal (datasheet peaks: the "
+        "stated lower bound on time)",
         flag="--profile", label="Profile", choices="profile", memory=False,
     )  # fmt: skip
     overhead_gb: float | None = _field(

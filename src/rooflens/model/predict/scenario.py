@@ -7,6 +7,7 @@ from pydantic import Field, model_validator
 from rooflens.hardware.errors import FieldError
 from rooflens.hardware.spec import GPUSpec, Spec, SystemSpec
 from rooflens.model.specs.dtypes import ACTIVATION_DTYPES, FP4_DTYPES, STORAGE_DTYPES
+from rooflens.model.specs.quant import SCHEMES, family_of, scheme_text
 from rooflens.model.specs.spec import ModelSpec
 
 GIB = float(2**30)
@@ -16,6 +17,15 @@ DEFAULT_OVERHEAD_BYTES = 1.5 * GIB
 # Prefill activations are sized for at most this many tokens at once: vLLM's default
 # max_num_batched_tokens with chunked prefill (8192). Set it to 0 for no chunking.
 DEFAULT_PREFILL_CHUNK_TOKENS = 8192
+# The profile every face prices with unless told otherwise; `ideal` is the stated lower bound.
+DEFAULT_PROFILE = "calibrated"
+
+
+def priced_by(profile: str) -> str:
+    """What produced a prediction's numbers, in the words every table, JSON and page print: the
+    pricing profile, `ideal` named as the lower bound it is. Hook: the engine (vLLM, SGLang,
+    TensorRT-LLM) joins these words once the scenario carries one (issue 23 §1)."""
+    return f"{profile} profile" + (" (datasheet lower bound)" if profile == "ideal" else "")
 
 
 class Precision(Spec):
@@ -33,6 +43,12 @@ class Precision(Spec):
         gt=0,
         description="elements sharing one fp16 scale in int8/int4/nf4 weights",
     )
+    scheme: str = Field(
+        default="",
+        description="the precision scheme in force (model/specs/quant.py SCHEMES: w4a16, "
+        "w8a8-fp8, fp8-block, ...); '' where the dtypes make none (fp8 weight-only, mixed experts)",
+    )
+    native: bool = Field(default=False, description="the checkpoint's own format (--quant native)")
 
     @model_validator(mode="after")
     def _check(self) -> Precision:
@@ -41,6 +57,7 @@ class Precision(Spec):
             ("kv_dtype", STORAGE_DTYPES),
             ("act_dtype", ACTIVATION_DTYPES),
             ("expert_weight_dtype", ("", *STORAGE_DTYPES)),
+            ("scheme", ("", *SCHEMES)),
         ):
             value = getattr(self, field)
             if value not in allowed:
@@ -51,6 +68,20 @@ class Precision(Spec):
     def expert_dtype(self) -> str:
         """The dtype routed experts are stored in."""
         return self.expert_weight_dtype or self.weight_dtype
+
+    @property
+    def family(self) -> str | None:
+        """The kernel family the (dense) matmuls run as (model/specs/quant.py FAMILIES)."""
+        if self.scheme:
+            return SCHEMES[self.scheme].family
+        return family_of(self.weight_dtype, self.act_dtype)
+
+    @property
+    def text(self) -> str:
+        """The precision in engine words: 'W4A16', 'native: MXFP4 experts, bf16 attention'."""
+        words = scheme_text(self.weight_dtype, self.act_dtype, self.expert_weight_dtype,
+                            self.scheme == "fp8-block")  # fmt: skip
+        return f"native: {words}" if self.native else words
 
 
 class Parallelism(Spec):

@@ -25,7 +25,7 @@ import numpy as np
 
 from rooflens.hardware.profiles import Profile
 from rooflens.model.ops.op import Num, Op
-from rooflens.model.predict.scenario import Scenario, Workload
+from rooflens.model.predict.scenario import Scenario, Workload, priced_by
 from rooflens.model.pricing.roofline import PricedOp, call_columns, to_frame
 
 MAX_DECODE_SAMPLES = 512
@@ -168,6 +168,7 @@ class Prediction:
             "model": sc.model.id,
             "gpu": sc.gpu.id,
             "profile": sc.profile,
+            "priced_by": priced_by(sc.profile),
             "batch": sc.workload.batch,
             "prompt_len": sc.workload.prompt_len,
             "output_len": sc.workload.output_len,

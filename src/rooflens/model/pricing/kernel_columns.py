@@ -54,8 +54,10 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "comm": ("collective", "comm_bytes", "n_gpus"),
 }  # fmt: skip
 OUTPUT_COLUMNS = ("flops", "bytes", "predicted_s", "bound")
-# The largest size a kernel indexes (int32): anything larger is a typing slip, and would
-# overflow the counts into inf.
+# The largest size a kernel indexes (int32): in a user's table (`kernels predict`, a measured
+# table) anything larger is a typing slip, and would overflow the counts into inf. Rows the
+# operator table builds (a whole step's elements, bytes) pass 2³¹ routinely and are never held to
+# it (`Group(..., internal=True)`, model/pricing/reprice.py).
 MAX_SIZE = 2**31 - 1
 DTYPE_ALIASES = {
     "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32",
@@ -95,20 +97,25 @@ def check_moe_layout(inter: Num, experts: Num, topk: Num, tp: Num, ep: Num, wher
 class Group:
     """The rows of one op and variant, read column by column with one-line errors."""
 
-    def __init__(self, g: pd.DataFrame, op_name: str, dtype: str, extra: str):
+    def __init__(
+        self, g: pd.DataFrame, op_name: str, dtype: str, extra: str, internal: bool = False
+    ):
         self.g, self.op, self.dtype, self.extra = g, op_name, dtype, extra
+        # internal rows (the operator table's own calls) keep the positivity and finiteness
+        # checks but not a user's int32 limit
+        self.max_size = np.inf if internal else MAX_SIZE
 
     def col(self, name: str) -> Any:  # float64 array (head counts etc. broadcast as ints)
-        """A required size column: positive and at most MAX_SIZE (a mean decode step's call may
+        """A required size column: positive and at most `max_size` (a mean decode step's call may
         hold a fractional length, so whole numbers are not required)."""
         if name not in self.g.columns:
             raise RooflensError(f"op {self.op} needs a '{name}' column")
         values = pd.to_numeric(self.g[name], errors="coerce").to_numpy(dtype=np.float64)
-        bad = ~np.isfinite(values) | (values <= 0) | (values > MAX_SIZE)
+        bad = ~np.isfinite(values) | (values <= 0) | (values > self.max_size)
         if bad.any():
             first = int(np.argmax(bad))
             raise RooflensError(f"row {self.g.index[first]}: {name} must be a positive number "
-                                f"≤ {MAX_SIZE:,} for op {self.op}, "
+                                f"≤ {self.max_size:,} for op {self.op}, "
                                 f"got '{self.g[name].iloc[first]}'")  # fmt: skip
         return values
 
@@ -120,7 +127,7 @@ class Group:
         values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
         given = raw.notna().to_numpy() & (raw.astype(str).str.strip() != "").to_numpy()
         low = values < 0 if name == "residual" else values <= 0
-        bad = given & (~np.isfinite(values) | low | (values > MAX_SIZE))
+        bad = given & (~np.isfinite(values) | low | (values > self.max_size))
         if bad.any():
             first = int(np.argmax(bad))
             raise RooflensError(f"row {self.g.index[first]}: {name} must be a positive number "

@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.hardware.presets import default_system
 from rooflens.hardware.profiles import Profile, get_profile
 from rooflens.hardware.spec import GPUSpec, SystemSpec
+from rooflens.hardware.systems import default_system
 from rooflens.model.ops.attention import attention_op
 from rooflens.model.ops.mla import mla_decode_op, mla_prefill_op
 from rooflens.model.ops.moe import moe_op
@@ -116,10 +116,11 @@ def _group_op(grp: Group, group_size: int, sm_count: int) -> Op:
     raise RooflensError(f"unknown op '{op_name}'; use one of {', '.join(REQUIRED)}")
 
 
-def batches(table: pd.DataFrame, gpu: GPUSpec) -> list[Batch]:
+def batches(table: pd.DataFrame, gpu: GPUSpec, internal: bool = False) -> list[Batch]:
     """Group a kernel table into array-shaped Ops for `gpu` (positions refer to `table`'s row
     order). Attention rows with one new token per sequence form their own groups: pricing
-    gives them the decode terms (model/pricing/roofline.py kind_terms), as it would row by row."""
+    gives them the decode terms (model/pricing/roofline.py kind_terms), as it would row by row.
+    `internal`: the rows are the operator table's own calls, not a user's (no int32 limits)."""
     if "op" not in table.columns:
         raise RooflensError("input needs an 'op' column (gemm, attention_prefill, ...)")
     frame = table.reset_index(drop=True)
@@ -156,7 +157,7 @@ def batches(table: pd.DataFrame, gpu: GPUSpec) -> list[Batch]:
     out = []
     key: Any
     for key, g in frame.groupby(keys, sort=False, dropna=False):
-        grp = Group(g, str(key[0]), str(key[1]), str(key[2]))
+        grp = Group(g, str(key[0]), str(key[1]), str(key[2]), internal)
         out.append(Batch(_group_op(grp, int(key[3]), gpu.sm_count), g.index.to_numpy()))
     return out
 
@@ -167,17 +168,18 @@ def predict_frame(
     profile: str | Profile = "ideal",
     detail: bool = False,
     system: SystemSpec | None = None,
+    internal: bool = False,
 ) -> pd.DataFrame:
     """`table` plus flops, bytes, predicted_s and bound; `detail` adds compute_dtype,
     compute_s and memory_s (the roofs, per call). `system` prices `comm` rows (default: the
-    GPU's default node)."""
+    GPU's default node). `internal`: rows the operator table built (`batches`)."""
     prof = profile if isinstance(profile, Profile) else get_profile(profile, gpu)
     system = system or default_system(gpu)
     n = len(table)
     flops, nbytes, time_s = np.zeros(n), np.zeros(n), np.zeros(n)
     bound, dtypes = np.empty(n, dtype=object), np.empty(n, dtype=object)
     compute_s, memory_s = np.zeros(n), np.zeros(n)
-    for b in batches(table, gpu):
+    for b in batches(table, gpu, internal):
         priced = price_op(b.op, system, prof)
         flops[b.index] = np.broadcast_to(b.op.flops, b.index.shape)
         nbytes[b.index] = np.broadcast_to(b.op.bytes, b.index.shape)

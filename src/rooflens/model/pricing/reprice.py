@@ -36,7 +36,9 @@ def call_exact(priced: list[PricedOp], system: SystemSpec, profile: Profile) -> 
     if not frames:
         return exact
     table = pd.concat(frames, ignore_index=True)
-    seconds = predict_frame(table, system.gpu, profile, system=system)["predicted_s"].to_numpy()
+    # the op table's own rows: a step's element and byte counts pass a user's int32 limits
+    priced_calls = predict_frame(table, system.gpu, profile, system=system, internal=True)
+    seconds = priced_calls["predicted_s"].to_numpy()
     start = 0
     for i, want in wanted.items():
         mine = seconds[start : start + want.size] * priced[i].op.count

@@ -133,11 +133,15 @@ def _tile_quantization(op: Op, sm_count: int) -> Num:
 
 
 def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count: int,
-           streamed_share: Num = 1.0) -> Num:  # fmt: skip
+           streamed_share: Num = 1.0, vector_s: Num = 0.0) -> Num:  # fmt: skip
     """Busy time of one call from its compute and memory roofs (overhead not included).
 
     `streamed_share` is the part of the bytes the grid streams in parallel (an attention
     op's KV-cache reads); only it is throttled by occupancy, the rest moves at full rate.
+    `vector_s` is CUDA-core work (a weight-only GEMM's dequantization) added to the compute
+    roof after the tile padding `q`: it is counted per row tile already (model/ops/op.py
+    dequant_vector_flops), and padding the tensor-core tile does not redo it (without this, a
+    W8A16 decode at batch 1 was priced 4× batch 8's).
     """
     blocks = None
     if eff.wave_latency_s > 0 or eff.saturation_blocks_per_sm > 0 or eff.wave_tail > 0:
@@ -156,6 +160,7 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
         # count the waves of the unsplit programs (a stated grid of kv_splits per program).
         splits = np.maximum(np.asarray(op.shape.get("kv_splits", 1.0), dtype=np.float64), 1.0)
         latency_s = eff.wave_latency_s * np.ceil(np.maximum(blocks / splits, 1.0) / sm_count)
+    compute_s = compute_s + vector_s
     top = np.maximum(np.maximum(compute_s, memory_s), latency_s)
     p = eff.overlap_power
     if p is None:
@@ -187,8 +192,9 @@ def eager_roof(gpu: GPUSpec, eff: KindEfficiency) -> float:
 def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     gpu = system.gpu
     eff = kind_terms(profile, op)
-    compute_s = op.flops / (gpu.peak(op.compute_dtype) * eff.compute_fraction)
-    compute_s = compute_s + op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
+    tensor_s = op.flops / (gpu.peak(op.compute_dtype) * eff.compute_fraction)
+    vector_s = op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
+    compute_s = tensor_s + vector_s
     # One occupancy model at a time: a calibrated profile's fitted one (on the op's real grid)
     # replaces the op's structural min(1, blocks / SMs).
     occupancy = 1.0 if eff.saturation_blocks_per_sm > 0 else op.bandwidth_fraction
@@ -206,7 +212,7 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     if streamed_bytes is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
             streamed = np.where(op.bytes > 0, streamed_bytes / op.bytes, 1.0)
-    busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed) + comm_s
+    busy = busy_s(eff, tensor_s, memory_s, op, gpu.sm_count, streamed, vector_s) + comm_s
     # A collective's fixed cost is its protocol's base latency (model/pricing/comm.py; fitted on
     # NCCL
     # under `calibrated`): a kernel's per-call overhead on top would count it twice.

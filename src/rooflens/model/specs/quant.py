@@ -6,9 +6,15 @@ A family is one kind of kernel with its own efficiency: per-tensor FP8 (CUTLASS 
 128-block FP8 (DeepSeek-style, DeepGEMM / block-scaled CUTLASS) have the same operand types but
 different kernels; weight-only int4 (Marlin, TensorRT-LLM's WeightOnlyQuantMatmul) streams
 packed weights and dequantizes in registers before a 16-bit MMA.
+
+Above the families, the precision schemes users pick (`--quant`): the names engines give them
+(W8A8-FP8, FP8-block, W8A16, W4A16, SmoothQuant, NVFP4, MXFP4, bf16), each a (weight, activation)
+pair and its family, and `native`, the checkpoint's own format.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 # family label -> (dtype of the activations / MMA operands, weight storage dtype or None when
 # the weights are stored at that dtype).
@@ -41,3 +47,65 @@ def family_of(weight_dtype: str, act_dtype: str, block_scaled: bool = False) -> 
         if act == act_dtype and (weight or act) == weight_dtype and label != "fp8_block":
             return label
     return None
+
+
+# Precision schemes as engines name them (vLLM `--quantization`, TensorRT-LLM ModelOpt, SGLang):
+# each sets the weights' and activations' dtypes and the kernel family that runs its matmuls.
+# `--quant` (model/predict/request.py) picks one; `native` keeps the checkpoint's own format.
+@dataclass(frozen=True)
+class Scheme:
+    label: str  # the engine's name, as every face prints it
+    weight_dtype: str
+    act_dtype: str
+    family: str  # a FAMILIES label
+    means: str  # what engines call it and run
+
+
+NATIVE = "native"
+SCHEMES: dict[str, Scheme] = {
+    "bf16": Scheme("bf16", "bf16", "bf16", "bfloat16", "16-bit weights and activations"),
+    "w8a8-fp8": Scheme("W8A8-FP8", "fp8", "fp8", "fp8", "FP8 weights and activations, "
+                       "per-tensor scales (vLLM/SGLang fp8, TensorRT-LLM FP8)"),
+    "fp8-block": Scheme("FP8-block", "fp8", "fp8", "fp8_block", "FP8 weights and activations, "
+                        "128-block scales (DeepSeek-V3's checkpoint, DeepGEMM)"),
+    "w8a16": Scheme("W8A16", "int8", "bf16", "int8_wo", "int8 weight-only, bf16 activations "
+                    "(TensorRT-LLM int8_wo, GPTQ 8-bit)"),
+    "w4a16": Scheme("W4A16", "int4", "bf16", "int4_wo", "int4 weight-only, bf16 activations "
+                    "(AWQ, GPTQ; Marlin kernels)"),
+    "smoothquant": Scheme("SmoothQuant", "int8", "int8", "sq", "W8A8 int8 (SmoothQuant, "
+                          "TensorRT-LLM sq)"),
+    "nvfp4": Scheme("NVFP4", "nvfp4", "nvfp4", "nvfp4", "W4A4 NVFP4, 16-element fp8 block scales "
+                    "(Blackwell; ModelOpt)"),
+    "mxfp4": Scheme("MXFP4", "mxfp4", "bf16", "w4a16_mxfp4", "MXFP4 weights, bf16 activations "
+                    "(gpt-oss's kernels off Blackwell)"),
+}  # fmt: skip
+QUANT_CHOICES = (NATIVE, *SCHEMES)
+# Native 8-bit float checkpoints among the presets carry 128-block scales (DeepSeek-V3's
+# config.json: weight_block_size [128, 128]), so their W8A8 runs the block-FP8 family.
+NATIVE_FP8_SCHEME = "fp8-block"
+
+
+def scheme_of(weight_dtype: str, act_dtype: str, expert_dtype: str = "",
+              block_scaled: bool = False) -> str:  # fmt: skip
+    """The scheme id these dtypes make ('' when none does: fp8 weight-only, mixed experts);
+    `block_scaled` picks FP8-block over per-tensor W8A8-FP8."""
+    if expert_dtype and expert_dtype != weight_dtype:
+        return ""
+    if (weight_dtype, act_dtype) == ("fp8", "fp8"):
+        return "fp8-block" if block_scaled else "w8a8-fp8"
+    pairs = {(s.weight_dtype, s.act_dtype): key for key, s in SCHEMES.items()}
+    return pairs.get((weight_dtype, act_dtype), "")
+
+
+def scheme_text(weight_dtype: str, act_dtype: str, expert_dtype: str = "",
+                block_scaled: bool = False) -> str:  # fmt: skip
+    """What a precision is in engine words: 'W4A16', 'MXFP4 experts, bf16 attention',
+    'fp8 weights, bf16 activations' (a pair no scheme names)."""
+    if expert_dtype and expert_dtype != weight_dtype:
+        experts = SCHEMES[expert_dtype].label if expert_dtype in SCHEMES else expert_dtype
+        rest = scheme_text(weight_dtype, act_dtype)
+        return f"{experts} experts, {rest} attention"
+    key = scheme_of(weight_dtype, act_dtype, block_scaled=block_scaled)
+    if key:
+        return SCHEMES[key].label
+    return f"{weight_dtype} weights, {act_dtype} activations"

@@ -1,0 +1,54 @@
+"""Issue 23's check of the realistic scenario space: a fixed random sample of scenarios (models
+from Llama to DeepSeek-V3, GPUs from A10 to B200, TP 1–8, batch 1–512, prompt 128–16k, native,
+bf16, W8A8 fp8, W4A16, W8A16, common optimizations), each checked by
+rooflens.validate.scenario_space.check. Prints the counts of crashes, broken physics, operators
+priced by `calibrated` at more than 20× their ideal time, and quantized decode slower than bf16
+at batch ≤ 16 under each profile, then the first few of each.
+
+    PYTHONPATH=src python benchmarks/scenario_space.py [--n 400] [--seed 23]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from collections import Counter
+
+from rooflens.validate.scenario_space import check, realistic
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=400, help="scenarios drawn (default 400)")
+    parser.add_argument("--seed", type=int, default=23, help="random seed (default 23)")
+    parser.add_argument("--show", type=int, default=8, help="examples printed per kind")
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    start = time.perf_counter()
+    reports = [check(realistic(rng)) for _ in range(args.n)]
+    elapsed = time.perf_counter() - start
+    counts = Counter()
+    for r in reports:
+        counts["refused (one-line error)"] += bool(r.refused)
+        counts["does not fit (exit 3)"] += not r.fits and not r.refused
+        for kind in ("crash", "physics", "ratio"):
+            counts[kind] += bool(getattr(r, kind))
+        counts["quant"] += any(q.startswith("calibrated") for q in r.quant)
+    print(f"{args.n} scenarios (seed {args.seed}) in {elapsed:.1f} s")
+    print(f"  crashes:                               {counts['crash']}")
+    print(f"  broken physics:                        {counts['physics']}")
+    print(f"  op > 20× ideal and > 10 % of its step: {counts['ratio']}")
+    print(f"  calibrated int4/fp8 decode > bf16:     {counts['quant']}")
+    # every sampled scenario is valid: a refusal (exit 2) is a failure too
+    print(f"  refused (exit 2 on a valid scenario):  {counts['refused (one-line error)']}")
+    print(f"  does not fit (exit 3):                 {counts['does not fit (exit 3)']}")
+    for kind in ("crash", "physics", "ratio", "quant", "refused"):
+        shown = [r for r in reports if getattr(r, kind)][: args.show]
+        for r in shown:
+            s = {k: v for k, v in r.scenario.items() if v not in ((), None)}
+            print(f"[{kind}] {s}: {getattr(r, kind)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""The physics a prediction must hold anywhere in the scenario space (issue 23 §4), checked on one
+scenario at a time through the Python API the faces call:
+
+- it predicts (a one-line refusal, `RooflensError`, is a refusal, anything else a crash) and
+  its JSON holds finite numbers only;
+- a step never gets faster with more work: TTFT and TPOT at twice the batch, and at twice the
+  prompt, are never lower;
+- the KV cache is linear in the batch; weights per GPU are ∝ 1/TP (while TP ≤ the KV heads, so
+  no K/V projection is replicated);
+- weight-only int4 and fp8 decode at batch ≤ 16 never cost more than bf16 on the same GPU
+  (switchable per profile: `calibrated` holds it once its profile is fitted on the kernels
+  engines run);
+- no operator priced by `calibrated` at more than MAX_CALIBRATED_OVER_IDEAL × its `ideal` time
+  while it holds more than MIN_SHARE of its step. The calibrated time is taken above its fixed
+  floor (the per-launch overhead and one wave's latency, model/pricing/roofline.py): a launch
+  costs microseconds however small the call, where `ideal` charges nothing, so a 1-token
+  attention is thousands of times its ideal time and rightly so; what the check catches is a
+  term that scales wrongly (a per-head norm charged one wave per 132 heads: 100× ideal).
+
+tests/model/test_scenario_space.py draws scenarios with hypothesis; benchmarks/scenario_space.py
+draws a fixed random sample and prints the counts.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.profiles import get_profile
+from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.predict.steps import Prediction
+from rooflens.model.pricing.roofline import kind_terms, launch_floor_s
+from rooflens.model.specs.params import count_params
+from rooflens.model.specs.presets import get_model
+
+MAX_CALIBRATED_OVER_IDEAL = 20.0
+MIN_SHARE = 0.10
+# A step may tie with a smaller one (whole tiles, whole waves), never fall.
+REL_TOL = 1e-6
+VISION_BYTES = 2.0  # bytes per vision-encoder parameter: it stays 16-bit (model/predict/memory.py)
+QUANT_BATCH = 16  # weight-only and fp8 decode are checked against bf16 up to this batch
+# The realistic space of issue 23: models, GPUs from A10 to B200, TP 1–8, precisions, and the
+# common optimizations.
+MODELS = ("llama-3-8b", "llama-3-70b", "llama-3.1-8b", "qwen2.5-7b", "qwen3-8b", "qwen3-30b-a3b",
+          "mixtral-8x7b", "gemma-3-4b", "gpt-oss-20b", "gpt-oss-120b", "deepseek-v3",
+          "mistral-7b", "llama-2-13b")  # fmt: skip
+GPUS = ("a10", "l4", "a100-sxm-80gb", "l40s", "h100-sxm", "h200", "b200")
+TPS = (1, 2, 4, 8)
+# (weight_dtype, act_dtype) pairs; None: the model's native recipe.
+PRECISIONS: tuple[tuple[str | None, str | None], ...] = (
+    (None, None), ("bf16", "bf16"), ("fp8", "fp8"), ("int4", "bf16"), ("fp8", "bf16"),
+)  # fmt: skip
+OPTS: tuple[tuple[str, ...], ...] = ((), ("fusion",), ("paged-kv",), ("eager-launch",))
+
+
+@dataclass
+class Report:
+    """What one scenario broke: `crash` (an unexpected exception), `physics` (monotonicity,
+    linearity, quantization) and `ratio` (an op far above its ideal time), each one line."""
+
+    scenario: dict[str, Any]
+    crash: list[str] = field(default_factory=list)
+    physics: list[str] = field(default_factory=list)
+    quant: list[str] = field(default_factory=list)
+    ratio: list[str] = field(default_factory=list)
+    refused: str = ""
+    fits: bool = True
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(_finite(v) for v in value)
+    return True
+
+
+def predict(settings: dict[str, Any], **changes: Any) -> Prediction:
+    fields = {**settings, **changes}
+    opts = fields.pop("opts", ())
+    return run(make_scenario(fields.pop("model"), fields.pop("gpu"), **fields), opts)
+
+
+def _not_below(r: Report, what: str, small: float, big: float) -> None:
+    if big < small * (1 - REL_TOL):
+        r.physics.append(f"{what}: {big * 1e3:.4g} ms < {small * 1e3:.4g} ms")
+
+
+def _step_shares(pred: Prediction) -> Iterator[tuple[str, float, float, float]]:
+    """(phase.op, seconds, its fixed floor in seconds, share of its step) of every priced op."""
+    profile = get_profile(pred.scenario.profile, pred.scenario.gpu)
+    for phase in (pred.prefill, pred.decode):
+        for p in phase.priced:
+            seconds = float(np.mean(p.total_s))
+            wave = kind_terms(profile, p.op).wave_latency_s if p.op.kind != "comm" else 0.0
+            floor = (float(np.mean(launch_floor_s(p.op, profile))) + wave) * p.op.count
+            share = seconds / phase.time_s if phase.time_s > 0 else 0.0
+            yield f"{phase.phase}.{p.op.name}", seconds, floor, share
+
+
+def check(settings: dict[str, Any], quant_profiles: tuple[str, ...] = ("ideal",)) -> Report:
+    """Every check of the module docstring on one scenario (`settings`: ScenarioRequest fields
+    plus `opts`; the profile is set here). `quant_profiles`: where the quantized-decode check is
+    a violation of physics (elsewhere it is recorded in `quant` only)."""
+    r = Report(dict(settings))
+    try:
+        cal = predict(settings, profile="calibrated")
+        ideal = predict(settings, profile="ideal")
+        r.fits = cal.memory.fits
+        if not _finite(cal.to_dict()) or not _finite(ideal.to_dict()):
+            r.crash.append("non-finite number in the JSON")
+        _monotone(r, settings, cal)
+        _linear(r, settings, cal)
+        _ratios(r, cal, ideal)
+        if settings["batch"] <= QUANT_BATCH:
+            for profile, pred in (("calibrated", cal), ("ideal", ideal)):
+                _quantized(r, settings, profile, profile in quant_profiles, pred)
+    except RooflensError as exc:
+        r.refused = str(exc)
+    except Exception as exc:  # a crash is what this check counts
+        r.crash.append(f"{type(exc).__name__}: {exc}")
+    return r
+
+
+def _monotone(r: Report, s: dict[str, Any], base: Prediction) -> None:
+    more_batch = predict(s, batch=2 * s["batch"], profile="calibrated")
+    _not_below(r, "TTFT at 2× batch", base.ttft_s, more_batch.ttft_s)
+    _not_below(r, "TPOT at 2× batch", base.tpot_s, more_batch.tpot_s)
+    kv, kv2 = base.memory.kv_cache_bytes, more_batch.memory.kv_cache_bytes
+    if not math.isclose(kv2, 2 * kv, rel_tol=1e-9):
+        r.physics.append(f"KV cache at 2× batch: {kv2:.6g} B, not 2 × {kv:.6g} B")
+    # A 1-token prompt is decode-shaped (one new token: the decode kernel's fitted terms,
+    # model/pricing/roofline.py kind_terms); the law compares prefills from 2 tokens on.
+    if s["prompt_len"] == 1:
+        base = predict(s, prompt_len=2, profile="calibrated")
+    more_prompt = predict(s, prompt_len=2 * max(2, s["prompt_len"]), profile="calibrated")
+    _not_below(r, "TTFT at 2× prompt", base.ttft_s, more_prompt.ttft_s)
+    _not_below(r, "TPOT at 2× prompt", base.tpot_s, more_prompt.tpot_s)
+
+
+def _linear(r: Report, s: dict[str, Any], base: Prediction) -> None:
+    """Weights per GPU ∝ 1/TP, where TP splits every projection (TP ≤ KV heads)."""
+    tp = s.get("tp", 1)
+    if tp == 1 or tp > get_model(s["model"]).n_kv_heads:
+        return
+    # the vision encoder stays whole on every GPU (model/predict/memory.py)
+    vision = count_params(get_model(s["model"])).vision * VISION_BYTES
+    one = predict(s, tp=1, ep=1, profile="calibrated").memory.weights_bytes - vision
+    mine = (base.memory.weights_bytes - vision) * tp
+    # embeddings, norms and the router are a few % of the weights and engines shard them too
+    if not math.isclose(mine, one, rel_tol=0.02):
+        r.physics.append(f"weights × TP at TP {tp}: {mine:.4g} B vs {one:.4g} B at TP 1")
+
+
+def _quantized(r: Report, s: dict[str, Any], profile: str, strict: bool, pred: Any) -> None:
+    """int4 weight-only and fp8 decode never cost more than bf16 at batch ≤ QUANT_BATCH."""
+    if s.get("weight_dtype") not in ("int4", "fp8"):
+        return
+    bf16 = predict(s, weight_dtype="bf16", act_dtype="bf16", kv_dtype=s.get("kv_dtype"),
+                   profile=profile)  # fmt: skip
+    if pred.tpot_s > bf16.tpot_s * (1 + REL_TOL):
+        line = (f"{profile}: {s['weight_dtype']}/{s.get('act_dtype')} TPOT "
+                f"{pred.tpot_s * 1e3:.4g} ms > bf16 {bf16.tpot_s * 1e3:.4g} ms")  # fmt: skip
+        (r.physics if strict else r.quant).append(line)
+
+
+def _ratios(r: Report, cal: Prediction, ideal: Prediction) -> None:
+    lower = {name: seconds for name, seconds, _, _ in _step_shares(ideal)}
+    for name, seconds, floor, share in _step_shares(cal):
+        base = lower.get(name, 0.0)
+        if share > MIN_SHARE and base > 0 and seconds - floor > MAX_CALIBRATED_OVER_IDEAL * base:
+            r.ratio.append(f"{name}: {seconds / base:.0f}× ideal ({(seconds - floor) / base:.0f}× "
+                           f"above its launch floor), {share:.0%} of its step")  # fmt: skip
+
+
+def realistic(rng: random.Random) -> dict[str, Any]:
+    """One scenario of the realistic space (issue 23): batch 1–512, prompt 128–16k."""
+    model = rng.choice(MODELS)
+    spec = get_model(model)
+    tps = [t for t in TPS if spec.n_heads % t == 0]
+    weight, act = rng.choice(PRECISIONS)
+    output_len = rng.choice((16, 128))
+    # the check doubles the prompt: both must fit the model's context
+    longest = (spec.max_context - output_len) // 2
+    settings: dict[str, Any] = {
+        "model": model, "gpu": rng.choice(GPUS), "tp": rng.choice(tps),
+        "batch": int(2 ** rng.uniform(0, 9)),
+        "prompt_len": min(int(2 ** rng.uniform(7, 14)), longest),
+        "output_len": output_len, "opts": rng.choice(OPTS),
+    }  # fmt: skip
+    if weight is not None:
+        settings.update(weight_dtype=weight, act_dtype=act)
+    return settings

@@ -1,0 +1,62 @@
+"""`--quant`: precision schemes as engines name them, `native` by default (issue 26 §1–§2). The
+scheme sets the weights' and activations' dtypes; --weight-dtype/--act-dtype override native and
+must agree with any other scheme, or the command says so in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rooflens.cli import main
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    assert main(["predict", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(
+    ("scheme", "weights", "acts"),
+    [("w4a16", "int4", "bf16"), ("w8a16", "int8", "bf16"), ("w8a8-fp8", "fp8", "fp8"),
+     ("fp8-block", "fp8", "fp8"), ("smoothquant", "int8", "int8"), ("bf16", "bf16", "bf16")],
+)  # fmt: skip
+def test_a_scheme_sets_both_dtypes(capsys, scheme, weights, acts) -> None:  # type: ignore[no-untyped-def]
+    out = _json(capsys, "--model", "llama-3-8b", "--gpu", "h100-sxm", "--quant", scheme)
+    p = out["precision"]
+    assert (p["weight_dtype"], p["act_dtype"], p["scheme"]) == (weights, acts, scheme)
+
+
+def test_fp8_weights_run_w8a8_where_the_help_says(capsys) -> None:  # type: ignore[no-untyped-def]
+    # issue 26 §1: the help promised fp8 activations with fp8 weights on GPUs with fp8 units
+    out = _json(capsys, "--model", "qwen3-8b", "--gpu", "h100-sxm", "--weight-dtype", "fp8")
+    assert (out["precision"]["act_dtype"], out["precision"]["scheme"]) == ("fp8", "w8a8-fp8")
+    ampere = _json(capsys, "--model", "qwen3-8b", "--gpu", "a100-sxm-80gb", "--weight-dtype", "fp8")
+    assert ampere["precision"]["act_dtype"] == "bf16"  # no fp8 units: weight-only
+
+
+def test_a_flag_that_contradicts_the_scheme_is_refused_in_one_line(capsys) -> None:  # type: ignore[no-untyped-def]
+    argv = ["predict", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--quant", "w4a16"]
+    assert main([*argv, "--weight-dtype", "fp8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --quant w4a16 (W4A16) sets --weight-dtype int4, not fp8: drop "
+                   "--weight-dtype or pick another --quant"]  # fmt: skip
+    assert main([*argv, "--weight-dtype", "int4", "--act-dtype", "bf16", "--json"]) == 0  # agree
+
+
+def test_native_keeps_gpt_oss_mxfp4_experts_and_says_so(capsys) -> None:  # type: ignore[no-untyped-def]
+    argv = ["--model", "gpt-oss-20b", "--gpu", "h100-sxm"]
+    native = _json(capsys, *argv)
+    assert native["precision"]["expert_weight_dtype"] == "mxfp4" and native["precision"]["native"]
+    bf16 = _json(capsys, *argv, "--quant", "bf16")
+    # MXFP4 is 4.25 bits against 16; the experts are 24 layers × 32 × 3 × 2880 × 2880 = 19.1 B
+    saved = bf16["memory"]["weights_bytes"] - native["memory"]["weights_bytes"]
+    assert saved == pytest.approx(19.1e9 * (2 - 4.25 / 8), rel=0.03)
+    assert main(["predict", *argv, "--no-ops"]) == 0
+    assert "precision native: MXFP4 experts, bf16 attention" in capsys.readouterr().out
+
+
+def test_deepseek_native_is_block_fp8(capsys) -> None:  # type: ignore[no-untyped-def]
+    out = _json(capsys, "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8")
+    assert out["precision"]["scheme"] == "fp8-block" and out["precision"]["act_dtype"] == "fp8"
+    assert out["profile"] == "calibrated" and out["priced_by"] == "calibrated profile"

@@ -126,12 +126,18 @@ def test_per_head_qk_norms_cost_near_their_ideal_time():
 
 def test_fit_advice_skips_changes_the_pipeline_refuses() -> None:
     # found by the CLI draw: DeepSeek-V3 at TP 2 × EP 2 on an A10 does not fit; trying TP 4
-    # with EP 2 is refused (EP must be a multiple of TP), which is no fix, not an error (exit 2)
+    # with EP 2 is refused (EP must be a multiple of TP), which is no fix, not an error (exit 2).
+    # The advice widens EP with TP, and what it names must itself fit (exit 0 when followed).
     argv = ["predict", "--model", "deepseek-v3", "--gpu", "a10", "--tp", "2", "--ep", "2"]
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         assert main(argv) == 3
-    assert "GB over" in err.getvalue() and "add --pp" in err.getvalue()
+    line = err.getvalue()
+    assert "GB over" in line and "; try " in line, line
+    advised = line.split("; try ")[1].split(" (")[0].split(", or ")[0].split()
+    followed = [*argv[:5], *advised]  # the advised flags replace --tp/--ep
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main([*followed, "--output-len", "2"]) == 0, followed
 
 
 def test_a_gpu_without_a_cited_tdp_still_predicts() -> None:

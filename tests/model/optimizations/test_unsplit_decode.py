@@ -14,7 +14,9 @@ L = 4096.0
 
 
 def _core(batch: int, opts: list[str]):  # type: ignore[no-untyped-def]
-    pipe = make_pipeline(make_scenario("llama-3-8b", "h100-sxm", batch=batch), opts)
+    pipe = make_pipeline(
+        make_scenario("llama-3-8b", "h100-sxm", batch=batch, profile="ideal"), opts
+    )
     priced = pipe.price_step(Step("decode", float(batch), 1.0, L))
     return next(p for p in priced if p.op.name == "attn.core"), pipe.scenario.gpu
 

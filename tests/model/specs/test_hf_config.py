@@ -28,7 +28,7 @@ def test_layer_types_map_hf_kinds_and_a_uniform_model_has_none() -> None:
     ("raw", "why"),
     [
         (["full_attention"] * 2, "is not a list of 3"),
-        (["full_attention", "linear", "x"], "layer kinds"),
+        (["full_attention", "linear", "x"], "layer kind"),
     ],
 )
 def test_bad_layer_types_are_one_line_naming_the_key(raw: list[str], why: str) -> None:

@@ -15,8 +15,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from rooflens.hardware.presets import read_data_file
     from rooflens.hardware.profiles import CALIBRATION_DIR, Profile
     from rooflens.model.io import check_writable
-    from rooflens.validate.calibrate import fit_all, write_profile
     from rooflens.validate.generation import generation_profiles
+    from rooflens.validate.profile_fit import fit_all, write_profile
 
     out = Path(args.out or CALIBRATION_DIR)
     check_writable(out / "generic.yaml", "--out folder's profile")  # before the fit, not after

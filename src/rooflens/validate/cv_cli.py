@@ -6,25 +6,31 @@ from __future__ import annotations
 
 import argparse
 
-from rooflens.validate.cli_render import console, table, training_table_of
+from rooflens.validate.cli_render import console, training_table_of
 from rooflens.validate.datasets import DEFAULT_ROOT
 
 
 def cmd_cv(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from rooflens.model.io import atomic_write_csv, to_json
-    from rooflens.validate.cv import cross_validate, overall, per_call
+    from rooflens.validate.cv import cross_validate, overall, per_call, targets
 
     progress = None if args.json else console.print
     calls: list = []
-    cv = cross_validate(training_table_of(args), args.rule, args.max_evals, progress, calls)
+    detail: list = []
+    table = training_table_of(args, include_own=True)  # scored, never trained on (cv.py)
+    cv = cross_validate(table, args.rule, args.max_evals, progress, calls, detail)
     calls_summary = per_call(calls)
+    goals = targets(detail)
     if args.output:
         atomic_write_csv(args.output, cv)
     if args.json:
         print(to_json({"cells": cv.to_dict(orient="records"), "overall": overall(cv),
-                       "per_call": calls_summary}))  # fmt: skip
+                       "per_call": calls_summary,
+                       "targets": goals.to_dict(orient="records")}))  # fmt: skip
         return 0
-    shown = cv[["held_out", "op", "rows", "trained_rows", "median", "p90", "bias"]]
+    shown = cv[["held_out", "engine", "op", "rows", "trained_rows", "median", "p90", "bias"]]
     shown = shown.rename(columns={"held_out": "held-out GPU", "trained_rows": "trained on (rows)",
                                   "median": "median |err|", "p90": "p90 |err|"})  # fmt: skip
     title = (f"Leave-one-GPU-out: fitted on the other GPUs ({args.rule} rule), predicting the "
@@ -40,6 +46,15 @@ def cmd_cv(args: argparse.Namespace) -> int:
         f"per call over {int(calls_summary['rows']):,} held-out rows (fused MoE left out): median "
         f"{100 * calls_summary['median']:.1f} %, p90 {100 * calls_summary['p90']:.1f} %"
     )
+    for g in goals.itertuples():
+        worst = ("" if pd.isna(g.target_worst_cell) else
+                 f"; worst GPU × op median {100 * g.worst_cell_median:.1f} % "
+                 f"(target ≤ {100 * g.target_worst_cell:.0f} %)")  # fmt: skip
+        console.print(
+            f"{g[1]}, per call over {g.rows:,} held-out rows: median {100 * g.median:.1f} % "
+            f"(target ≤ {100 * g.target_median:.0f} %), p90 {100 * g.p90:.1f} % (target ≤ "
+            f"{100 * g.target_p90:.0f} %){worst}"
+        )
     if args.output:
         console.print(f"wrote {args.output}")
     return 0

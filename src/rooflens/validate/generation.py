@@ -21,7 +21,7 @@ import pandas as pd
 from rooflens.hardware.presets import get_gpu, gpu_ids
 from rooflens.hardware.profiles import Profile
 from rooflens.hardware.spec import GPUSpec
-from rooflens.validate.calibrate import fit_profile
+from rooflens.validate.profile_fit import fit_profile
 
 # architecture -> the architectures to learn from, nearest first (its own included)
 NEAREST: dict[str, tuple[str, ...]] = {

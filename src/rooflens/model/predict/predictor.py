@@ -36,7 +36,7 @@ class Pipeline:
         for opt in self.opts:
             sc = opt.scenario(sc)
         self.scenario = sc
-        self.profile: Profile = get_profile(sc.profile, sc.gpu)
+        self.profile: Profile = get_profile(sc.profile, sc.gpu, sc.engine)
 
     def step_ops(self, step: Step, sc: Scenario | None = None) -> list[Op]:
         sc = sc or self.scenario

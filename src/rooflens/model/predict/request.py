@@ -30,7 +30,7 @@ from pydantic.fields import FieldInfo
 
 from rooflens.hardware.errors import RooflensError, validation_message
 from rooflens.hardware.presets import gpu_ids
-from rooflens.hardware.profiles import PROFILES
+from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINES, PROFILES
 from rooflens.hardware.spec import Spec
 from rooflens.hardware.systems import system_ids
 from rooflens.model.predict.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS
@@ -42,6 +42,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "storage": STORAGE_DTYPES,
     "activation": ACTIVATION_DTYPES,
     "profile": PROFILES,
+    "engine": ENGINES,
 }
 # The presets a field may name (a link may name nothing else: no file on the server).
 PRESETS: dict[str, Callable[[], list[str]]] = {
@@ -121,6 +122,11 @@ class ScenarioRequest(Spec):
         "ideal", "pricing profile: ideal (datasheet peaks, a lower bound on time) or calibrated "
         "(efficiencies and per-call overheads fitted on measured kernels, hardware/calibration/)",
         flag="--profile", label="Profile", choices="profile", memory=False,
+    )  # fmt: skip
+    engine: str = _field(
+        DEFAULT_ENGINE, "serving engine whose measured kernels price `calibrated` (vllm, sglang, "
+        "trtllm; hardware/calibration/); `ideal` is the same for every engine",
+        flag="--engine", label="Engine", choices="engine", memory=False,
     )  # fmt: skip
     overhead_gb: float | None = _field(
         None, f"runtime memory overhead (CUDA context, workspaces), GB; default {OVERHEAD_GIB:g} "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
+from rooflens.hardware.profiles import DEFAULT_ENGINE
 from rooflens.hardware.spec import GPUSpec, Spec, SystemSpec
 from rooflens.model.specs.dtypes import ACTIVATION_DTYPES, FP4_DTYPES, STORAGE_DTYPES
 from rooflens.model.specs.spec import ModelSpec
@@ -124,6 +125,7 @@ class Scenario(Spec):
     precision: Precision = Precision()
     parallel: Parallelism = Parallelism()
     profile: str = "ideal"
+    engine: str = Field(default=DEFAULT_ENGINE, description="serving engine (hardware/profiles.py)")
     overhead_bytes: float = Field(default=DEFAULT_OVERHEAD_BYTES, ge=0)
     applied: Applied = Field(
         default=Applied(),

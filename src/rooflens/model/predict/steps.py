@@ -152,7 +152,7 @@ class Prediction:
         ops = self.ops_frame()
         sc = self.scenario
         priced = self.prefill.priced + self.decode.priced
-        exact = call_exact(priced, sc.system, get_profile(sc.profile, sc.gpu))
+        exact = call_exact(priced, sc.system, get_profile(sc.profile, sc.gpu, sc.engine))
         return {
             "model": sc.model.id,
             "gpu": sc.gpu.id,

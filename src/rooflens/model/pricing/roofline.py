@@ -101,10 +101,17 @@ def kind_terms(profile: Profile, op: Op) -> KindEfficiency:
     terms when the profile has them; prefill, chunked prefill and verification (T > 1, or a
     grid mixing both) take `attention`. A fused MoE layer's routed experts (a `gemm` op with
     `experts_read` in its shape, model/ops/moe.py) take the `moe` terms when the profile has them:
-    a grouped GEMM over ragged per-expert batches, not one dense cuBLAS call."""
+    a grouped GEMM over ragged per-expert batches, not one dense cuBLAS call.
+    A quantized matmul takes its kernel family's terms (`gemm:fp8`, `moe:int4_wo`, ...;
+    model/specs/quant.py) where the profile has them, else its kind's."""
     kinds, shape = profile.kinds, op.shape
-    if op.kind == "gemm" and "experts_read" in shape and "moe" in kinds:
-        return kinds["moe"]
+    if op.kind == "gemm":
+        family = shape.get("family")
+        keys = (f"moe:{family}", "moe") if "experts_read" in shape else ()
+        for key in (*keys, f"gemm:{family}"):
+            if key in kinds:
+                return kinds[key]
+        return profile.kind("gemm")
     if op.kind == "attention" and "attention_decode" in kinds:
         new_tokens = shape.get("new_tokens")
         if new_tokens is not None and bool(np.all(np.asarray(new_tokens) <= 1)):
@@ -188,7 +195,12 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     gpu = system.gpu
     eff = kind_terms(profile, op)
     compute_s = op.flops / (gpu.peak(op.compute_dtype) * eff.compute_fraction)
-    compute_s = compute_s + op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
+    # CUDA-core work (weight dequantization) runs beside the tensor cores, on other units
+    # (Frantar et al. 2024, "MARLIN" §3: dequantization overlapped with the MMAs): the busier
+    # unit bounds the call. Adding them priced TensorRT-LLM's W4A16/W8A16 GEMMs on the A100
+    # above their measured time at large M, so `ideal` was no lower bound there.
+    vector_s = op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
+    compute_s = np.maximum(compute_s, vector_s)
     # One occupancy model at a time: a calibrated profile's fitted one (on the op's real grid)
     # replaces the op's structural min(1, blocks / SMs).
     occupancy = 1.0 if eff.saturation_blocks_per_sm > 0 else op.bandwidth_fraction

@@ -15,7 +15,7 @@ and the table there matches NCCL.
 
     python -m rooflens.validate.custom_ar_fit [--write]
 
-writes hardware/calibration/custom-allreduce.yaml, which model/pricing/comm.py reads.
+writes hardware/calibration/comm-custom-allreduce.yaml, which model/pricing/comm.py reads.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ COMM_CALIBRATION_FILE = CALIBRATION_DIR / "comm-a100.yaml"
 # The engines' own all-reduce (validate/custom_ar_fit.py), used inside one NVLink node up to
 # vLLM's CustomAllreduce default max_size of 8 MiB (vllm/distributed/device_communicators/
 # custom_all_reduce.py); NCCL above it, across nodes and over PCIe.
-CUSTOM_ALLREDUCE_FILE = CALIBRATION_DIR / "custom-allreduce.yaml"
+CUSTOM_ALLREDUCE_FILE = CALIBRATION_DIR / "comm-custom-allreduce.yaml"
 CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 2**20
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 

@@ -20,9 +20,16 @@ GPUS = ("a100-sxm-80gb", "h100-sxm", "b300", "rtx-pro-6000", "h200", "l40s", "b2
 TARGETS = {"int4": 0.65, "fp8": 0.80}  # at most this share of the bf16 TPOT
 
 
-def tpot_s(model: str, gpu: str, engine: str, weight_dtype: str) -> float:
+# What engines deploy under each name: int4 weight-only (W4A16, Marlin / TensorRT-LLM), fp8 as
+# W8A8 (vLLM's `--quantization fp8`: activations quantized too, the KV cache left at bf16).
+SCHEMES = {"bf16": {"weight_dtype": "bf16"},
+           "int4": {"weight_dtype": "int4", "act_dtype": "bf16"},
+           "fp8": {"weight_dtype": "fp8", "act_dtype": "fp8", "kv_dtype": "bf16"}}  # fmt: skip
+
+
+def tpot_s(model: str, gpu: str, engine: str, scheme: str) -> float:
     sc = make_scenario(model, gpu, batch=1, prompt_len=1024, output_len=128,
-                       weight_dtype=weight_dtype, profile="calibrated", engine=engine)  # fmt: skip
+                       profile="calibrated", engine=engine, **SCHEMES[scheme])  # fmt: skip
     return float(run(sc).tpot_s)
 
 

@@ -46,6 +46,7 @@ from rooflens.validate.fit_terms import (
     COPY_FRACTION,
     COPY_PRIOR_TOLERANCE,
     EAGER_ROOF_TERMS,
+    FIT_EVALS,
     FRONTIER_KINDS,
     START,
     TUNED_KINDS,
@@ -116,7 +117,7 @@ def faster_than_peak(table: pd.DataFrame) -> pd.Series:
 
 
 def fit_kind(
-    table: pd.DataFrame, kind: str, max_evals: int = 1500, pooled: KindEfficiency | None = None
+    table: pd.DataFrame, kind: str, max_evals: int = FIT_EVALS, pooled: KindEfficiency | None = None
 ) -> tuple[KindEfficiency, dict]:
     """Fit one kind over the rows of `table` (any GPUs), each GPU weighted equally. Attention
     kinds are fitted on the frontier (validate/frontier.py): per shape, the fastest

@@ -27,7 +27,14 @@ from rooflens.hardware.presets import get_gpu
 from rooflens.model.specs.quant import FAMILIES
 from rooflens.validate.compare import join, summarize
 from rooflens.validate.datasets import own_runs
-from rooflens.validate.fit_terms import FAMILY_KINDS, KIND_OPS, PLAIN_FAMILIES, engine_of, kind_rows
+from rooflens.validate.fit_terms import (
+    FAMILY_KINDS,
+    FIT_EVALS,
+    KIND_OPS,
+    PLAIN_FAMILIES,
+    engine_of,
+    kind_rows,
+)
 from rooflens.validate.frontier import best_of_impls
 from rooflens.validate.generation import profile_for
 from rooflens.validate.profile_fit import fit_profile
@@ -61,7 +68,7 @@ def _trained_rows(train: pd.DataFrame, op: str) -> int:
 def cross_validate(
     table: pd.DataFrame,
     rule: str = "pooled",
-    max_evals: int = 1500,
+    max_evals: int = FIT_EVALS,
     progress: Callable[[str], None] | None = None,
     calls: list[np.ndarray] | None = None,
     detail: list[pd.DataFrame] | None = None,

@@ -62,6 +62,7 @@ def cmd_cv(args: argparse.Namespace) -> int:
 
 def add_cv_parser(vsub: argparse._SubParsersAction) -> None:
     from rooflens.validate.cv import RULES
+    from rooflens.validate.fit_terms import FIT_EVALS
     from rooflens.validate.store import RESULTS_DIR
 
     cv = vsub.add_parser("cv", help="leave-one-GPU-out cross-validation of the calibration")
@@ -71,7 +72,7 @@ def add_cv_parser(vsub: argparse._SubParsersAction) -> None:
     cv.add_argument("--rule", choices=RULES, default="pooled",
                     help="what a held-out GPU learns from: all other GPUs pooled (the rule "
                     "calibrate fit uses), or its nearest architecture generation's")  # fmt: skip
-    cv.add_argument("--max-evals", type=int, default=1500, help="fit evaluations per kind")
+    cv.add_argument("--max-evals", type=int, default=FIT_EVALS, help="fit evaluations per kind")
     cv.add_argument("-o", "--output", help="write the table as CSV (atomically)")
     cv.add_argument("--json", action="store_true")
     cv.set_defaults(handler=cmd_cv)

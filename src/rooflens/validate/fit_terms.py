@@ -92,6 +92,8 @@ PLAIN_FAMILIES = ("bfloat16", "float16")  # the bare kind's rows: no family of t
 # Rows per GPU and implementation a fit prices (a fixed-seed sample): 2.5 M measured calls
 # over five GPUs and three engines would make one evaluation of the objective take seconds.
 MAX_ROWS_PER_IMPL = 600
+# Objective evaluations per kind (Nelder-Mead; from the pooled terms a GPU's own fit needs fewer).
+FIT_EVALS = 800
 
 
 def base_kind(kind: str) -> str:

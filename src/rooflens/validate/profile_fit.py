@@ -32,6 +32,7 @@ from rooflens.model.io import atomic_write_text
 from rooflens.validate.calibrate import fit_kind
 from rooflens.validate.fit_terms import (
     ENGINE_KINDS,
+    FIT_EVALS,
     MAX_ROWS_PER_IMPL,
     base_kind,
     engine_of,
@@ -55,7 +56,10 @@ METHOD = (
 
 
 def fit_profile(
-    table: pd.DataFrame, gpu_id: str | None, inherit: Profile | None = None, max_evals: int = 1500
+    table: pd.DataFrame,
+    gpu_id: str | None,
+    inherit: Profile | None = None,
+    max_evals: int = FIT_EVALS,
 ) -> Profile:
     """A calibrated profile for one GPU (gpu_id) or pooled over all of `table` (None: generic)."""
     rows = table if gpu_id is None else table[table["gpu"] == gpu_id]
@@ -137,7 +141,7 @@ def write_profile(profile: Profile, path: Path) -> Path:
 
 
 def fit_all(
-    table: pd.DataFrame, out_dir: Path = CALIBRATION_DIR, max_evals: int = 1500
+    table: pd.DataFrame, out_dir: Path = CALIBRATION_DIR, max_evals: int = FIT_EVALS
 ) -> dict[str, Path]:
     """Generic (pooled) profile plus one per measured GPU; returns the files written."""
     generic = fit_profile(table, None, max_evals=max_evals)

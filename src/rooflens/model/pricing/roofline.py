@@ -140,11 +140,13 @@ def _tile_quantization(op: Op, sm_count: int) -> Num:
 
 
 def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count: int,
-           streamed_share: Num = 1.0) -> Num:  # fmt: skip
+           streamed_share: Num = 1.0, vector_s: Num = 0.0) -> Num:  # fmt: skip
     """Busy time of one call from its compute and memory roofs (overhead not included).
 
     `streamed_share` is the part of the bytes the grid streams in parallel (an attention
     op's KV-cache reads); only it is throttled by occupancy, the rest moves at full rate.
+    `vector_s` is CUDA-core work beside the tensor cores (dequantization): the compute roof is
+    the busier unit, the tile padding (`wave_tail`) charged to the tensor-core work only.
     """
     blocks = None
     if eff.wave_latency_s > 0 or eff.saturation_blocks_per_sm > 0 or eff.wave_tail > 0:
@@ -163,6 +165,7 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
         # count the waves of the unsplit programs (a stated grid of kv_splits per program).
         splits = np.maximum(np.asarray(op.shape.get("kv_splits", 1.0), dtype=np.float64), 1.0)
         latency_s = eff.wave_latency_s * np.ceil(np.maximum(blocks / splits, 1.0) / sm_count)
+    compute_s = np.maximum(compute_s, vector_s)
     top = np.maximum(np.maximum(compute_s, memory_s), latency_s)
     p = eff.overlap_power
     if p is None:
@@ -200,7 +203,6 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     # unit bounds the call. Adding them priced TensorRT-LLM's W4A16/W8A16 GEMMs on the A100
     # above their measured time at large M, so `ideal` was no lower bound there.
     vector_s = op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
-    compute_s = np.maximum(compute_s, vector_s)
     # One occupancy model at a time: a calibrated profile's fitted one (on the op's real grid)
     # replaces the op's structural min(1, blocks / SMs).
     occupancy = 1.0 if eff.saturation_blocks_per_sm > 0 else op.bandwidth_fraction
@@ -218,7 +220,7 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     if streamed_bytes is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
             streamed = np.where(op.bytes > 0, streamed_bytes / op.bytes, 1.0)
-    busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed) + comm_s
+    busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed, vector_s) + comm_s
     # A collective's fixed cost is its protocol's base latency (model/pricing/comm.py; fitted on
     # NCCL
     # under `calibrated`): a kernel's per-call overhead on top would count it twice.

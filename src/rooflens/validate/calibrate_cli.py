@@ -20,7 +20,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     out = Path(args.out or CALIBRATION_DIR)
     check_writable(out / "generic.yaml", "--out folder's profile")  # before the fit, not after
-    table = training_table_of(args)
+    table = training_table_of(args, include_own=args.own_kernels)
     written = fit_all(table, out)
     if args.rule == "generation":  # opt-in: docs/validation.md, "Accuracy on a GPU ..."
         pooled = Profile.model_validate(read_data_file(written["generic"]))

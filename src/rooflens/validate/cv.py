@@ -72,6 +72,7 @@ def cross_validate(
     progress: Callable[[str], None] | None = None,
     calls: list[np.ndarray] | None = None,
     detail: list[pd.DataFrame] | None = None,
+    train_own: bool = False,
 ) -> pd.DataFrame:
     """One row per held-out GPU and operator class: rows scored, training rows of the class,
     median and p90 of |error|, median error (bias; negative = the model is too fast), the rule,
@@ -80,7 +81,7 @@ def cross_validate(
     `detail` each fold's scored calls with their op, precision (`quant`), engine and error
     (`targets`). Cells are over every implementation (`engine` = all) and per serving engine;
     GEMM and MoE also per precision (`gemm/fp8`, ...). This project's own runs are scored as one
-    more implementation but never trained on (validate/datasets.py own_runs)."""
+    more implementation, trained on only with `train_own` (validate/datasets.py own_runs)."""
     if rule not in RULES:
         raise RooflensError(f"unknown rule '{rule}': use one of {', '.join(RULES)}")
     gpus = sorted(table["gpu"].astype(str).unique())
@@ -89,7 +90,7 @@ def cross_validate(
     meta = provenance_base()
     frames = []
     for held_out in gpus:
-        train = table[(table["gpu"] != held_out) & ~own_runs(table)]
+        train = table[(table["gpu"] != held_out) & (train_own | ~own_runs(table))]
         if progress:
             progress(f"held out {held_out}: fitting on {', '.join(sorted(train['gpu'].unique()))}")
         pooled = fit_profile(train, None, max_evals=max_evals)
@@ -98,11 +99,12 @@ def cross_validate(
         )
         scored, _ = best_of_impls(table[table["gpu"] == held_out])
         joined = join(scored, ("ideal", profile))
-        joined["engine"] = engine_of(joined["impl"]).fillna("none")
-        summary = pd.concat([
-            summarize(joined, ("gpu", "op"), subsets=True).assign(engine=ALL_ENGINES),
-            summarize(joined, ("gpu", "engine", "op"), subsets=True),
-        ], ignore_index=True)  # fmt: skip
+        joined["engine"] = engine_of(joined["impl"])
+        summary = summarize(joined, ("gpu", "op"), subsets=True).assign(engine=ALL_ENGINES)
+        engines = joined[joined["engine"].notna()]  # cells per engine its kernels ran
+        if len(engines):
+            per_engine = summarize(engines, ("gpu", "engine", "op"), subsets=True)
+            summary = pd.concat([summary, per_engine], ignore_index=True)
         kept = joined[~joined["below_ideal"]]
         if calls is not None:  # the rows summarize scores, fused MoE left out
             calls.append(kept.loc[kept["op"].ne("moe"), f"error_{profile.name}"].to_numpy(float))
@@ -151,6 +153,8 @@ def targets(detail: list[pd.DataFrame]) -> pd.DataFrame:
             rows = calls[(gemm & plain) | calls["op"].isin(ATTENTION_OPS)]
         else:
             rows = calls[gemm & calls["quant"].isin(("fp8", "fp8_block", "nvfp4"))]
+        if rows.empty:  # no call of the class was scored
+            continue
         error = rows["error"].abs()
         cells = error.groupby([rows["gpu"], rows["op"]]).median()
         records.append({"class": name, "rows": len(rows),

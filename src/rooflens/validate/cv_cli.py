@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from rooflens.validate.cli_render import console, training_table_of
+from rooflens.validate.cli_render import console, table, training_table_of
 from rooflens.validate.datasets import DEFAULT_ROOT
 
 
@@ -19,8 +19,9 @@ def cmd_cv(args: argparse.Namespace) -> int:
     progress = None if args.json else console.print
     calls: list = []
     detail: list = []
-    table = training_table_of(args, include_own=True)  # scored, never trained on (cv.py)
-    cv = cross_validate(table, args.rule, args.max_evals, progress, calls, detail)
+    measured = training_table_of(args, include_own=True)  # own runs scored (cv.py)
+    cv = cross_validate(measured, args.rule, args.max_evals, progress, calls, detail,
+                        train_own=args.own_kernels)  # fmt: skip
     calls_summary = per_call(calls)
     goals = targets(detail)
     if args.output:
@@ -47,7 +48,7 @@ def cmd_cv(args: argparse.Namespace) -> int:
         f"{100 * calls_summary['median']:.1f} %, p90 {100 * calls_summary['p90']:.1f} %"
     )
     for g in goals.itertuples():
-        worst = ("" if pd.isna(g.target_worst_cell) else
+        worst = ("" if g.target_worst_cell is None or pd.isna(g.target_worst_cell) else
                  f"; worst GPU × op median {100 * g.worst_cell_median:.1f} % "
                  f"(target ≤ {100 * g.target_worst_cell:.0f} %)")  # fmt: skip
         console.print(
@@ -68,6 +69,8 @@ def add_cv_parser(vsub: argparse._SubParsersAction) -> None:
     cv = vsub.add_parser("cv", help="leave-one-GPU-out cross-validation of the calibration")
     cv.add_argument("--measured", default=str(DEFAULT_ROOT), help="shared measurement folder")
     cv.add_argument("--results-device", action="append", help="also use this device's runs")
+    cv.add_argument("--own-kernels", action="store_true",
+                    help="also train on this project's own runs (rooflens-*/; always scored)")
     cv.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")
     cv.add_argument("--rule", choices=RULES, default="pooled",
                     help="what a held-out GPU learns from: all other GPUs pooled (the rule "

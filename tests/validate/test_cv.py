@@ -150,8 +150,17 @@ def test_cv_cli_writes_csv_and_json(tmp_path, capsys):
         folder.mkdir(parents=True)
         norm_rows(gpu, 0.7).assign(timing="cuda_graph").to_csv(folder / "rmsnorm.csv", index=False)
     out = tmp_path / "cv.csv"
-    args = ["validate", "cv", "--measured", str(measured), "--max-evals", "200", "-o", str(out),
-            "--own-kernels"]  # the synthetic rows sit in the validator's own-runs format
+    args = [
+        "validate",
+        "cv",
+        "--measured",
+        str(measured),
+        "--max-evals",
+        "200",
+        "-o",
+        str(out),
+        "--own-kernels",
+    ]  # the synthetic rows sit in the validator's own-runs format
     assert main([*args, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert {c["held_out"] for c in report["cells"]} == {"a100-sxm-80gb", "h100-sxm"}

@@ -69,8 +69,11 @@ def add_cv_parser(vsub: argparse._SubParsersAction) -> None:
     cv = vsub.add_parser("cv", help="leave-one-GPU-out cross-validation of the calibration")
     cv.add_argument("--measured", default=str(DEFAULT_ROOT), help="shared measurement folder")
     cv.add_argument("--results-device", action="append", help="also use this device's runs")
-    cv.add_argument("--own-kernels", action="store_true",
-                    help="also train on this project's own runs (rooflens-*/; always scored)")
+    cv.add_argument(
+        "--own-kernels",
+        action="store_true",
+        help="also train on this project's own runs (rooflens-*/; always scored)",
+    )
     cv.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")
     cv.add_argument("--rule", choices=RULES, default="pooled",
                     help="what a held-out GPU learns from: all other GPUs pooled (the rule "

@@ -210,7 +210,9 @@ def predict_frame(
     return result
 
 
-def predict_kernels(table: pd.DataFrame, gpu: GPUSpec, profile: str = "ideal") -> pd.DataFrame:
+def predict_kernels(
+    table: pd.DataFrame, gpu: GPUSpec, profile: str | Profile = "ideal"
+) -> pd.DataFrame:
     """`rooflens kernels predict`: every input column unchanged plus flops, bytes, predicted_s
     and bound (DESIGN.md)."""
     return predict_frame(table, gpu, profile)

@@ -130,5 +130,7 @@ def test_subsets_off_is_the_plain_summary(measured_dir):
     assert list(plain["op"]) == ["moe"]
     split = summarize(joined, ("gpu", "op"), ("ideal",), subsets=True)
     assert split[split["op"] == "moe"].reset_index(drop=True).equals(plain)
-    parts = split[split["op"] != "moe"]
+    parts = split[split["op"].isin(["moe/tuned", "moe/untuned"])]  # config subsets
     assert parts["rows"].sum() == plain["rows"].iloc[0]
+    precision = split[split["op"] == "moe/bfloat16"]  # and the precision subset: all of them
+    assert precision["rows"].sum() == plain["rows"].iloc[0]

@@ -145,9 +145,8 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
 
     `streamed_share` is the part of the bytes the grid streams in parallel (an attention
     op's KV-cache reads); only it is throttled by occupancy, the rest moves at full rate.
-    `vector_s` is CUDA-core work beside the tensor cores (dequantization): the compute roof is
-    the busier unit, the tile padding (`wave_tail`) charged to the tensor-core work only.
-    """
+    `vector_s` is CUDA-core work: beside a GEMM's tensor cores (dequantization) the busier unit
+    bounds it, the tile padding (`wave_tail`) charged to the tensor-core work only."""
     blocks = None
     if eff.wave_latency_s > 0 or eff.saturation_blocks_per_sm > 0 or eff.wave_tail > 0:
         blocks = thread_blocks(op)
@@ -165,7 +164,9 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
         # count the waves of the unsplit programs (a stated grid of kv_splits per program).
         splits = np.maximum(np.asarray(op.shape.get("kv_splits", 1.0), dtype=np.float64), 1.0)
         latency_s = eff.wave_latency_s * np.ceil(np.maximum(blocks / splits, 1.0) / sm_count)
-    compute_s = np.maximum(compute_s, vector_s)
+    # a GEMM's CUDA-core work (dequantization, a fused epilogue) overlaps its MMAs; an
+    # attention op's (split-KV combine) runs after them
+    compute_s = np.maximum(compute_s, vector_s) if op.kind == "gemm" else compute_s + vector_s
     top = np.maximum(np.maximum(compute_s, memory_s), latency_s)
     p = eff.overlap_power
     if p is None:
@@ -198,10 +199,9 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     gpu = system.gpu
     eff = kind_terms(profile, op)
     compute_s = op.flops / (gpu.peak(op.compute_dtype) * eff.compute_fraction)
-    # CUDA-core work (weight dequantization) runs beside the tensor cores, on other units
-    # (Frantar et al. 2024, "MARLIN" §3: dequantization overlapped with the MMAs): the busier
-    # unit bounds the call. Adding them priced TensorRT-LLM's W4A16/W8A16 GEMMs on the A100
-    # above their measured time at large M, so `ideal` was no lower bound there.
+    # A GEMM's CUDA-core work (weight dequantization) runs beside the tensor cores (Frantar et
+    # al. 2024, "MARLIN" §3: dequantization overlapped with the MMAs), so busy_s takes the busier
+    # unit; adding them priced TensorRT-LLM's A100 W4A16/W8A16 GEMMs above their measured time.
     vector_s = op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
     # One occupancy model at a time: a calibrated profile's fitted one (on the op's real grid)
     # replaces the op's structural min(1, blocks / SMs).

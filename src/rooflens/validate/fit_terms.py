@@ -16,6 +16,7 @@ import pandas as pd
 from rooflens.hardware.profiles import ENGINES, KindEfficiency
 from rooflens.hardware.spec import GPUSpec
 from rooflens.model.pricing.roofline import eager_roof
+from rooflens.model.specs.quant import PLAIN_FAMILIES
 
 KIND_OPS: dict[str, tuple[str, ...]] = {
     "gemm": ("gemm",),
@@ -88,7 +89,6 @@ def roof_start(calls: list[Calls], term: str) -> float:
 # `engines`), and per kernel family (`gemm:fp8`, `moe:int4_wo`, model/specs/quant.py).
 ENGINE_KINDS = ("gemm", "attention", "attention_decode", "moe")
 FAMILY_KINDS = ("gemm", "moe")
-PLAIN_FAMILIES = ("bfloat16", "float16")  # the bare kind's rows: no family of their own
 # Rows per GPU and implementation a fit prices (a fixed-seed sample): 2.5 M measured calls
 # over five GPUs and three engines would make one evaluation of the objective take seconds.
 MAX_ROWS_PER_IMPL = 600

@@ -27,7 +27,7 @@ import numpy as np
 
 from rooflens.model.ops.op import Num, Op, weight_storage_bytes
 from rooflens.model.specs.dtypes import compute_dtype, dtype_bytes
-from rooflens.model.specs.quant import family_of
+from rooflens.model.specs.quant import PLAIN_FAMILIES, family_of
 
 
 def distinct_experts(tokens: Num, topk: int | Num, n_experts: int | Num, ep: int | Num) -> Num:
@@ -89,6 +89,7 @@ def moe_op(
     if quant:  # the kernel family, where the operands alone do not name it (model/ops/op.py)
         call["quant"] = quant
     family = quant or family_of(weight_dtype, act_dtype)
+    family = None if family in PLAIN_FAMILIES else family  # 16-bit: the bare kind's terms
     matrices = 3 if gated else 2
     ab = dtype_bytes(act_dtype)
     assignments, distinct = routed_work(tokens, topk, n_experts, ep, assignments, experts_read)

@@ -25,7 +25,7 @@ from rooflens.model.specs.dtypes import (
     dtype_bytes,
     tensor_scale_bytes,
 )
-from rooflens.model.specs.quant import family_of
+from rooflens.model.specs.quant import PLAIN_FAMILIES, family_of
 
 Num = float | npt.NDArray[np.float64]
 SCALE_BYTES = 2.0  # one fp16 scale per group of quantized weights (GPTQ/AWQ layout)
@@ -131,6 +131,7 @@ def gemm_op(
     if quant:
         call["quant"] = quant
     family = quant or family_of(weight_dtype, act_dtype)
+    family = None if family in PLAIN_FAMILIES else family  # 16-bit: the bare kind's terms
     return Op(
         name=name,
         phase=phase,

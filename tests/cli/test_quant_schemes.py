@@ -59,4 +59,4 @@ def test_native_keeps_gpt_oss_mxfp4_experts_and_says_so(capsys) -> None:  # type
 def test_deepseek_native_is_block_fp8(capsys) -> None:  # type: ignore[no-untyped-def]
     out = _json(capsys, "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8")
     assert out["precision"]["scheme"] == "fp8-block" and out["precision"]["act_dtype"] == "fp8"
-    assert out["profile"] == "calibrated" and out["priced_by"] == "calibrated profile"
+    assert out["profile"] == "calibrated" and out["priced_by"] == "calibrated profile, vLLM kernels"

@@ -12,8 +12,9 @@ import pytest
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import KindEfficiency, Profile
 from rooflens.model.pricing.kernel_table import predict_frame
-from rooflens.validate.calibrate import fit_kind, fit_profile, write_profile
+from rooflens.validate.calibrate import fit_kind
 from rooflens.validate.fit_terms import COPY_FRACTION, kind_rows
+from rooflens.validate.profile_fit import fit_profile, write_profile
 
 TRUE = KindEfficiency(
     compute_fraction=0.7,

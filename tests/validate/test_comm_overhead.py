@@ -10,7 +10,12 @@ import pytest
 from rooflens.hardware.profiles import get_profile
 from rooflens.model.ops.table import decode_ops
 from rooflens.model.predict.api import make_scenario
-from rooflens.model.pricing.comm import all_reduce_s, all_to_all_s, protocols_for
+from rooflens.model.pricing.comm import (
+    all_reduce_s,
+    all_to_all_s,
+    engine_all_reduce_s,
+    protocols_for,
+)
 from rooflens.model.pricing.roofline import price_op
 
 
@@ -26,7 +31,9 @@ def test_calibrated_comm_op_costs_exactly_its_collective(tp_scenario):
     comm = [op for op in ops if op.kind == "comm"]
     assert comm and {op.name for op in comm} == {"tp.all_reduce"}
     for op in comm:
-        expected = all_reduce_s(op.comm_bytes, 4, tp_scenario.system, protocols_for(profile))
+        nccl = all_reduce_s(op.comm_bytes, 4, tp_scenario.system, protocols_for(profile))
+        # the all-reduce the engine runs: its own one-node kernel where faster, else NCCL's
+        expected = engine_all_reduce_s(op.comm_bytes, 4, tp_scenario.system, profile.engine, nccl)
         assert float(price_op(op, tp_scenario.system, profile).time_s) == pytest.approx(
             float(expected), rel=1e-12
         )

@@ -90,14 +90,17 @@ MEMORY_CV_BUDGET = {
     ("a40", "norm"): (0.049, 0.151),
     ("a40", "elementwise"): (0.074, 0.356),
     ("a40", "embedding"): (0.195, 0.293),
-    ("h100-sxm", "norm"): (0.081, 0.381),
+    # 10 fused-RMSNorm calls; since the fits price 600 sampled rows per GPU and implementation
+    # (validate/fit_terms.py MAX_ROWS_PER_IMPL) their p90 went 35.6 -> 43.7 % (2026-11-27)
+    ("h100-sxm", "norm"): (0.081, 0.462),
 }
 
 
 def test_memory_classes_carry_to_the_held_out_gpu(measured_dir):
     table = load_kernels(measured_dir)
     table = table[table["op"].isin(["norm", "elementwise", "embedding"])]
-    cv = cross_validate(table, "pooled").set_index(["held_out", "op"])
+    cv = cross_validate(table, "pooled")
+    cv = cv[cv["engine"] == "all"].set_index(["held_out", "op"])
     assert set(cv.index) == set(MEMORY_CV_BUDGET)
     for cell, (median, p90) in MEMORY_CV_BUDGET.items():
         assert cv.loc[cell, "median"] <= median and cv.loc[cell, "p90"] <= p90, (cell, cv.loc[cell])
@@ -137,8 +140,9 @@ def test_per_call_pools_every_folds_scored_calls():
         "rows": 3.0, "median": pytest.approx(0.2), "p90": pytest.approx(0.28)}  # fmt: skip
     calls: list = []
     table = pd.concat([eager_act_rows("a40"), eager_act_rows("a100-sxm-80gb")])
-    cv = cross_validate(table, "pooled", max_evals=300, calls=calls)
-    assert len(calls) == 2 and per_call(calls)["rows"] == cv["rows"].sum()
+    cv = cross_validate(table, "pooled", max_evals=300, calls=calls, train_own=True)
+    every = cv[cv["engine"] == "all"]
+    assert len(calls) == 2 and per_call(calls)["rows"] == every["rows"].sum()
 
 
 def test_cv_cli_writes_csv_and_json(tmp_path, capsys):
@@ -148,15 +152,28 @@ def test_cv_cli_writes_csv_and_json(tmp_path, capsys):
         folder.mkdir(parents=True)
         norm_rows(gpu, 0.7).assign(timing="cuda_graph").to_csv(folder / "rmsnorm.csv", index=False)
     out = tmp_path / "cv.csv"
-    args = ["validate", "cv", "--measured", str(measured), "--max-evals", "200", "-o", str(out)]
+    args = [
+        "validate",
+        "cv",
+        "--measured",
+        str(measured),
+        "--max-evals",
+        "200",
+        "-o",
+        str(out),
+        "--own-kernels",
+    ]  # the synthetic rows sit in the validator's own-runs format
     assert main([*args, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert {c["held_out"] for c in report["cells"]} == {"a100-sxm-80gb", "h100-sxm"}
     assert report["overall"]["worst_median"] < 0.01
-    assert report["per_call"]["rows"] == sum(c["rows"] for c in report["cells"])
+    every = [c for c in report["cells"] if c["engine"] == "all"]
+    assert report["per_call"]["rows"] == sum(c["rows"] for c in every)
     assert report["per_call"]["p90"] < 0.02
     written = pd.read_csv(out)
+    # one cell per held-out GPU over every implementation (no engine ran these rows)
     assert list(written.columns) == list(COLUMNS) and len(written) == 2
+    assert set(written["engine"]) == {"all"}
     assert not list(tmp_path.glob(".cv.csv.*"))  # atomic: no temp file left behind
     assert main(args) == 0
     assert "Leave-one-GPU-out" in capsys.readouterr().out
@@ -190,7 +207,7 @@ def test_fit_from_stored_runs_keeps_the_kernel_rows_only(tmp_path, capsys):
     out = tmp_path / "profiles"
     args = ["calibrate", "fit", "--measured", str(tmp_path / "measured"),
             "--results", str(tmp_path / "results"), "--out", str(out)]  # fmt: skip
-    assert main([*args, "--results-device", "h100-sxm"]) == 0
+    assert main([*args, "--results-device", "h100-sxm", "--own-kernels"]) == 0
     fit = yaml.safe_load((out / "h100-sxm.yaml").read_text())["provenance"]["fit"]["gemm"]
     # the quantized kernel's rows describe this project's kernel, not the GPU: left out; the
     # baseline's rows are the bf16 GEMM that ran (weight_dtype rewritten by as_run)
@@ -213,7 +230,7 @@ def test_opt_in_generation_rule_writes_a_profile_per_unmeasured_preset(tmp_path)
         folder.mkdir(parents=True)
         norm_rows(gpu, fraction).assign(timing="cuda_graph").to_csv(folder / "n.csv", index=False)
     out = tmp_path / "profiles"
-    base = ["calibrate", "fit", "--measured", str(measured), "--out", str(out)]
+    base = ["calibrate", "fit", "--measured", str(measured), "--out", str(out), "--own-kernels"]
     assert main(base) == 0  # default: pooled only, no file per unmeasured preset
     assert sorted(p.stem for p in out.glob("*.yaml")) == ["a100-sxm-80gb", "generic", "h100-sxm"]
     assert main([*base, "--rule", "generation"]) == 0

@@ -68,7 +68,13 @@ def test_vidur_phi2_has_one_layernorm_and_no_gate(kernels):
 
 def test_moe_and_nccl_tables(measured_dir):
     moe = load_moe(measured_dir)
-    assert len(moe) == 6360 and {"num_tokens", "topk", "num_experts"} <= set(moe.columns)
+    # every engine's fused-MoE table of every GPU (counted from the files, not hard-coded)
+    files = sorted(measured_dir.glob("aiconfigurator-*/moe/*/*/moe_perf.parquet"))
+    assert len(files) >= 12
+    assert len(moe) == sum(len(pd.read_parquet(f, columns=["latency"])) for f in files)
+    assert {"num_tokens", "topk", "num_experts", "quant"} <= set(moe.columns)
+    vllm_a100 = moe[moe.source.str.startswith("aiconfigurator-a100/moe/vllm/")]
+    assert len(vllm_a100) == 6360 and set(vllm_a100["quant"]) == {"bfloat16"}
     nccl = load_nccl(measured_dir)
     half = nccl[(nccl.dtype == "fp16")].iloc[0]
     raw = pd.read_parquet(measured_dir / "aiconfigurator-a100/comm/nccl/2.27.3/nccl_perf.parquet")
@@ -109,7 +115,7 @@ def test_h100_quantized_kernels_baselines_are_16bit_gemms(runs):
 def test_h100_kernel_rows_join_the_contract_and_drop_launch_bound_timings(kernels):
     from rooflens.model.pricing.kernel_columns import REQUIRED
 
-    h100 = kernels[kernels.gpu == "h100-sxm"]
+    h100 = kernels[(kernels.gpu == "h100-sxm") & kernels.source.str.startswith(H100)]
     counts = h100.groupby(["op", "impl"]).size().to_dict()
     # one row per shape: decode and paged decode share SDPA shapes, W4A16 / W8A16 baselines
     # share the bf16 GEMM shapes of gemm.csv; for the norm, the fused Triton RMSNorm only

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from rooflens.hardware.presets import get_gpu
-from rooflens.hardware.profiles import KindEfficiency, Profile, get_profile
+from rooflens.hardware.presets import get_gpu, read_data_file
+from rooflens.hardware.profiles import KindEfficiency, Profile, calibration_path
 from rooflens.model.pricing.kernel_table import predict_frame
 from rooflens.validate.aiconfigurator import load_moe
 from rooflens.validate.calibrate import fit_kind
@@ -42,9 +42,17 @@ def test_labels_follow_vllms_config_file_key():
     assert labels[3:].isna().all()
 
 
+def _a100_vllm(rows: pd.DataFrame) -> pd.DataFrame:
+    """The fused-MoE rows the tuned-config list covers: vLLM's fused_moe on the A100."""
+    return rows[rows["gpu"].eq(A100) & rows["impl"].eq(IMPL)].reset_index(drop=True)
+
+
 def test_every_compared_shape_is_established(measured_dir):
-    rows = load_moe_kernels(measured_dir)
+    every = load_moe_kernels(measured_dir)
+    rows = _a100_vllm(every)
     assert rows["moe_config"].notna().all()
+    assert every.loc[~every.index.isin(every.index[every["impl"].eq(IMPL)]),
+                     "moe_config"].isna().all()  # no other engine is labelled  # fmt: skip
     per_shape = rows.groupby(["num_experts", "inter_size", "moe_tp_size"])["moe_config"].nunique()
     assert (per_shape == 1).all()
     tuned = rows[rows["moe_config"] == TUNED]
@@ -59,7 +67,7 @@ def test_every_compared_shape_is_established(measured_dir):
 def test_measured_times_corroborate_the_list(measured_dir):
     """Independent of the repository listing: at large token counts every tuned shape runs
     closer to the bf16 peak than any untuned one (median achieved fraction per shape)."""
-    rows = load_moe_kernels(measured_dir)
+    rows = _a100_vllm(load_moe_kernels(measured_dir))
     rows = rows[rows["num_tokens"] >= 4096].reset_index(drop=True)
     flops = predict_frame(rows, get_gpu(A100))["flops"].to_numpy()
     rows["fraction"] = flops / rows["measured_s"] / get_gpu(A100).peak("bf16")
@@ -96,9 +104,13 @@ def test_moe_kind_is_fitted_on_the_tuned_rows_and_reports_both():
 def test_subset_summary_matches_the_fit_record_and_ideal_bounds_every_row(measured_dir):
     """Two routes to the same numbers: compare's subset rows and the calibration file's own
     fit record (error_by_config); and neither profile prices a MoE call below the roofline."""
-    profile = get_profile("calibrated", get_gpu(A100))
+    # The file's `moe` kind (fitted on every engine's A100 rows, tuned ones where labelled),
+    # not an engine's view of it: the record is that kind's.
+    profile = Profile.model_validate(read_data_file(calibration_path(A100)))
+    profile = profile.model_copy(update={"engines": {}})
     assert profile.gpu_id == A100  # the A100's own file, not generic.yaml
-    summary = summarize(join(load_moe_kernels(measured_dir)), ("gpu", "op"), subsets=True)
+    rows = _a100_vllm(load_moe_kernels(measured_dir))
+    summary = summarize(join(rows, ("ideal", profile)), ("gpu", "op"), subsets=True)
     summary = summary.set_index("op")
     record = profile.provenance["fit"]["moe"]["error_by_config"]
     for op, name in (("moe", "all"), ("moe/tuned", TUNED), ("moe/untuned", UNTUNED)):
@@ -106,16 +118,19 @@ def test_subset_summary_matches_the_fit_record_and_ideal_bounds_every_row(measur
         assert summary.loc[op, "calibrated_median"] == pytest.approx(
             record[name]["median_abs_error"], abs=1e-4
         )
-    every = join(with_routing(load_moe(measured_dir)))  # expert-parallel rows included
+    moe = load_moe(measured_dir)  # expert-parallel rows included
+    every = join(with_routing(_a100_vllm(moe)), ("ideal", profile))
     assert not every["below_ideal"].any()
     assert (every["predicted_calibrated_s"] >= every["predicted_ideal_s"]).all()
 
 
 def test_subsets_off_is_the_plain_summary(measured_dir):
-    joined = join(load_moe_kernels(measured_dir).head(200), ("ideal",))
+    joined = join(_a100_vllm(load_moe_kernels(measured_dir)).head(200), ("ideal",))
     plain = summarize(joined, ("gpu", "op"), ("ideal",))
     assert list(plain["op"]) == ["moe"]
     split = summarize(joined, ("gpu", "op"), ("ideal",), subsets=True)
     assert split[split["op"] == "moe"].reset_index(drop=True).equals(plain)
-    parts = split[split["op"] != "moe"]
+    parts = split[split["op"].isin(["moe/tuned", "moe/untuned"])]  # config subsets
     assert parts["rows"].sum() == plain["rows"].iloc[0]
+    precision = split[split["op"] == "moe/bfloat16"]  # and the precision subset: all of them
+    assert precision["rows"].sum() == plain["rows"].iloc[0]

@@ -12,6 +12,7 @@ import pandas as pd
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINES, get_profile
 
 
 def add_parser(sub: Any) -> None:
@@ -24,6 +25,12 @@ def add_parser(sub: Any) -> None:
                     "model/pricing/kernel_table.py)")  # fmt: skip
     kp.add_argument("--gpu", required=True)
     kp.add_argument("--profile", default="ideal", choices=("ideal", "calibrated"))
+    kp.add_argument(
+        "--engine",
+        default=DEFAULT_ENGINE,
+        choices=ENGINES,
+        help=f"engine whose kernels price `calibrated` (default {DEFAULT_ENGINE})",
+    )
     kp.add_argument("-o", "--output", help="write CSV here (atomically) instead of stdout")
     kp.set_defaults(handler=cmd_kernels_predict)
 
@@ -43,7 +50,8 @@ def cmd_kernels_predict(args: argparse.Namespace) -> int:
         frame = pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise RooflensError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
-    result = predict_kernels(frame, get_gpu(args.gpu), args.profile)
+    gpu = get_gpu(args.gpu)
+    result = predict_kernels(frame, gpu, get_profile(args.profile, gpu, args.engine))
     if args.output is not None:
         atomic_write_csv(args.output, result, "-o")
         print(f"wrote {len(result)} predictions to {args.output}", file=sys.stderr)

@@ -49,8 +49,8 @@ def add_parser(sub: Any) -> None:
         default,
     ) in SCENARIO_OPTIONS.items():  # described in model/predict/request.py
         what = ScenarioRequest.model_fields[name].description
-        if option == "--profile":
-            p.add_argument(option, default=default, choices=CHOICES["profile"],
+        if option in ("--profile", "--engine"):
+            p.add_argument(option, default=default, choices=CHOICES[name],
                            help=f"{what} (default {default})")  # fmt: skip
         elif option == "--chunk":
             p.add_argument(option, type=positive, default=int(default),
@@ -126,8 +126,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         ttft_slo_mean=args.ttft_slo_mean, tpot_slo_mean=args.tpot_slo_mean, tp=args.tp,
         pp=args.pp, ep=args.ep, weight_dtypes=args.weight_dtypes, kv_dtypes=args.kv_dtypes,
         max_batch=args.max_batch, modes=args.modes, max_gpus=args.max_gpus, chunk=args.chunk,
-        profile=args.profile, opts=args.opt, sweep_opts=args.sweep_opt, prices=args.price,
-        price_file=args.prices,
+        profile=args.profile, engine=args.engine, opts=args.opt, sweep_opts=args.sweep_opt,
+        prices=args.price, price_file=args.prices,
         serving_profile=args.serving_profile, trace=trace, objective=args.objective,
         prefix_hit_rate=args.prefix_hit_rate, kv_offload=args.kv_offload,
         prefill_gpus=args.prefill_gpus, decode_gpus=args.decode_gpus,

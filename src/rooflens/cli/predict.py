@@ -57,7 +57,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         return 0
     w, m = sc.workload, pred.memory
     title = (
-        f"{sc.model.id} on {sc.gpu.id} ({priced_by(sc.profile)}): batch {w.batch}, "
+        f"{sc.model.id} on {sc.gpu.id} ({priced_by(sc.profile, sc.engine)}): batch {w.batch}, "
         f"prompt {w.prompt_len}"
         + (f" (with {w.images_per_prompt} image(s))" if w.images_per_prompt else "")
         + ", "
@@ -143,7 +143,7 @@ def with_call_exact(pred: Any) -> dict[str, Any]:
     sc = pred.scenario
     data = pred.to_dict()
     priced = pred.prefill.priced + pred.decode.priced
-    exact = call_exact(priced, sc.system, get_profile(sc.profile, sc.gpu))
+    exact = call_exact(priced, sc.system, get_profile(sc.profile, sc.gpu, sc.engine))
     for row, same in zip(data["ops"], exact, strict=True):
         row["call_exact"] = same
     return data

@@ -34,7 +34,7 @@ HOST_BOUND = "launch"  # launch latency: neither the SMs nor HBM nor the links a
 def _split(priced: list[PricedOp], pred: Prediction) -> dict[str, dict[str, float]]:
     """class -> {bound -> seconds per step}."""
     sc = pred.scenario
-    profile = get_profile(sc.profile, sc.gpu)
+    profile = get_profile(sc.profile, sc.gpu, sc.engine)
     out: dict[str, dict[str, float]] = {c: {} for c in CLASSES}
     for p in priced:
         total = float(np.mean(p.total_s))

@@ -129,8 +129,9 @@ def profile_text(sc: Scenario) -> str:
             "In force: **ideal** profile, datasheet peaks and bandwidth, no overheads: a lower "
             "bound on time (the planner's default is calibrated)."
         )
-    profile = get_profile(sc.profile, sc.gpu)
+    profile = get_profile(sc.profile, sc.gpu, sc.engine)
     fitted = f"fitted on {profile.gpu_id}" if profile.gpu_id else "generic (no fit for this GPU)"
+    fitted = f"{sc.engine} kernels, {fitted}"
     return (
         f"In force: **calibrated** profile, {fitted}: {profile.source}. Same default as the "
         "capacity planner."

@@ -14,7 +14,12 @@ per microsecond each of its resident threads keeps moving) are defined by the fo
 model/pricing/roofline.py. Kinds: the op kinds of model/ops/op.py, plus `attention_decode` (one new
 token
 per sequence) and `moe` (fused MoE experts, model/ops/moe.py), which take their own terms when
-fitted.
+fitted. A quantized matmul's kernel family (model/specs/quant.py) has terms of its own under
+`<kind>:<family>` (`gemm:fp8`, `gemm:int4_wo`, `moe:nvfp4`; bf16 is the bare kind).
+
+The engine (vLLM, SGLang, TensorRT-LLM) is a pricing input: `engines` holds, per engine, the
+kinds that engine's own kernels were fitted on; `for_engine` lays them over the kinds pooled
+over every engine, which price whatever that engine was not measured on.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from rooflens.hardware.spec import GPUSpec
 
 CALIBRATION_DIR = Path(__file__).parent / "calibration"
 PROFILES = ("ideal", "calibrated")
+ENGINES = ("vllm", "sglang", "trtllm")  # the serving engines a calibrated price is fitted for
+DEFAULT_ENGINE = "vllm"
 
 
 class KindEfficiency(BaseModel):
@@ -80,6 +87,11 @@ class Profile(BaseModel):
         default_factory=dict,
         description="op kind -> efficiency; key 'default' for the rest",
     )
+    engines: dict[str, dict[str, KindEfficiency]] = Field(
+        default_factory=dict,
+        description="engine -> the kinds fitted on that engine's own kernels (over `kinds`)",
+    )
+    engine: str | None = Field(default=None, description="engine `kinds` are resolved for")
     comm_bandwidth_fraction: float = Field(default=1.0, gt=0, le=1.0)
     comm_latency_scale: float = Field(default=0.0, ge=0, description="x link latency per step")
     source: str = Field(description="how it was obtained: datasheet, or fit data and date")
@@ -90,6 +102,13 @@ class Profile(BaseModel):
 
     def kind(self, kind: str) -> KindEfficiency:
         return self.kinds.get(kind) or self.kinds.get("default") or KindEfficiency()
+
+    def for_engine(self, engine: str) -> Profile:
+        """This profile as `engine` runs it: its own kinds over the ones pooled over engines."""
+        if engine not in ENGINES:
+            raise RooflensError(f"unknown engine '{engine}': use one of {', '.join(ENGINES)}")
+        own = self.engines.get(engine, {})
+        return self.model_copy(update={"kinds": {**self.kinds, **own}, "engine": engine})
 
 
 IDEAL = Profile(
@@ -109,10 +128,20 @@ def calibration_path(gpu_id: str) -> Path:
     return own if own.is_file() else CALIBRATION_DIR / "generic.yaml"
 
 
-def get_profile(name: str, gpu: GPUSpec) -> Profile:
-    """`ideal`, or `calibrated` for this GPU (its own fit, else the generic derived profile)."""
+@cache
+def _engine_view(path: Path, engine: str) -> Profile:
+    return _load(path).for_engine(engine)
+
+
+def get_profile(name: str, gpu: GPUSpec, engine: str | None = DEFAULT_ENGINE) -> Profile:
+    """`ideal`, or `calibrated` for this GPU as `engine` runs it (its own fit, else the generic
+    derived profile); engine None: the terms pooled over every engine (what the validator
+    prices a kernel no engine ran with). The ideal roofline is the same for every engine."""
+    if engine is not None and engine not in ENGINES:
+        raise RooflensError(f"unknown engine '{engine}': use one of {', '.join(ENGINES)}")
     if name == "ideal":
         return IDEAL
     if name != "calibrated":
         raise RooflensError(f"unknown profile '{name}': use one of {', '.join(PROFILES)}")
-    return _load(calibration_path(gpu.id))
+    path = calibration_path(gpu.id)
+    return _load(path) if engine is None else _engine_view(path, engine)

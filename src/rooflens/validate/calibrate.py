@@ -26,39 +26,38 @@ so its terms are the dimensionless fractions and the latencies that carry across
 own file takes the kinds it has data for; its other kinds come from the generic fit.
 
 What each kind fits (rows, terms, starts, the copy prior) is validate/fit_terms.py; this
-module owns the search, its error diagnostics and the profile files.
+module owns the search of one kind and its error diagnostics; validate/profile_fit.py puts
+the kinds, kernel families and engines together into the profile files.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from rooflens.hardware.presets import get_gpu
-from rooflens.hardware.profiles import CALIBRATION_DIR, KindEfficiency, Profile
+from rooflens.hardware.profiles import KindEfficiency, Profile
 from rooflens.hardware.spec import SystemSpec
 from rooflens.hardware.systems import default_system
-from rooflens.io.files import atomic_write_text
 from rooflens.model.pricing.kernel_table import Batch, batches, predict_frame
 from rooflens.model.pricing.roofline import price_op
 from rooflens.validate.fit_terms import (
     COPY_FRACTION,
     COPY_PRIOR_TOLERANCE,
     EAGER_ROOF_TERMS,
+    FIT_EVALS,
     FRONTIER_KINDS,
-    KIND_OPS,
     START,
     TUNED_KINDS,
     Calls,
+    base_kind,
     interior,
     kind_rows,
     roof_start,
+    sample_rows,
     terms_for,
     to_params,
     to_vector,
@@ -66,9 +65,6 @@ from rooflens.validate.fit_terms import (
 from rooflens.validate.frontier import best_of_impls
 from rooflens.validate.moe_configs import SUBSET_COLUMN, UNTUNED
 from rooflens.validate.optimize import minimise
-from rooflens.validate.store import provenance_base
-
-COMM_PRIOR = {"comm_bandwidth_fraction": 0.8, "comm_latency_scale": 1.0}
 
 
 @dataclass
@@ -122,7 +118,7 @@ def faster_than_peak(table: pd.DataFrame) -> pd.Series:
 
 
 def fit_kind(
-    table: pd.DataFrame, kind: str, max_evals: int = 1500, pooled: KindEfficiency | None = None
+    table: pd.DataFrame, kind: str, max_evals: int = FIT_EVALS, pooled: KindEfficiency | None = None
 ) -> tuple[KindEfficiency, dict]:
     """Fit one kind over the rows of `table` (any GPUs), each GPU weighted equally. Attention
     kinds are fitted on the frontier (validate/frontier.py): per shape, the fastest
@@ -137,17 +133,21 @@ def fit_kind(
     measured = table[kind_rows(table, kind)].reset_index(drop=True)
     frontier_stats: dict[str, Any] = {}
     rows = measured
-    if kind in FRONTIER_KINDS:
+    base = base_kind(kind)
+    if base in FRONTIER_KINDS:
         rows, frontier_stats = best_of_impls(measured)
-    if kind in TUNED_KINDS and SUBSET_COLUMN in measured.columns:
+    if base in TUNED_KINDS and SUBSET_COLUMN in measured.columns:
         # Rows without a label (e.g. our own kernel runs) are not known to be untuned: kept.
         rows = measured[measured[SUBSET_COLUMN].ne(UNTUNED)].reset_index(drop=True)
+    rows = sample_rows(rows).reset_index(drop=True)
     keep = ~faster_than_peak(rows)
     # Attention grids span five decades of KV bytes, most rows small and overhead-bound:
     # balancing the decades makes the fitted bandwidth that of the long calls that dominate
     # serving time (A100 decode: 11.5 % / 30.9 % median / p90 instead of 12.3 % / 31.6 %).
-    by_size = kind.startswith("attention")
+    by_size = base.startswith("attention")
     chunks = [_chunk(g, by_size) for _, g in rows[keep].groupby("gpu")]
+    if not chunks:  # every row beat the roofline: nothing to fit (the caller keeps its terms)
+        return pooled or KindEfficiency(), {"rows": 0, "excluded_faster_than_peak": len(rows)}
     terms = terms_for(kind)
     default = dict(START)
     start = dict(default)
@@ -203,10 +203,13 @@ def fit_kind(
     }
     if frontier_stats:
         stats["frontier"] = frontier_stats
-        stats["bias_by_gpu_impl"] = bias_by_impl(measured, eff, kind)
-    if kind in TUNED_KINDS and SUBSET_COLUMN in measured.columns:
+        stats["bias_by_gpu_impl"] = bias_by_impl(sample_rows(measured), eff, kind)
+    if base in TUNED_KINDS and SUBSET_COLUMN in measured.columns:
         stats["fitted_on"] = "moe_config tuned (validate/moe_tuned_configs.yaml)"
-        stats["error_by_config"] = error_by_config(measured[~faster_than_peak(measured)], eff, kind)
+        labelled = measured[measured[SUBSET_COLUMN].notna()]
+        if len(labelled):
+            labelled = labelled[~faster_than_peak(labelled)]
+            stats["error_by_config"] = error_by_config(labelled, eff, kind)
     return eff, stats
 
 
@@ -235,66 +238,3 @@ def bias_by_impl(rows: pd.DataFrame, eff: KindEfficiency, kind: str) -> dict[str
         error = predicted_s(_chunk(g), eff, kind) / g["measured_s"].to_numpy(float) - 1.0
         out[f"{gpu}/{impl}"] = round(float(np.median(error)), 4)
     return out
-
-
-def fit_profile(
-    table: pd.DataFrame, gpu_id: str | None, inherit: Profile | None = None, max_evals: int = 1500
-) -> Profile:
-    """A calibrated profile for one GPU (gpu_id) or pooled over all of `table` (None: generic)."""
-    rows = table if gpu_id is None else table[table["gpu"] == gpu_id]
-    kinds: dict[str, KindEfficiency] = {}
-    fits: dict[str, Any] = {}
-    for kind in KIND_OPS:
-        if kind_rows(rows, kind).any():
-            pooled = inherit.kinds.get(kind) if inherit is not None else None
-            kinds[kind], fits[kind] = fit_kind(rows, kind, max_evals, pooled)
-        elif inherit is not None and kind in inherit.kinds:
-            kinds[kind], fits[kind] = inherit.kinds[kind], {"inherited": "generic.yaml"}
-    default = kinds.get("elementwise") or KindEfficiency(memory_fraction=0.8, overhead_s=3e-6)
-    kinds["default"] = default
-    gpus = sorted(rows["gpu"].unique().tolist())
-    what = f"GPU {gpu_id}" if gpu_id else f"pooled over {', '.join(gpus)}"
-    return Profile(
-        name="calibrated",
-        gpu_id=gpu_id,
-        kinds=kinds,
-        **COMM_PRIOR,
-        source=f"rooflens calibrate fit ({what}), {dt.date.today().isoformat()}",
-        provenance={
-            **provenance_base(),
-            "method": "mean |log(pred/measured)|, each impl (attention: impl and decade of "
-            "bytes) weighted equally, Nelder-Mead (validate/calibrate.py); attention kinds on "
-            "the frontier: per shape key measured by >= 2 impls, the fastest impl's time "
-            "(validate/frontier.py), so the terms describe the best available kernel; moe on "
-            "the shapes vLLM ships a tuned config for (validate/moe_tuned_configs.yaml)",
-            "gpus": gpus,
-            "fit": fits,
-            "comm": "prior (0.8 of link bandwidth, 1 link latency per step); NCCL protocol fit "
-            "is model/pricing/comm.py's hardware/calibration/comm-a100.yaml",
-        },
-    )
-
-
-def write_profile(profile: Profile, path: Path) -> Path:
-    data = profile.model_dump(mode="json", exclude_defaults=False)
-    data["kinds"] = {
-        k: {t: v for t, v in e.items() if v is not None} for k, e in data["kinds"].items()
-    }
-    header = (
-        "# Written by `rooflens calibrate fit` (validate/calibrate.py); do not edit by hand.\n"
-        "# Terms: hardware/profiles.py (formula: model/pricing/roofline.py). Method and data:\n"
-        "# docs/validation.md, `provenance` below.\n"
-    )
-    return atomic_write_text(path, header + yaml.safe_dump(data, sort_keys=False, width=100))
-
-
-def fit_all(
-    table: pd.DataFrame, out_dir: Path = CALIBRATION_DIR, max_evals: int = 1500
-) -> dict[str, Path]:
-    """Generic (pooled) profile plus one per measured GPU; returns the files written."""
-    generic = fit_profile(table, None, max_evals=max_evals)
-    written = {"generic": write_profile(generic, out_dir / "generic.yaml")}
-    for gpu_id in sorted(table["gpu"].unique()):
-        own = fit_profile(table, str(gpu_id), inherit=generic, max_evals=max_evals)
-        written[str(gpu_id)] = write_profile(own, out_dir / f"{gpu_id}.yaml")
-    return written

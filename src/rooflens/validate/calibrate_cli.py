@@ -15,12 +15,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from rooflens.hardware.presets import read_data_file
     from rooflens.hardware.profiles import CALIBRATION_DIR, Profile
     from rooflens.io.files import check_writable
-    from rooflens.validate.calibrate import fit_all, write_profile
     from rooflens.validate.generation import generation_profiles
+    from rooflens.validate.profile_fit import fit_all, write_profile
 
     out = Path(args.out or CALIBRATION_DIR)
     check_writable(out / "generic.yaml", "--out folder's profile")  # before the fit, not after
-    table = training_table_of(args)
+    table = training_table_of(args, include_own=args.own_kernels)
     written = fit_all(table, out)
     if args.rule == "generation":  # opt-in: docs/validation.md, "Accuracy on a GPU ..."
         pooled = Profile.model_validate(read_data_file(written["generic"]))

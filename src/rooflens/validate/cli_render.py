@@ -56,5 +56,7 @@ def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
-def training_table_of(args: argparse.Namespace) -> pd.DataFrame:
-    return training_table(Path(args.measured), Path(args.results), args.results_device or [])
+def training_table_of(args: argparse.Namespace, include_own: bool = False) -> pd.DataFrame:
+    return training_table(
+        Path(args.measured), Path(args.results), args.results_device or [], include_own
+    )

@@ -66,9 +66,12 @@ def a100_systems() -> dict[str, SystemSpec]:
 
 
 def load_nccl(measured_dir: Path) -> pd.DataFrame:
-    """NCCL rows as source, collective, n_gpus, per_node, bytes, measured_s, system, read by the
-    one NCCL loader (validate/aiconfigurator.py)."""
+    """The A100's NCCL rows as source, collective, n_gpus, per_node, bytes, measured_s, system,
+    read by the one NCCL loader (validate/aiconfigurator.py). The other GPUs' NCCL tables are
+    not fitted here: the protocols are in link latencies and carry over through each link's
+    datasheet; the engines' own all-reduce is validate/custom_ar_fit.py."""
     raw = aiconfigurator.load_nccl(measured_dir)
+    raw = raw[raw["gpu"] == "a100-sxm-80gb"]  # the DGX A100 these protocols are fitted on
     return pd.DataFrame(
         {
             "source": "nccl-a100",

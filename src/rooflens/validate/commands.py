@@ -65,6 +65,10 @@ def add_validate_parsers(sub: argparse._SubParsersAction) -> None:
     fit = csub.add_parser("fit", help="fit hardware/calibration/*.yaml from measurements")
     fit.add_argument("--measured", default=str(DEFAULT_ROOT), help="shared measurement folder")
     fit.add_argument("--results-device", action="append", help="also fit this device's runs")
+    fit.add_argument("--own-kernels", action="store_true",
+                     help="also fit this project's own runs in the measurement folder "
+                     "(rooflens-*/: torch baselines, Triton kernels; off: they price no "
+                     "deployment)")  # fmt: skip
     fit.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")
     fit.add_argument("--out", help="output folder (default hardware/calibration)")
     fit.add_argument("--rule", choices=("pooled", "generation"), default="pooled",

@@ -20,8 +20,10 @@ import numpy as np
 import pandas as pd
 
 from rooflens.hardware.presets import get_gpu
-from rooflens.hardware.profiles import Profile
+from rooflens.hardware.profiles import Profile, get_profile
+from rooflens.hardware.spec import GPUSpec
 from rooflens.model.pricing.kernel_table import predict_frame
+from rooflens.validate.fit_terms import engine_of
 from rooflens.validate.moe_configs import SUBSET_COLUMN
 
 PROFILE_NAMES = ("ideal", "calibrated")
@@ -42,7 +44,7 @@ def join(measured: pd.DataFrame, profiles: Sequence[str | Profile] = PROFILE_NAM
             if label == "ideal":
                 out["predicted_ideal_s"] = out["ideal_s"]
                 continue
-            out[f"predicted_{label}_s"] = predict_frame(rows, gpu, profile)["predicted_s"]
+            out[f"predicted_{label}_s"] = _engine_priced(rows, gpu, profile)
         peak = out["compute_dtype"].map(gpu.peak).to_numpy(dtype=float)
         streamed = np.maximum(out["bytes"] - gpu.l2_bytes, 0.0) / gpu.hbm_bytes_per_s
         out["cache_bound_s"] = np.maximum(out["flops"] / peak, streamed)
@@ -58,6 +60,23 @@ def join(measured: pd.DataFrame, profiles: Sequence[str | Profile] = PROFILE_NAM
     return joined.drop(columns=["ideal_s"])
 
 
+def _engine_priced(rows: pd.DataFrame, gpu: GPUSpec, profile: str | Profile) -> np.ndarray:
+    """Each row priced as the engine that ran it would be (its view of the profile,
+    hardware/profiles.py `for_engine`); rows no engine ran (Vidur, this project's kernels), and
+    every row of a profile without `engines`, with the terms pooled over engines."""
+    out = np.empty(len(rows))
+    engines = engine_of(rows["impl"]) if "impl" in rows.columns else pd.Series(None, rows.index)
+    engines = engines.fillna("")
+    for engine, idx in engines.groupby(engines).groups.items():
+        name = str(engine) or None
+        if not isinstance(profile, Profile):
+            view = get_profile(profile, gpu, name)
+        else:
+            view = profile.for_engine(name) if name and profile.engines else profile
+        out[rows.index.get_indexer(idx)] = predict_frame(rows.loc[idx], gpu, view)["predicted_s"]
+    return out
+
+
 def summarize(
     joined: pd.DataFrame,
     by: Sequence[str] = ("gpu", "op"),
@@ -70,13 +89,19 @@ def summarize(
     untuned, validate/moe_configs.py) are also summarised apart as op `moe/tuned`, …, after
     their op's row over all of them."""
     out = _summary(joined, by, profiles)
-    if not (subsets and "op" in by and SUBSET_COLUMN in joined.columns):
+    if not (subsets and "op" in by):
         return out
-    labelled = joined[joined[SUBSET_COLUMN].notna()]
-    if labelled.empty:
-        return out
-    labelled = labelled.assign(op=labelled["op"] + "/" + labelled[SUBSET_COLUMN].astype(str))
-    out = pd.concat([out, _summary(labelled, by, profiles)], ignore_index=True)
+    parts = [out]
+    for column in (SUBSET_COLUMN, "quant"):
+        if column not in joined.columns:
+            continue
+        labelled = joined[joined[column].notna()]
+        if column == "quant":  # precision subsets of the fused MoE and GEMM classes
+            labelled = labelled[labelled["op"].isin(("gemm", "moe"))]
+        if not labelled.empty:
+            labelled = labelled.assign(op=labelled["op"] + "/" + labelled[column].astype(str))
+            parts.append(_summary(labelled, by, profiles))
+    out = pd.concat(parts, ignore_index=True)
     return out.sort_values(list(by), kind="stable").reset_index(drop=True)
 
 

@@ -24,22 +24,43 @@ import pandas as pd
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import get_gpu
-from rooflens.validate.calibrate import fit_profile
+from rooflens.model.specs.quant import FAMILIES
 from rooflens.validate.compare import join, summarize
-from rooflens.validate.fit_terms import KIND_OPS, kind_rows
+from rooflens.validate.datasets import own_runs
+from rooflens.validate.fit_terms import (
+    FAMILY_KINDS,
+    FIT_EVALS,
+    KIND_OPS,
+    PLAIN_FAMILIES,
+    engine_of,
+    kind_rows,
+)
 from rooflens.validate.frontier import best_of_impls
 from rooflens.validate.generation import profile_for
+from rooflens.validate.profile_fit import fit_profile
 from rooflens.validate.store import provenance_base
 
 RULES = ("pooled", "generation")
 CV_FILE = Path(__file__).parent / "results" / "cv.csv"  # the committed table (dashboard, README)
-COLUMNS = ("held_out", "op", "rows", "trained_rows", "median", "p90", "bias", "rule",
+COLUMNS = ("held_out", "engine", "op", "rows", "trained_rows", "median", "p90", "bias", "rule",
            "reference_gpus", "trained_on", "git_commit", "date")  # fmt: skip
+ALL_ENGINES = "all"  # cells over every implementation of the held-out GPU
 
 
 def _trained_rows(train: pd.DataFrame, op: str) -> int:
-    """Training rows of the kinds that price `op` (fused-MoE subsets count as `moe`)."""
-    base = op.split("/")[0]
+    """Training rows of the kinds that price `op`: a precision subset (`gemm/fp8`) its kernel
+    family's, the GEMM and MoE classes every family's, a config subset (`moe/tuned`) its op's."""
+    base, _, subset = op.partition("/")
+    if base in FAMILY_KINDS:
+        if subset in (*PLAIN_FAMILIES, ""):
+            return (
+                int(train["op"].isin(KIND_OPS[base]).sum())
+                if not subset
+                else int(kind_rows(train, base).sum())
+            )
+        if subset in FAMILIES:
+            return int(kind_rows(train, f"{base}:{subset}").sum())
+        return int(train["op"].isin(KIND_OPS[base]).sum())
     kinds = [k for k, ops in KIND_OPS.items() if base in ops]
     return int(sum(kind_rows(train, k).sum() for k in kinds))
 
@@ -47,14 +68,20 @@ def _trained_rows(train: pd.DataFrame, op: str) -> int:
 def cross_validate(
     table: pd.DataFrame,
     rule: str = "pooled",
-    max_evals: int = 1500,
+    max_evals: int = FIT_EVALS,
     progress: Callable[[str], None] | None = None,
     calls: list[np.ndarray] | None = None,
+    detail: list[pd.DataFrame] | None = None,
+    train_own: bool = False,
 ) -> pd.DataFrame:
     """One row per held-out GPU and operator class: rows scored, training rows of the class,
     median and p90 of |error|, median error (bias; negative = the model is too fast), the rule,
     the GPUs whose fit priced it (`reference_gpus`), the GPUs trained on, and provenance.
-    `calls`, if given, receives each fold's per-call errors of the scored rows (`per_call`)."""
+    `calls`, if given, receives each fold's per-call errors of the scored rows (`per_call`);
+    `detail` each fold's scored calls with their op, precision (`quant`), engine and error
+    (`targets`). Cells are over every implementation (`engine` = all) and per serving engine;
+    GEMM and MoE also per precision (`gemm/fp8`, ...). This project's own runs are scored as one
+    more implementation, trained on only with `train_own` (validate/datasets.py own_runs)."""
     if rule not in RULES:
         raise RooflensError(f"unknown rule '{rule}': use one of {', '.join(RULES)}")
     gpus = sorted(table["gpu"].astype(str).unique())
@@ -63,7 +90,7 @@ def cross_validate(
     meta = provenance_base()
     frames = []
     for held_out in gpus:
-        train = table[table["gpu"] != held_out]
+        train = table[(table["gpu"] != held_out) & (train_own | ~own_runs(table))]
         if progress:
             progress(f"held out {held_out}: fitting on {', '.join(sorted(train['gpu'].unique()))}")
         pooled = fit_profile(train, None, max_evals=max_evals)
@@ -72,13 +99,23 @@ def cross_validate(
         )
         scored, _ = best_of_impls(table[table["gpu"] == held_out])
         joined = join(scored, ("ideal", profile))
-        summary = summarize(joined, ("gpu", "op"), subsets=True)
-        if calls is not None:  # the rows summarize scores, fused MoE left out (no training rows)
-            kept = joined[~joined["below_ideal"] & joined["op"].ne("moe")]
-            calls.append(kept[f"error_{profile.name}"].to_numpy(float))
+        joined["engine"] = engine_of(joined["impl"])
+        summary = summarize(joined, ("gpu", "op"), subsets=True).assign(engine=ALL_ENGINES)
+        engines = joined[joined["engine"].notna()]  # cells per engine its kernels ran
+        if len(engines):
+            per_engine = summarize(engines, ("gpu", "engine", "op"), subsets=True)
+            summary = pd.concat([summary, per_engine], ignore_index=True)
+        kept = joined[~joined["below_ideal"]]
+        if calls is not None:  # the rows summarize scores, fused MoE left out
+            calls.append(kept.loc[kept["op"].ne("moe"), f"error_{profile.name}"].to_numpy(float))
+        if detail is not None:
+            columns = ["gpu", "op", "quant", "engine", f"error_{profile.name}"]
+            part = kept.reindex(columns=columns).rename(columns={columns[-1]: "error"})
+            detail.append(part)
         frame = pd.DataFrame(
             {
                 "held_out": held_out,
+                "engine": summary["engine"],
                 "op": summary["op"],
                 "rows": summary["rows"],
                 "trained_rows": [_trained_rows(train, str(op)) for op in summary["op"]],
@@ -96,6 +133,38 @@ def cross_validate(
     return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
 
 
+# The issue's targets per call on held-out GPUs (issue 23): bf16 GEMM and attention, and the
+# 8- and 4-bit float GEMMs. (median, p90, worst GPU x op median) of |predicted / measured - 1|.
+TARGETS = {"bf16 GEMM + attention": (0.10, 0.30, 0.15), "fp8 / nvfp4 GEMM": (0.12, 0.35, None)}
+ATTENTION_OPS = ("attention_prefill", "attention_decode")
+
+
+def targets(detail: list[pd.DataFrame]) -> pd.DataFrame:
+    """Per target class: rows, median and p90 |error| over every fold's scored calls, the worst
+    median of a held-out GPU x op cell, and the target itself."""
+    calls = pd.concat(detail, ignore_index=True) if detail else pd.DataFrame()
+    records = []
+    for name, (median, p90, worst) in TARGETS.items():
+        if calls.empty:
+            continue
+        gemm = calls["op"].eq("gemm")
+        if name.startswith("bf16"):
+            plain = calls["quant"].isna() | calls["quant"].isin(("bfloat16", "float16"))
+            rows = calls[(gemm & plain) | calls["op"].isin(ATTENTION_OPS)]
+        else:
+            rows = calls[gemm & calls["quant"].isin(("fp8", "fp8_block", "nvfp4"))]
+        if rows.empty:  # no call of the class was scored
+            continue
+        error = rows["error"].abs()
+        cells = error.groupby([rows["gpu"], rows["op"]]).median()
+        records.append({"class": name, "rows": len(rows),
+                        "median": float(error.median()), "p90": float(error.quantile(0.9)),
+                        "worst_cell_median": float(cells.max()) if len(cells) else float("nan"),
+                        "target_median": median, "target_p90": p90,
+                        "target_worst_cell": worst})  # fmt: skip
+    return pd.DataFrame(records)
+
+
 def per_call(calls: list[np.ndarray]) -> dict[str, float]:
     """Over every scored held-out call of every fold (fused MoE left out: no GPU but the A100
     measured it): rows, and the median and p90 of |error|."""
@@ -110,6 +179,8 @@ def overall(cv: pd.DataFrame) -> dict[str, float]:
     """Over the GPU × class cells that had training data (subsets such as `moe/tuned` left
     out): the median and worst of the cells' medians and of their p90s."""
     learned = cv[(cv["trained_rows"] > 0) & ~cv["op"].str.contains("/")]
+    if "engine" in cv.columns:
+        learned = learned[learned["engine"] == ALL_ENGINES]
     return {
         "cells": float(len(learned)),
         "median_of_medians": float(learned["median"].median()),

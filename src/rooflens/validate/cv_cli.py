@@ -11,22 +11,29 @@ from rooflens.validate.measured_files import DEFAULT_ROOT
 
 
 def cmd_cv(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from rooflens.io.files import atomic_write_csv, check_writable, to_json
-    from rooflens.validate.cv import cross_validate, overall, per_call
+    from rooflens.validate.cv import cross_validate, overall, per_call, targets
 
     if args.output is not None:
         check_writable(args.output, "-o")  # before the cross-validation, not after it
     progress = None if args.json else console.print
     calls: list = []
-    cv = cross_validate(training_table_of(args), args.rule, args.max_evals, progress, calls)
+    detail: list = []
+    measured = training_table_of(args, include_own=True)  # own runs scored (cv.py)
+    cv = cross_validate(measured, args.rule, args.max_evals, progress, calls, detail,
+                        train_own=args.own_kernels)  # fmt: skip
     calls_summary = per_call(calls)
+    goals = targets(detail)
     if args.output is not None:
         atomic_write_csv(args.output, cv, "-o")
     if args.json:
         print(to_json({"cells": cv.to_dict(orient="records"), "overall": overall(cv),
-                       "per_call": calls_summary}))  # fmt: skip
+                       "per_call": calls_summary,
+                       "targets": goals.to_dict(orient="records")}))  # fmt: skip
         return 0
-    shown = cv[["held_out", "op", "rows", "trained_rows", "median", "p90", "bias"]]
+    shown = cv[["held_out", "engine", "op", "rows", "trained_rows", "median", "p90", "bias"]]
     shown = shown.rename(columns={"held_out": "held-out GPU", "trained_rows": "trained on (rows)",
                                   "median": "median |err|", "p90": "p90 |err|"})  # fmt: skip
     title = (f"Leave-one-GPU-out: fitted on the other GPUs ({args.rule} rule), predicting the "
@@ -42,6 +49,17 @@ def cmd_cv(args: argparse.Namespace) -> int:
         f"per call over {int(calls_summary['rows']):,} held-out rows (fused MoE left out): median "
         f"{100 * calls_summary['median']:.1f} %, p90 {100 * calls_summary['p90']:.1f} %"
     )
+    for g in goals.to_dict("records"):  # plain values, one target line per class
+        worst_target = g["target_worst_cell"]
+        worst = ("" if worst_target is None or pd.isna(worst_target) else
+                 f"; worst GPU × op median {100 * float(g['worst_cell_median']):.1f} % "
+                 f"(target ≤ {100 * float(worst_target):.0f} %)")  # fmt: skip
+        console.print(
+            f"{g['class']}, per call over {int(g['rows']):,} held-out rows: median "
+            f"{100 * float(g['median']):.1f} % (target ≤ {100 * float(g['target_median']):.0f} %), "
+            f"p90 {100 * float(g['p90']):.1f} % (target ≤ {100 * float(g['target_p90']):.0f} %)"
+            f"{worst}"
+        )
     if args.output:
         console.print(f"wrote {args.output}")
     return 0
@@ -49,16 +67,22 @@ def cmd_cv(args: argparse.Namespace) -> int:
 
 def add_cv_parser(vsub: argparse._SubParsersAction) -> None:
     from rooflens.validate.cv import RULES
+    from rooflens.validate.fit_terms import FIT_EVALS
     from rooflens.validate.store import RESULTS_DIR
 
     cv = vsub.add_parser("cv", help="leave-one-GPU-out cross-validation of the calibration")
     cv.add_argument("--measured", default=str(DEFAULT_ROOT), help="shared measurement folder")
     cv.add_argument("--results-device", action="append", help="also use this device's runs")
+    cv.add_argument(
+        "--own-kernels",
+        action="store_true",
+        help="also train on this project's own runs (rooflens-*/; always scored)",
+    )
     cv.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")
     cv.add_argument("--rule", choices=RULES, default="pooled",
                     help="what a held-out GPU learns from: all other GPUs pooled (the rule "
                     "calibrate fit uses), or its nearest architecture generation's")  # fmt: skip
-    cv.add_argument("--max-evals", type=int, default=1500, help="fit evaluations per kind")
+    cv.add_argument("--max-evals", type=int, default=FIT_EVALS, help="fit evaluations per kind")
     cv.add_argument("-o", "--output", help="write the table as CSV (atomically)")
     cv.add_argument("--json", action="store_true")
     cv.set_defaults(handler=cmd_cv)

@@ -83,11 +83,24 @@ def load_kernels(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
     return _load_kernels(str(check_root(root))).copy()
 
 
-def training_table(measured: Path, results: Path, devices: list[str]) -> pd.DataFrame:
+def own_runs(table: pd.DataFrame) -> pd.Series:
+    """Rows of this project's own runs in the shared folder (`rooflens-<gpu>/`: torch baselines
+    and the project's Triton kernels). They describe this project's kernels, not a deployment's:
+    the calibration leaves them out, `validate compare` and `validate cv` still score them."""
+    if "source" not in table.columns:
+        return pd.Series(False, index=table.index)
+    return table["source"].astype(str).str.startswith("rooflens-")
+
+
+def training_table(
+    measured: Path, results: Path, devices: list[str], include_own: bool = False
+) -> pd.DataFrame:
     """What `calibrate fit` and `validate cv` learn from: the shared measurements
-    (`load_kernels`) plus each device's stored runs, reduced as the shared
-    H100 runs are (`as_run`, then `kernel_rows`)."""
-    tables = [load_kernels(measured)]
+    (`load_kernels`; this project's own runs there only with `include_own`, which `validate cv`
+    scores but never trains on) plus each device's stored runs, named on purpose, reduced as
+    the shared H100 runs are (`as_run`, then `kernel_rows`)."""
+    shared = load_kernels(measured)
+    tables = [shared if include_own else shared[~own_runs(shared)]]
     for device in devices:
         runs = load_results(device, results)
         if runs.empty:

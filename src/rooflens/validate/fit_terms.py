@@ -13,9 +13,10 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from rooflens.hardware.profiles import KindEfficiency
+from rooflens.hardware.profiles import ENGINES, KindEfficiency
 from rooflens.hardware.spec import GPUSpec
 from rooflens.model.pricing.roofline import eager_roof
+from rooflens.model.specs.quant import PLAIN_FAMILIES
 
 KIND_OPS: dict[str, tuple[str, ...]] = {
     "gemm": ("gemm",),
@@ -84,7 +85,51 @@ def roof_start(calls: list[Calls], term: str) -> float:
     return float(np.exp(np.mean(np.log(values)))) if values else START[term]
 
 
+# Kinds whose rows are engines' kernels: fitted per engine too (hardware/profiles.py
+# `engines`), and per kernel family (`gemm:fp8`, `moe:int4_wo`, model/specs/quant.py).
+ENGINE_KINDS = ("gemm", "attention", "attention_decode", "moe")
+FAMILY_KINDS = ("gemm", "moe")
+# Rows per GPU and implementation a fit prices (a fixed-seed sample): 2.5 M measured calls
+# over five GPUs and three engines would make one evaluation of the objective take seconds.
+MAX_ROWS_PER_IMPL = 600
+# Objective evaluations per kind (Nelder-Mead; from the pooled terms a GPU's own fit needs fewer).
+FIT_EVALS = 800
+
+
+def base_kind(kind: str) -> str:
+    """`gemm` of `gemm:fp8`: the kind whose terms (terms_for) and rows (KIND_OPS) it has."""
+    return kind.split(":")[0]
+
+
+def fit_kinds(table: pd.DataFrame) -> list[str]:
+    """The kinds a table can fit: every kind of KIND_OPS with rows, plus one per kernel family
+    of its GEMM and MoE rows (`quant`, the engine's label), bf16 being the bare kind."""
+    kinds = [k for k in KIND_OPS if kind_rows(table, k).any()]
+    if "quant" in table.columns:
+        for base in FAMILY_KINDS:
+            labels = table.loc[table["op"].isin(KIND_OPS[base]), "quant"].dropna().astype(str)
+            kinds += [f"{base}:{q}" for q in sorted(set(labels) - set(PLAIN_FAMILIES))]
+    return kinds
+
+
+def engine_of(impl: pd.Series) -> pd.Series:
+    """The serving engine of each row's implementation (`vllm-0.24.0:<kernel>` -> vllm), or
+    None for kernels no engine ships (Vidur's eager PyTorch, this project's own runs)."""
+    name = impl.astype(str).str.split("-", n=1).str[0]
+    return name.where(name.isin(ENGINES))
+
+
+def sample_rows(rows: pd.DataFrame, limit: int = MAX_ROWS_PER_IMPL) -> pd.DataFrame:
+    """At most `limit` rows per GPU and implementation (fixed seed), in their table order."""
+    picked = [
+        g if len(g) <= limit else g.sample(limit, random_state=0)
+        for _, g in rows.groupby(["gpu", "impl"], sort=False)
+    ]
+    return pd.concat(picked).sort_index() if picked else rows
+
+
 def terms_for(kind: str) -> tuple[str, ...]:
+    kind = base_kind(kind)
     if kind == "moe":
         return MOE_TERMS
     if kind == "norm":
@@ -102,7 +147,11 @@ def terms_for(kind: str) -> tuple[str, ...]:
 def kind_rows(table: pd.DataFrame, kind: str) -> pd.Series:
     """Rows a kind is fitted on. Attention splits as pricing does (pricing.kind_terms): one new
     token per sequence is decode-shaped, whichever phase the row was measured as."""
-    rows = table["op"].isin(KIND_OPS[kind])
+    base, _, family = kind.partition(":")
+    rows = table["op"].isin(KIND_OPS[base])
+    if base in FAMILY_KINDS and "quant" in table.columns:
+        quant = table["quant"]
+        rows &= quant.eq(family) if family else (quant.isna() | quant.isin(PLAIN_FAMILIES))
     if kind.startswith("attention"):
         one_token = table["op"].eq("attention_decode")
         if "seq_len" in table.columns:

@@ -21,7 +21,8 @@ import pandas as pd
 from rooflens.hardware.presets import get_gpu, gpu_ids
 from rooflens.hardware.profiles import Profile
 from rooflens.hardware.spec import GPUSpec
-from rooflens.validate.calibrate import fit_profile
+from rooflens.validate.fit_terms import FIT_EVALS
+from rooflens.validate.profile_fit import fit_profile
 
 # architecture -> the architectures to learn from, nearest first (its own included)
 NEAREST: dict[str, tuple[str, ...]] = {
@@ -49,7 +50,7 @@ def profile_for(
     train: pd.DataFrame,
     pooled: Profile,
     rule: str = "generation",
-    max_evals: int = 1500,
+    max_evals: int = FIT_EVALS,
 ) -> tuple[Profile, list[str]]:
     """The calibrated profile a GPU without its own measurements gets from `train`, and the
     GPUs it learned from. `pooled`: the fit over all of `train` (`rule='pooled'` returns it)."""
@@ -62,7 +63,7 @@ def profile_for(
 
 
 def generation_profiles(
-    table: pd.DataFrame, pooled: Profile, max_evals: int = 1500
+    table: pd.DataFrame, pooled: Profile, max_evals: int = FIT_EVALS
 ) -> dict[str, Profile]:
     """Preset id -> the generation rule's profile, for every GPU preset without measurements in
     `table` whose nearest measured generation is not all of them (where the rule and the pooled

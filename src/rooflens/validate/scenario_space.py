@@ -96,7 +96,7 @@ def _not_below(r: Report, what: str, small: float, big: float) -> None:
 
 def _step_shares(pred: Prediction) -> Iterator[tuple[str, float, float, float]]:
     """(phase.op, seconds, its fixed floor in seconds, share of its step) of every priced op."""
-    profile = get_profile(pred.scenario.profile, pred.scenario.gpu)
+    profile = get_profile(pred.scenario.profile, pred.scenario.gpu, pred.scenario.engine)
     for phase in (pred.prefill, pred.decode):
         for p in phase.priced:
             seconds = float(np.mean(p.total_s))

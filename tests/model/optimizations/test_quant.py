@@ -57,7 +57,10 @@ def test_weight_only_int4_keeps_the_16_bit_peak_and_pays_dequantization() -> Non
     # Marlin-style dequantization: 2 CUDA-core ops per weight per 64-row tile
     assert awq.vector_flops == 2 * (2 * F) * D * math.ceil(2048 / 64)
     p_bf16, p_awq = (price_op(op, sc.system, _ideal(sc)) for op in (bf16, awq))
-    assert p_awq.compute_s > p_bf16.compute_s  # never faster in the compute-bound regime
+    # never faster in the compute-bound regime; the dequantization overlaps the MMAs (MARLIN
+    # §3), so the ideal bound is the bf16 time itself (TensorRT-LLM's A100 W4A16 at M = 8192,
+    # N = K = 4096: 1.09 ms, bf16 1.04 ms; calibrated, the int4_wo family's own terms carry it)
+    assert p_awq.compute_s >= p_bf16.compute_s and p_awq.time_s >= p_bf16.time_s
     assert p_awq.memory_s < p_bf16.memory_s
 
 

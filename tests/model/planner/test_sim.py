@@ -79,7 +79,9 @@ def test_littles_law_for_the_decode_batch(mode: str) -> None:
 
 
 def test_seeded_and_fast_on_a_real_configuration() -> None:
-    w = ServingWorkload(rate_per_s=8.0, prompt=LengthDist.parse("1000"),
+    # moderate load: 6 requests/s since issue 23's refit priced this fp8 group with the engines'
+    # measured W8A8 kernels (at 8/s the chunked steady state's TTFT ran 19 % under the queue's)
+    w = ServingWorkload(rate_per_s=6.0, prompt=LengthDist.parse("1000"),
                         output=LengthDist.parse("250"))  # fmt: skip
     group = Group("h100-sxm", 4, 1, 1, "fp8", "fp8", "fp8")
     c = build_curves(get_model("llama-3-70b"), group, w, [], profile="calibrated",

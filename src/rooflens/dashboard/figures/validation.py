@@ -44,9 +44,12 @@ def error_figure(summary: pd.DataFrame, profiles: tuple[str, ...]) -> go.Figure:
 
 
 def cv_figure(cv: pd.DataFrame) -> go.Figure:
-    """Held-out GPU × operator class: colour = median |error| (%), text = median / p90 (%).
-    Cells whose class had no training rows (only the held-out GPU measured it) are marked."""
-    cells = cv[~cv["op"].str.contains("/")]
+    """Held-out GPU × operator class (GEMMs also per precision: `gemm/fp8`, ...), over every
+    engine's calls: colour = median |error| (%), text = median / p90 (%). Cells whose class had
+    no training rows (only the held-out GPU measured it) are marked."""
+    if "engine" in cv.columns:
+        cv = cv[cv["engine"] == "all"]
+    cells = cv[~cv["op"].str.contains("/") | cv["op"].str.startswith("gemm/")]
     gpus, ops = sorted(cells["held_out"].unique()), sorted(cells["op"].unique())
     grid = cells.set_index(["held_out", "op"])
     z, text = [], []

@@ -37,7 +37,8 @@ def render(ctx: Context) -> None:
     st.caption(
         f"The sidebar's scenario on each: {s.n_gpus} GPU(s) (TP {s.tp} × PP {s.pp}), batch "
         f"{s.batch:,}, prompt {s.prompt_len:,} + output {s.output_len:,} tokens, "
-        f"{precision_text(s)}, {priced_by(s.profile)}. Prices: the sidebar's, else the listed ones."
+        f"{precision_text(s)}, {priced_by(s.profile, s.engine)}. Prices: the sidebar's, else the "
+        "listed ones."
     )
     if len(picked) < 2:
         st.info("Pick at least two GPUs or systems.")

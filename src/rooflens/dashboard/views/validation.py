@@ -115,7 +115,8 @@ def _cross_validation() -> None:
     first = cv.iloc[0]
     st.caption(
         "Each measured GPU left out in turn: calibration fitted on the others "
-        f"({first['rule']} rule), the left-out GPU predicted from its datasheet. Attention on "
+        f"({first['rule']} rule), the left-out GPU predicted from its datasheet, each call "
+        "priced as the engine that ran it (vLLM, SGLang, TensorRT-LLM). Attention on "
         f"the fastest implementation per shape. From `rooflens validate cv` at commit "
         f"{str(first['git_commit'])[:10]}, {str(first['date'])[:10]}."
     )

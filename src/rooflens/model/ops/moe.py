@@ -27,6 +27,7 @@ import numpy as np
 
 from rooflens.model.ops.op import Num, Op, weight_storage_bytes
 from rooflens.model.specs.dtypes import compute_dtype, dtype_bytes
+from rooflens.model.specs.quant import PLAIN_FAMILIES, family_of
 
 
 def distinct_experts(tokens: Num, topk: int | Num, n_experts: int | Num, ep: int | Num) -> Num:
@@ -70,6 +71,7 @@ def moe_op(
     shape_tokens: Num | None = None,
     assignments: Num | None = None,
     experts_read: Num | None = None,
+    quant: str | None = None,
 ) -> Op:
     """Routed experts on one GPU: `tokens` routed over all E experts, E/ep held here, each of
         width `inter` (per GPU). `shape_tokens` is the token count the op reports (default
@@ -84,6 +86,10 @@ def moe_op(
         call["assignments"] = assignments
     if experts_read is not None:
         call["experts_read"] = experts_read
+    if quant:  # the kernel family, where the operands alone do not name it (model/ops/op.py)
+        call["quant"] = quant
+    family = quant or family_of(weight_dtype, act_dtype)
+    family = None if family in PLAIN_FAMILIES else family  # 16-bit: the bare kind's terms
     matrices = 3 if gated else 2
     ab = dtype_bytes(act_dtype)
     assignments, distinct = routed_work(tokens, topk, n_experts, ep, assignments, experts_read)
@@ -105,6 +111,7 @@ def moe_op(
             "experts_read": distinct,
             "n_experts": n_experts,
             "topk": topk,
+            **({"family": family} if family else {}),
         },
         call=call,
     )

@@ -25,6 +25,7 @@ from rooflens.model.specs.dtypes import (
     dtype_bytes,
     tensor_scale_bytes,
 )
+from rooflens.model.specs.quant import PLAIN_FAMILIES, family_of
 
 Num = float | npt.NDArray[np.float64]
 SCALE_BYTES = 2.0  # one fp16 scale per group of quantized weights (GPTQ/AWQ layout)
@@ -112,8 +113,13 @@ def gemm_op(
     act_dtype: str,
     group_size: int = 128,
     heads: int = 1,
+    quant: str | None = None,
 ) -> Op:
     """Y[M,N] = X[M,K] · W[N,K]ᵀ: 2MNK FLOPs; reads W once and X once, writes Y once.
+
+    `quant` names the kernel family when the operands alone do not (128-block FP8 against
+    per-tensor FP8, model/specs/quant.py); the family selects the calibrated terms
+    (model/pricing/roofline.py kind_terms).
 
     `heads` > 1 is a batched GEMM of `heads` products [M, K] · [K, N/heads], each head with its
     own weight and its own input (MLA's absorbed projections): the FLOPs and weights of one
@@ -122,6 +128,10 @@ def gemm_op(
     act = (M * K * heads + M * N) * ab
     call = {"op": "gemm", "m": M, "n": N, "k": K, "dtype": act_dtype,
             "weight_dtype": weight_dtype, "group_size": group_size}  # fmt: skip
+    if quant:
+        call["quant"] = quant
+    family = quant or family_of(weight_dtype, act_dtype)
+    family = None if family in PLAIN_FAMILIES else family  # 16-bit: the bare kind's terms
     return Op(
         name=name,
         phase=phase,
@@ -133,7 +143,13 @@ def gemm_op(
         kv_bytes=0.0,
         compute_dtype=compute_dtype(weight_dtype, act_dtype),
         live_bytes=act,
-        shape={"m": M, "n": N, "k": K, **({"heads": heads} if heads > 1 else {})},
+        shape={
+            "m": M,
+            "n": N,
+            "k": K,
+            **({"heads": heads} if heads > 1 else {}),
+            **({"family": family} if family else {}),
+        },
         vector_flops=dequant_vector_flops(M, N, K, weight_dtype, act_dtype),
         call={**call, "heads": heads} if heads > 1 else call,
     )

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.profiles import DEFAULT_ENGINE
 from rooflens.model.ops.op import Num
 from rooflens.model.optimizations.base import Optimization
 from rooflens.model.planner.gpu_prices import price_per_gpu_hour
@@ -138,6 +139,7 @@ def build_curves(
     opts: list[Optimization],
     *,
     profile: str,
+    engine: str = DEFAULT_ENGINE,
     chunk_tokens: int,
     overhead_bytes: float,
     kv_offload: str = "none",
@@ -160,6 +162,7 @@ def build_curves(
         pp=group.pp,
         ep=group.ep,
         profile=profile,
+        engine=engine,
         overhead_gb=overhead_bytes / 1e9,
         prefill_chunk=max(chunk_tokens, math.ceil(prompt_p99)),
     )

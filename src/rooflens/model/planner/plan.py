@@ -18,6 +18,7 @@ import pandas as pd
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import DEFAULT_ENGINE
 from rooflens.model.analysis.energy import energy
 from rooflens.model.planner.check import (
     MAX_SIMULATIONS,
@@ -224,7 +225,9 @@ def plan(
     if rec is not None and get_gpu(rec["gpu"]).tdp_watts is None:  # energy is a by-product:
         lines.append(f"Energy: not estimated; GPU spec '{rec['gpu']}' gives no tdp_watts.")
     elif rec is not None:  # energy per token of the recommendation (model/analysis/energy.py)
-        rec = rec | _row_energy(rec, space.model, workload, space.profile, space.chunk_tokens)
+        rec = rec | _row_energy(
+            rec, space.model, workload, space.profile, space.chunk_tokens, space.engine
+        )
         lines.append(
             f"Energy: {rec['joules_per_output_token']:.3g} J per output token "
             f"({rec['output_tokens_per_joule']:.3g} tokens/J), GPU boards busy at the planned "
@@ -235,7 +238,8 @@ def plan(
                 len(front) - len(pareto))  # fmt: skip
 
 
-def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, chunk: int) -> Any:
+def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, chunk: int,
+            engine: str = DEFAULT_ENGINE) -> Any:  # fmt: skip
     """(prediction at batch 1, prediction at the batch cap) from model.predict.api.run. The cap
     is the replica's sequences in flight, which `predict` cuts into PP micro-batches itself (the
     planner's curves price a PP group the same way, model/predict/pp_schedule.py)."""
@@ -246,7 +250,7 @@ def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, c
         output_len=max(1, round(w.output.mean())),
         weight_dtype=row["weight_dtype"], act_dtype=row["act_dtype"], kv_dtype=row["kv_dtype"],
         tp=int(row["tp"]), pp=int(row["pp"]), ep=int(row["ep"]), profile=profile,
-        prefill_chunk=chunk, opts=tuple(group_of(row).opts),  # the request names its opts
+        engine=engine, prefill_chunk=chunk, opts=tuple(group_of(row).opts),
     )  # fmt: skip
     opts = list(group_of(row).opts)
     single = run(make_scenario(model, row["gpu"], batch=1, **common), opts)
@@ -262,12 +266,17 @@ def goodput_line(rec: dict[str, Any], w: ServingWorkload) -> str:
 
 
 def _row_energy(
-    row: dict[str, Any], model: str, w: ServingWorkload, profile: str, chunk: int
+    row: dict[str, Any],
+    model: str,
+    w: ServingWorkload,
+    profile: str,
+    chunk: int,
+    engine: str = DEFAULT_ENGINE,
 ) -> dict[str, float]:
     """Energy of a plan row: its GPUs busy at the planned batch (continuous batching keeps every
     replica stepping), priced by replaying the row through the ordinary prediction path
     (`recheck`) and model/analysis/energy.py's power model."""
-    _, full = recheck(row, model, w, profile, chunk)
+    _, full = recheck(row, model, w, profile, chunk, engine)
     e = energy(full)
     return {
         "joules_per_output_token": e.joules_per_output_token,

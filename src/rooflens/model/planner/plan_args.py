@@ -1,11 +1,9 @@
 """Plain CLI-style values (comma lists, 'all', length specs, GPU=USD prices) -> a validated
-SweepSpace and ServingWorkload, with one-line errors. The CLI stays a thin shell around this.
-
+SweepSpace and ServingWorkload, with one-line errors; the CLI is a thin shell around this.
 Nothing given is dropped without a word: an empty list item, an unknown dtype, a price for a GPU
 that does not exist or a sweep with nothing to try is an error naming the value. The sweep's
-size is estimated before it runs and refused above MAX_CONFIGS (about 2 GB of working memory:
-a measured 215 M configurations took 8.5 GB, about 40 bytes each), saying how to narrow it.
-"""
+size is estimated first and refused above MAX_CONFIGS (~2 GB of working memory: 215 M
+configurations took 8.5 GB, ~40 bytes each), saying how to narrow it."""
 
 from __future__ import annotations
 
@@ -38,8 +36,7 @@ def listed(name: str) -> str:
 
 
 # `rooflens plan`'s scenario options -> (the ScenarioRequest field whose description, bound and
-# choices they take; the planner's default, SweepSpace's, which sweeps TP and fp8 and prices
-# calibrated). --chunk, the chunked scheduler's token budget, is also ≥ 1 (SweepSpace).
+# choices they take; SweepSpace's default). --chunk (chunked prefill's budget) is also ≥ 1.
 SCENARIO_OPTIONS: dict[str, tuple[str, str]] = {
     "--tp": ("tp", listed("tp")),
     "--pp": ("pp", listed("pp")),
@@ -47,6 +44,7 @@ SCENARIO_OPTIONS: dict[str, tuple[str, str]] = {
     "--weight-dtypes": ("weight_dtype", listed("weight_dtypes")),
     "--kv-dtypes": ("kv_dtype", listed("kv_dtypes")),
     "--profile": ("profile", listed("profile")),
+    "--engine": ("engine", listed("engine")),
     "--chunk": ("prefill_chunk", listed("chunk_tokens")),
 }
 MAX_CONFIGS = 50_000_000  # about 2 GB at ~40 bytes a configuration
@@ -168,6 +166,7 @@ def build_request(
     max_gpus: int = SweepSpace.default("max_gpus"),
     chunk: int = int(SCENARIO_OPTIONS["--chunk"][1]),
     profile: str = SCENARIO_OPTIONS["--profile"][1],
+    engine: str = SCENARIO_OPTIONS["--engine"][1],
     opts: Sequence[str] = (),
     sweep_opts: Sequence[str] = (),
     prices: Sequence[str] = (),
@@ -222,6 +221,7 @@ def build_request(
             max_gpus=max_gpus,
             chunk_tokens=chunk,
             profile=profile,
+            engine=engine,
             opts=tuple(opts),
             sweep_opts=tuple(sweep_opts),
             **extra,

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import DEFAULT_ENGINE
 from rooflens.model.planner.curves import Group
 from rooflens.model.planner.serving import CHUNK_TOKENS, MODES
 from rooflens.model.predict.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PROFILE
@@ -36,6 +37,7 @@ class SweepSpace(BaseModel):
         default=CHUNK_TOKENS, gt=0, description="chunked prefill token budget"
     )
     profile: str = DEFAULT_PROFILE
+    engine: str = DEFAULT_ENGINE
     opts: tuple[str, ...] = ()
     sweep_opts: tuple[str, ...] = Field(default=(), description="each tried on and off")
     overhead_bytes: float = DEFAULT_OVERHEAD_BYTES

@@ -131,7 +131,7 @@ def run_sweep(
     curves: dict[Group, Curves] = {}
     n_configs = 0
     lengths = workload.model_dump_json(exclude=NOT_IN_CURVES)
-    priced_by = (spec.model_dump_json(), lengths, space.profile, space.chunk_tokens,
+    priced_by = (spec.model_dump_json(), lengths, space.profile, space.engine, space.chunk_tokens,
                  space.overhead_bytes, space.kv_offload)  # fmt: skip
     for i, group in enumerate(groups):
         try:
@@ -144,6 +144,7 @@ def run_sweep(
                     workload,
                     [parsed[o] for o in group.opts],
                     profile=space.profile,
+                    engine=space.engine,
                     chunk_tokens=space.chunk_tokens,
                     overhead_bytes=space.overhead_bytes,
                     kv_offload=space.kv_offload,

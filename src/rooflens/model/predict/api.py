@@ -98,6 +98,7 @@ def scenario_of(request: ScenarioRequest, spec: ModelSpec | None = None) -> Scen
             ),
             parallel=Parallelism(tp=r.tp, pp=r.pp, ep=r.ep),
             profile=r.profile,
+            engine=r.engine,
             overhead_bytes=overhead,
         )
     except ValidationError as exc:

@@ -39,7 +39,7 @@ class Pipeline:
         for opt in self.opts:
             sc = opt.scenario(sc)
         self.scenario = sc
-        self.profile: Profile = get_profile(sc.profile, sc.gpu)
+        self.profile: Profile = get_profile(sc.profile, sc.gpu, sc.engine)
 
     def step_ops(self, step: Step, sc: Scenario | None = None) -> list[Op]:
         return step_ops(sc or self.scenario, self.opts, step)

@@ -30,7 +30,7 @@ from pydantic.fields import FieldInfo
 
 from rooflens.hardware.errors import FieldError, RooflensError, validation_message
 from rooflens.hardware.presets import gpu_ids
-from rooflens.hardware.profiles import PROFILES
+from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINES, PROFILES
 from rooflens.hardware.spec import Spec
 from rooflens.hardware.systems import system_ids
 from rooflens.model.predict.scenario import (
@@ -48,6 +48,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "activation": ACTIVATION_DTYPES,
     "profile": PROFILES,
     "quant": QUANT_CHOICES,
+    "engine": ENGINES,
 }
 # The presets a field may name (a link may name nothing else: no file on the server).
 PRESETS: dict[str, Callable[[], list[str]]] = {
@@ -136,6 +137,11 @@ class ScenarioRequest(Spec):
         "fitted on measured kernels, hardware/calibration/) or ideal (datasheet peaks: the "
         "stated lower bound on time)",
         flag="--profile", label="Profile", choices="profile", memory=False,
+    )  # fmt: skip
+    engine: str = _field(
+        DEFAULT_ENGINE, "serving engine whose measured kernels price `calibrated` (vllm, sglang, "
+        "trtllm; hardware/calibration/); `ideal` is the same for every engine",
+        flag="--engine", label="Engine", choices="engine", memory=False,
     )  # fmt: skip
     overhead_gb: float | None = _field(
         None, f"runtime memory overhead (CUDA context, workspaces), GB; default {OVERHEAD_GIB:g} "

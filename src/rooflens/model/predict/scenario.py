@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from rooflens.hardware.errors import FieldError
+from rooflens.hardware.profiles import DEFAULT_ENGINE
 from rooflens.hardware.spec import GPUSpec, Spec, SystemSpec
 from rooflens.model.specs.dtypes import ACTIVATION_DTYPES, FP4_DTYPES, STORAGE_DTYPES
 from rooflens.model.specs.quant import SCHEMES, family_of, scheme_text
@@ -21,11 +22,16 @@ DEFAULT_PREFILL_CHUNK_TOKENS = 8192
 DEFAULT_PROFILE = "calibrated"
 
 
-def priced_by(profile: str) -> str:
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+
+
+def priced_by(profile: str, engine: str = DEFAULT_ENGINE) -> str:
     """What produced a prediction's numbers, in the words every table, JSON and page print: the
-    pricing profile, `ideal` named as the lower bound it is. Hook: the engine (vLLM, SGLang,
-    TensorRT-LLM) joins these words once the scenario carries one (issue 23 §1)."""
-    return f"{profile} profile" + (" (datasheet lower bound)" if profile == "ideal" else "")
+    pricing profile and, for a fitted one, the engine whose kernels it was fitted on; `ideal`
+    named as the lower bound it is (no engine reaches it)."""
+    if profile == "ideal":
+        return "ideal profile (datasheet lower bound)"
+    return f"{profile} profile, {ENGINE_NAMES.get(engine, engine)} kernels"
 
 
 class Precision(Spec):
@@ -156,6 +162,7 @@ class Scenario(Spec):
     precision: Precision = Precision()
     parallel: Parallelism = Parallelism()
     profile: str = "ideal"
+    engine: str = Field(default=DEFAULT_ENGINE, description="serving engine (hardware/profiles.py)")
     overhead_bytes: float = Field(default=DEFAULT_OVERHEAD_BYTES, ge=0)
     applied: Applied = Field(
         default=Applied(),

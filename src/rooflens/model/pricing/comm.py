@@ -47,6 +47,11 @@ if TYPE_CHECKING:
     from rooflens.model.ops.op import Num, Op
 
 COMM_CALIBRATION_FILE = CALIBRATION_DIR / "comm-a100.yaml"
+# The engines' own all-reduce (validate/custom_ar_fit.py), used inside one NVLink node up to
+# vLLM's CustomAllreduce default max_size of 8 MiB (vllm/distributed/device_communicators/
+# custom_all_reduce.py); NCCL above it, across nodes and over PCIe.
+CUSTOM_ALLREDUCE_FILE = CALIBRATION_DIR / "comm-custom-allreduce.yaml"
+CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 2**20
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 
 
@@ -89,6 +94,34 @@ def protocols_for(profile: Profile) -> tuple[Protocol, ...]:
     if COMM_CALIBRATION_FILE.is_file():
         return load_comm_calibration(COMM_CALIBRATION_FILE)
     return (Protocol(profile.comm_bandwidth_fraction, 0.0, profile.comm_latency_scale),)
+
+
+@cache
+def custom_allreduce(path: Path = CUSTOM_ALLREDUCE_FILE) -> dict[str, Protocol]:
+    """Per engine, its fitted all-reduce protocol ({} when the file is absent)."""
+    if not path.is_file():
+        return {}
+    engines = read_data_file(path).get("engines", {})
+    return {
+        name: Protocol(float(e["bandwidth_fraction"]), float(e["latency_base_scale"]),
+                       float(e["latency_step_scale"]))
+        for name, e in engines.items()
+    }  # fmt: skip
+
+
+def engine_all_reduce_s(
+    payload_bytes: Num, n_gpus: int, system: SystemSpec, engine: str | None, nccl: Num
+) -> Num:
+    """The all-reduce a serving engine runs: its own one-node kernel where it applies (NVLink
+    inside one node, messages up to CUSTOM_ALLREDUCE_MAX_BYTES) when faster, else NCCL's."""
+    protocol = custom_allreduce().get(engine or "")
+    if protocol is None or n_gpus <= 1 or n_gpus > system.gpus_per_node:
+        return nccl
+    if system.gpu.nvlink_bytes_per_s <= 0:
+        return nccl
+    own = all_reduce_s(payload_bytes, n_gpus, system, (protocol,))
+    return np.where(np.asarray(payload_bytes) <= CUSTOM_ALLREDUCE_MAX_BYTES,
+                    np.minimum(own, nccl), nccl)  # fmt: skip
 
 
 def _phase_s(
@@ -210,7 +243,10 @@ def collective_time_s(op: Op, system: SystemSpec, profile: Profile) -> Num:
     n = int(shape.get("n_gpus", 1))
     protocols = protocols_for(profile)
     if kind == "all_reduce":
-        return all_reduce_s(op.comm_bytes, n, system, protocols)
+        nccl = all_reduce_s(op.comm_bytes, n, system, protocols)
+        if profile.name == "ideal":
+            return nccl
+        return engine_all_reduce_s(op.comm_bytes, n, system, profile.engine, nccl)
     if kind in ("all_gather", "reduce_scatter"):
         return all_gather_s(op.comm_bytes, n, system, protocols)
     if kind == "all_to_all":

@@ -71,7 +71,7 @@ SECOND_DTYPE = {"gemm": "weight_dtype", "moe": "weight_dtype", "attention_prefil
 # Columns whose value selects a code path (not an array-able number): one group per value.
 VARIANT_COLUMNS = ("norm", "collective", "heads", "window", "gated", "n_gpus", "span_gpus",
                    "flops_per_element",
-                   "hierarchical", "eager", "kv_write")  # fmt: skip
+                   "hierarchical", "eager", "kv_write", "quant")  # fmt: skip
 
 
 def normalize_dtype(value: object, column: str, row: int) -> str:

@@ -40,6 +40,7 @@ from rooflens.model.pricing.kernel_columns import (
     group_sizes,
 )
 from rooflens.model.pricing.roofline import price_op
+from rooflens.model.specs.quant import FAMILIES
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,24 @@ def _attention(grp: Group, sm_count: int) -> Op:
                         flag(grp, "kv_write"))  # fmt: skip
 
 
+def _quant(grp: Group) -> str | None:
+    """The optional `quant` column: the engine's kernel family (model/specs/quant.py)."""
+    label = grp.variant("quant", None)
+    if label is None:
+        return None
+    if str(label) not in FAMILIES:
+        raise RooflensError(f"quant '{label}' is not a kernel family: use one of "
+                            f"{', '.join(FAMILIES)}")  # fmt: skip
+    return str(label)
+
+
 def _group_op(grp: Group, group_size: int, sm_count: int) -> Op:
     """The Op of a group of rows (`grp.extra`: the weight or KV dtype, or the norm type)."""
     op_name, dtype, col = grp.op, grp.dtype, grp.col
     if op_name == "gemm":
         return gemm_op("gemm", "kernel", 1, col("m"), col("n"), col("k"), grp.extra, dtype,
-                       group_size, heads=int(grp.variant("heads", 1)))  # fmt: skip
+                       group_size, heads=int(grp.variant("heads", 1)),
+                       quant=_quant(grp))  # fmt: skip
     if op_name in SECOND_DTYPE and op_name != "moe":
         return _attention(grp, sm_count)
     if op_name == "moe":  # model/ops/moe.py: this GPU's experts and its slice of their width
@@ -93,7 +106,7 @@ def _group_op(grp: Group, group_size: int, sm_count: int) -> Op:
                                           "num_tokens × topk token-expert pairs"),
                       experts_read=at_most(grp, "experts_read", experts / ep,
                                            "experts on this GPU (num_experts / moe_ep_size)"),
-                      )  # fmt: skip
+                      quant=_quant(grp))  # fmt: skip
     if op_name == "norm":
         residual = grp.optional("residual", 0.0) if "residual" in grp.g.columns else 0.0
         return norm_op("norm", "kernel", 1, col("rows"), col("hidden"), dtype, residual, grp.extra,
@@ -199,7 +212,9 @@ def predict_frame(
     return result
 
 
-def predict_kernels(table: pd.DataFrame, gpu: GPUSpec, profile: str = "ideal") -> pd.DataFrame:
+def predict_kernels(
+    table: pd.DataFrame, gpu: GPUSpec, profile: str | Profile = "ideal"
+) -> pd.DataFrame:
     """`rooflens kernels predict`: every input column unchanged plus flops, bytes, predicted_s
     and bound (DESIGN.md)."""
     return predict_frame(table, gpu, profile)

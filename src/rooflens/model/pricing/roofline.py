@@ -101,10 +101,17 @@ def kind_terms(profile: Profile, op: Op) -> KindEfficiency:
     terms when the profile has them; prefill, chunked prefill and verification (T > 1, or a
     grid mixing both) take `attention`. A fused MoE layer's routed experts (a `gemm` op with
     `experts_read` in its shape, model/ops/moe.py) take the `moe` terms when the profile has them:
-    a grouped GEMM over ragged per-expert batches, not one dense cuBLAS call."""
+    a grouped GEMM over ragged per-expert batches, not one dense cuBLAS call.
+    A quantized matmul takes its kernel family's terms (`gemm:fp8`, `moe:int4_wo`, ...;
+    model/specs/quant.py) where the profile has them, else its kind's."""
     kinds, shape = profile.kinds, op.shape
-    if op.kind == "gemm" and "experts_read" in shape and "moe" in kinds:
-        return kinds["moe"]
+    if op.kind == "gemm":
+        family = shape.get("family")
+        keys = (f"moe:{family}", "moe") if "experts_read" in shape else ()
+        for key in (*keys, f"gemm:{family}"):
+            if key in kinds:
+                return kinds[key]
+        return profile.kind("gemm")
     if op.kind == "attention" and "attention_decode" in kinds:
         new_tokens = shape.get("new_tokens")
         if new_tokens is not None and bool(np.all(np.asarray(new_tokens) <= 1)):
@@ -138,11 +145,8 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
 
     `streamed_share` is the part of the bytes the grid streams in parallel (an attention
     op's KV-cache reads); only it is throttled by occupancy, the rest moves at full rate.
-    `vector_s` is CUDA-core work (a weight-only GEMM's dequantization) added to the compute
-    roof after the tile padding `q`: it is counted per row tile already (model/ops/op.py
-    dequant_vector_flops), and padding the tensor-core tile does not redo it (without this, a
-    W8A16 decode at batch 1 was priced 4× batch 8's).
-    """
+    `vector_s` is CUDA-core work: beside a GEMM's tensor cores (dequantization) the busier unit
+    bounds it, the tile padding (`wave_tail`) charged to the tensor-core work only."""
     blocks = None
     if eff.wave_latency_s > 0 or eff.saturation_blocks_per_sm > 0 or eff.wave_tail > 0:
         blocks = thread_blocks(op)
@@ -160,7 +164,9 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
         # count the waves of the unsplit programs (a stated grid of kv_splits per program).
         splits = np.maximum(np.asarray(op.shape.get("kv_splits", 1.0), dtype=np.float64), 1.0)
         latency_s = eff.wave_latency_s * np.ceil(np.maximum(blocks / splits, 1.0) / sm_count)
-    compute_s = compute_s + vector_s
+    # a GEMM's CUDA-core work (dequantization, a fused epilogue) overlaps its MMAs; an
+    # attention op's (split-KV combine) runs after them
+    compute_s = np.maximum(compute_s, vector_s) if op.kind == "gemm" else compute_s + vector_s
     top = np.maximum(np.maximum(compute_s, memory_s), latency_s)
     p = eff.overlap_power
     if p is None:
@@ -192,9 +198,11 @@ def eager_roof(gpu: GPUSpec, eff: KindEfficiency) -> float:
 def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     gpu = system.gpu
     eff = kind_terms(profile, op)
-    tensor_s = op.flops / (gpu.peak(op.compute_dtype) * eff.compute_fraction)
+    compute_s = op.flops / (gpu.peak(op.compute_dtype) * eff.compute_fraction)
+    # A GEMM's CUDA-core work (weight dequantization) runs beside the tensor cores (Frantar et
+    # al. 2024, "MARLIN" §3: dequantization overlapped with the MMAs), so busy_s takes the busier
+    # unit; adding them priced TensorRT-LLM's A100 W4A16/W8A16 GEMMs above their measured time.
     vector_s = op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
-    compute_s = tensor_s + vector_s
     # One occupancy model at a time: a calibrated profile's fitted one (on the op's real grid)
     # replaces the op's structural min(1, blocks / SMs).
     occupancy = 1.0 if eff.saturation_blocks_per_sm > 0 else op.bandwidth_fraction
@@ -212,7 +220,7 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     if streamed_bytes is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
             streamed = np.where(op.bytes > 0, streamed_bytes / op.bytes, 1.0)
-    busy = busy_s(eff, tensor_s, memory_s, op, gpu.sm_count, streamed, vector_s) + comm_s
+    busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed, vector_s) + comm_s
     # A collective's fixed cost is its protocol's base latency (model/pricing/comm.py; fitted on
     # NCCL
     # under `calibrated`): a kernel's per-call overhead on top would count it twice.

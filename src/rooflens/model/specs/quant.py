@@ -32,6 +32,9 @@ FAMILIES: dict[str, tuple[str, str | None]] = {
 }
 
 
+PLAIN_FAMILIES = ("bfloat16", "float16")  # 16-bit matmuls: no family terms of their own
+
+
 def family_of(weight_dtype: str, act_dtype: str, block_scaled: bool = False) -> str | None:
     """The kernel family a matmul of these operands runs as, or None when no engine ships one
     (the pricing then uses its generic terms). `block_scaled` picks 128-block FP8 over

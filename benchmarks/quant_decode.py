@@ -1,0 +1,63 @@
+"""Batch-1 decode of an 8B model under `calibrated`, per GPU and engine: the TPOT of bf16 weights
+and of int4 (weight-only, W4A16) and fp8 (W8A8 where the GPU has fp8 units) weights, and their
+ratios to bf16 (issue 23's target: int4 ≤ 0.65x, fp8 ≤ 0.8x on every GPU with those kernels).
+
+    python -m benchmarks.quant_decode [--model llama-3-8b] [--engine vllm] [--gpu ID]...
+
+Prints one line per GPU and engine and exits 1 where a ratio misses its target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import ENGINES
+from rooflens.model.predict.api import make_scenario, run
+
+GPUS = ("a100-sxm-80gb", "h100-sxm", "b300", "rtx-pro-6000", "h200", "l40s", "b200")
+TARGETS = {"int4": 0.65, "fp8": 0.80}  # at most this share of the bf16 TPOT
+
+
+# What engines deploy under each name: int4 weight-only (W4A16, Marlin / TensorRT-LLM), fp8 as
+# W8A8 (vLLM's `--quantization fp8`: activations quantized too, the KV cache left at bf16).
+SCHEMES = {"bf16": {"weight_dtype": "bf16"},
+           "int4": {"weight_dtype": "int4", "act_dtype": "bf16"},
+           "fp8": {"weight_dtype": "fp8", "act_dtype": "fp8", "kv_dtype": "bf16"}}  # fmt: skip
+
+
+def tpot_s(model: str, gpu: str, engine: str, scheme: str) -> float:
+    sc = make_scenario(model, gpu, batch=1, prompt_len=1024, output_len=128,
+                       profile="calibrated", engine=engine, **SCHEMES[scheme])  # fmt: skip
+    return float(run(sc).tpot_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="llama-3-8b")
+    parser.add_argument("--engine", action="append", choices=ENGINES)
+    parser.add_argument("--gpu", action="append")
+    args = parser.parse_args(argv)
+    missed = 0
+    print(f"{args.model}, batch 1, prompt 1024, calibrated: TPOT in ms (ratio to bf16)")
+    for gpu in args.gpu or GPUS:
+        for engine in args.engine or ENGINES:
+            bf16 = tpot_s(args.model, gpu, engine, "bf16")
+            cells = [f"{gpu:14s} {engine:7s} bf16 {1e3 * bf16:6.2f}"]
+            for dtype, target in TARGETS.items():
+                if dtype == "fp8" and "fp8" not in get_gpu(gpu).peak_flops_per_s:
+                    cells.append(f"{dtype} —  (no fp8 units)")
+                    continue
+                ratio = tpot_s(args.model, gpu, engine, dtype) / bf16
+                ok = ratio <= target
+                missed += not ok
+                cells.append(
+                    f"{dtype} {1e3 * ratio * bf16:6.2f} ({ratio:.2f}x{'' if ok else ' MISS'})"
+                )
+            print("  ".join(cells))
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Fit the serving engines' own all-reduce (`custom_allreduce_perf.parquet` of the shared
+measurements) as one α-β protocol per engine: what a decode step's small all-reduces cost.
+
+vLLM, SGLang and TensorRT-LLM all-reduce small messages inside one NVLink node with a kernel of
+their own (one-shot: every GPU reads its peers' buffers over NVLink through IPC handles, one
+launch, no NCCL protocol setup) and fall back to NCCL above a size (vLLM's CustomAllreduce
+`max_size` 8 MiB). On the H100 at TP 8 a 16 kB all-reduce takes ~4 µs there against NCCL's
+~16 µs. The fit takes the engines' CUDA-graph rows (`backend` *_graph; TensorRT-LLM's table has
+no eager rows) of every NVLink GPU up to that size and finds, per engine, the terms of
+model/pricing/comm.py's `Protocol` (t = (s0 + steps·s1)·λ + ring bytes / (f·β), λ and β the
+GPU's NVLink latency and bandwidth), with validate/comm_fit.py's non-negative least squares on
+relative error, so it carries to an unmeasured NVLink GPU through its datasheet. PCIe-only parts
+(RTX PRO 6000) are left out: engines turn the custom all-reduce off on more than two PCIe GPUs
+and the table there matches NCCL.
+
+    python -m rooflens.validate.custom_ar_fit [--write]
+
+writes hardware/calibration/comm-custom-allreduce.yaml, which model/pricing/comm.py reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.systems import default_system
+from rooflens.io.files import atomic_write_text
+from rooflens.model.pricing.comm import (
+    CUSTOM_ALLREDUCE_FILE,
+    CUSTOM_ALLREDUCE_MAX_BYTES,
+    Protocol,
+    all_reduce_s,
+)
+from rooflens.validate.comm_fit import _nonneg_wls
+from rooflens.validate.measured_files import DEFAULT_ROOT, MS, dtype_names, gpu_id, read_table
+
+BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+
+def load_custom_allreduce(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
+    """Graph-mode rows of every engine's all-reduce table: engine, gpu, n_gpus, bytes,
+    measured_s."""
+    frames = []
+    for path in sorted(root.glob("aiconfigurator-*/comm/*/*/custom_allreduce_perf.parquet")):
+        d = read_table(path, ("framework", "device", "allreduce_dtype", "num_gpus",
+                              "message_size", "latency"))  # fmt: skip
+        if d is None:
+            continue
+        if "backend" in d.columns:
+            d = d[d["backend"].astype(str).str.endswith("_graph")]
+        size = dtype_names(d["allreduce_dtype"]).map(BYTES).astype(float)
+        frames.append(pd.DataFrame({
+            "engine": path.parts[-3], "gpu": d["device"].map(gpu_id),
+            "n_gpus": d["num_gpus"].astype(int), "bytes": d["message_size"] * size,
+            "measured_s": d["latency"] * MS,
+        }))  # fmt: skip
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def nvlink_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows of GPUs with NVLink, up to the size engines use their own all-reduce for."""
+    nvlink = rows["gpu"].map(lambda g: get_gpu(str(g)).nvlink_bytes_per_s > 0)
+    return rows[nvlink & (rows["bytes"] <= CUSTOM_ALLREDUCE_MAX_BYTES)].reset_index(drop=True)
+
+
+def fit_engine(rows: pd.DataFrame) -> Protocol:
+    """One protocol over one engine's rows, each GPU's link from its datasheet."""
+    columns, times = [], []
+    for gpu, g in rows.groupby("gpu"):
+        link = default_system(get_gpu(str(gpu))).intra_node
+        n = g["n_gpus"].to_numpy(float)
+        steps = 2 * (n - 1)
+        moved = steps / n * g["bytes"].to_numpy(float)
+        lam = np.full(len(g), link.latency_s)
+        columns.append(np.stack([lam, steps * lam, moved / link.bytes_per_s], axis=1))
+        times.append(g["measured_s"].to_numpy(float))
+    coef = _nonneg_wls(np.concatenate(columns), np.concatenate(times))
+    return Protocol(float(1.0 / max(coef[2], 1e-9)), float(coef[0]), float(coef[1]))
+
+
+def predict(rows: pd.DataFrame, protocol: Protocol) -> np.ndarray:
+    out = np.zeros(len(rows))
+    groups: dict[Any, Any] = rows.groupby(["gpu", "n_gpus"]).indices  # (gpu, n) -> positions
+    for (gpu, n), idx in groups.items():
+        system = default_system(get_gpu(str(gpu)))
+        size = rows["bytes"].to_numpy(float)[idx]
+        out[idx] = all_reduce_s(size, int(n), system, (protocol,))
+    return out
+
+
+def fit_all(rows: pd.DataFrame) -> dict[str, tuple[Protocol, dict]]:
+    """Per engine: its protocol and its fit record (rows, GPUs, median / p90 |error|)."""
+    out = {}
+    for engine, g in nvlink_rows(rows).groupby("engine"):
+        g = g.reset_index(drop=True)
+        protocol = fit_engine(g)
+        error = np.abs(predict(g, protocol) / g["measured_s"].to_numpy(float) - 1.0)
+        out[str(engine)] = (protocol, {
+            "rows": len(g), "gpus": sorted(g["gpu"].unique().tolist()),
+            "median_abs_error": round(float(np.median(error)), 4),
+            "p90_abs_error": round(float(np.quantile(error, 0.9)), 4),
+        })  # fmt: skip
+    return out
+
+
+def calibration_yaml(fits: dict[str, tuple[Protocol, dict]]) -> str:
+    header = (
+        "# The serving engines' own all-reduce (one NVLink node, messages up to\n"
+        "# max_bytes), one protocol per engine: t = (s0 + steps*s1) * link latency\n"
+        "# + ring bytes / (f * link bandwidth) (model/pricing/comm.py).\n"
+        "# Written by `python -m rooflens.validate.custom_ar_fit --write`; do not edit by hand.\n"
+    )
+    data = {
+        "source": "aiconfigurator 0.12 custom_allreduce_perf.parquet (CUDA-graph rows), fitted "
+        f"{datetime.date.today().isoformat()}",
+        "max_bytes": CUSTOM_ALLREDUCE_MAX_BYTES,
+        "engines": {
+            engine: {"bandwidth_fraction": round(p.bandwidth_fraction, 4),
+                     "latency_base_scale": round(p.latency_base_scale, 4),
+                     "latency_step_scale": round(p.latency_step_scale, 4), "fit": record}
+            for engine, (p, record) in sorted(fits.items())
+        },
+    }  # fmt: skip
+    return header + yaml.safe_dump(data, sort_keys=False, width=100)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--measured", type=Path, default=DEFAULT_ROOT)
+    parser.add_argument("--write", action="store_true", help=f"write {CUSTOM_ALLREDUCE_FILE}")
+    args = parser.parse_args(argv)
+    text = calibration_yaml(fit_all(load_custom_allreduce(args.measured)))
+    if args.write:
+        atomic_write_text(CUSTOM_ALLREDUCE_FILE, text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,152 @@
+"""Calibrated profiles from measurement tables (`rooflens calibrate fit`): the kinds, kernel
+families and engines of hardware/profiles.py put together from the fits of one kind
+(validate/calibrate.py `fit_kind`), and the profile files written with their provenance.
+
+For one GPU (or pooled over GPUs: `generic.yaml`) a profile holds
+- `kinds`: every kind and kernel family the rows measure (validate/fit_terms.py `fit_kinds`:
+  `gemm`, `gemm:fp8`, `moe:int4_wo`, ..., the memory-bound kinds), each fitted on all its rows,
+  every implementation weighted equally: what an engine not measured on that kind runs at;
+- `engines`: per serving engine (vLLM, SGLang, TensorRT-LLM), the engine kinds (GEMM families,
+  attention, MoE families) fitted on that engine's own kernels alone, each search started from
+  the pooled terms. `get_profile(..., engine)` lays them over `kinds`.
+A measured GPU's file takes what it has rows for and the generic terms for the rest (an engine's
+kind inherited from generic.yaml only where the GPU has no rows of that kind at all: its own
+kernels, of any engine, say more about it than another GPU's).
+
+This project's own kernels (`rooflens-*` runs: torch baselines and Triton kernels) price no
+deployment: validate/datasets.py `training_table` leaves them out unless a results device is
+named; they stay one more implementation that `validate compare` and `validate cv` score.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from rooflens.hardware.profiles import CALIBRATION_DIR, ENGINES, KindEfficiency, Profile
+from rooflens.io.files import atomic_write_text
+from rooflens.validate.calibrate import fit_kind
+from rooflens.validate.fit_terms import (
+    ENGINE_KINDS,
+    FIT_EVALS,
+    MAX_ROWS_PER_IMPL,
+    base_kind,
+    engine_of,
+    fit_kinds,
+    kind_rows,
+)
+from rooflens.validate.store import provenance_base
+
+COMM_PRIOR = {"comm_bandwidth_fraction": 0.8, "comm_latency_scale": 1.0}
+# A per-engine search starts from the pooled terms of the same rows' GPU: fewer steps suffice.
+ENGINE_EVALS_SHARE = 0.5
+METHOD = (
+    "mean |log(pred/measured)|, each impl (attention: impl and decade of bytes) weighted "
+    f"equally, at most {MAX_ROWS_PER_IMPL} rows per GPU and impl (fixed-seed sample), "
+    "Nelder-Mead (validate/calibrate.py); attention kinds on the frontier: per shape key "
+    "measured by >= 2 impls, the fastest impl's time (validate/frontier.py), so the terms "
+    "describe the best available kernel; moe on the shapes vLLM ships a tuned config for "
+    "(validate/moe_tuned_configs.yaml) where labelled; kernel families (`gemm:fp8`, ...) and "
+    "engines (`engines`) fitted apart (validate/profile_fit.py)"
+)
+
+
+def fit_profile(
+    table: pd.DataFrame,
+    gpu_id: str | None,
+    inherit: Profile | None = None,
+    max_evals: int = FIT_EVALS,
+) -> Profile:
+    """A calibrated profile for one GPU (gpu_id) or pooled over all of `table` (None: generic)."""
+    rows = table if gpu_id is None else table[table["gpu"] == gpu_id]
+    kinds: dict[str, KindEfficiency] = {}
+    fits: dict[str, Any] = {}
+    for kind in fit_kinds(rows):
+        pooled = inherit.kinds.get(kind) if inherit is not None else None
+        eff, stats = fit_kind(rows, kind, max_evals, pooled)
+        if stats["rows"]:
+            kinds[kind], fits[kind] = eff, stats
+    engines: dict[str, dict[str, KindEfficiency]] = {}
+    engine_fits: dict[str, Any] = {}
+    engine = engine_of(rows["impl"]) if len(rows) else pd.Series(dtype=object)
+    for name in ENGINES:
+        own = rows[engine.eq(name)]
+        for kind in fit_kinds(own):
+            if base_kind(kind) not in ENGINE_KINDS or kind not in kinds:
+                continue
+            evals = max(100, int(max_evals * ENGINE_EVALS_SHARE))
+            eff, stats = fit_kind(own, kind, evals, kinds[kind])
+            if not stats["rows"]:
+                continue
+            engines.setdefault(name, {})[kind] = eff
+            engine_fits.setdefault(name, {})[kind] = stats
+    if inherit is not None:
+        for kind, eff in inherit.kinds.items():
+            if kind not in kinds and kind != "default":
+                kinds[kind], fits[kind] = eff, {"inherited": "generic.yaml"}
+        for name, inherited in inherit.engines.items():
+            for kind, eff in inherited.items():
+                if not kind_rows(rows, kind).any():
+                    engines.setdefault(name, {}).setdefault(kind, eff)
+    kinds["default"] = kinds.get("elementwise") or KindEfficiency(
+        memory_fraction=0.8, overhead_s=3e-6
+    )
+    gpus = sorted(rows["gpu"].unique().tolist())
+    what = f"GPU {gpu_id}" if gpu_id else f"pooled over {', '.join(gpus)}"
+    return Profile(
+        name="calibrated",
+        gpu_id=gpu_id,
+        kinds=kinds,
+        engines={name: dict(sorted(k.items())) for name, k in sorted(engines.items())},
+        **COMM_PRIOR,
+        source=f"rooflens calibrate fit ({what}), {dt.date.today().isoformat()}",
+        provenance={
+            **provenance_base(),
+            "method": METHOD,
+            "gpus": gpus,
+            "fit": fits,
+            "engine_fit": {name: _brief(f) for name, f in sorted(engine_fits.items())},
+            "comm": "prior (0.8 of link bandwidth, 1 link latency per step); NCCL protocol fit "
+            "is model/pricing/comm.py's hardware/calibration/comm-a100.yaml",
+        },
+    )
+
+
+def _brief(fits: dict[str, Any]) -> dict[str, Any]:
+    """An engine fit's record: rows and errors (the row counts by implementation are long)."""
+    keys = ("rows", "excluded_faster_than_peak", "median_abs_error", "p90_abs_error")
+    return {kind: {k: f[k] for k in keys if k in f} for kind, f in sorted(fits.items())}
+
+
+def write_profile(profile: Profile, path: Path) -> Path:
+    data = profile.model_dump(mode="json", exclude_defaults=False)
+    data.pop("engine", None)  # a file holds every engine; `get_profile` resolves one
+    data["kinds"] = {
+        k: {t: v for t, v in e.items() if v is not None} for k, e in data["kinds"].items()
+    }
+    data["engines"] = {
+        name: {k: {t: v for t, v in e.items() if v is not None} for k, e in kinds.items()}
+        for name, kinds in data["engines"].items()
+    }
+    header = (
+        "# Written by `rooflens calibrate fit` (validate/profile_fit.py); do not edit by hand.\n"
+        "# Terms: hardware/profiles.py (formula: model/pricing/roofline.py). Method and data:\n"
+        "# docs/validation.md, `provenance` below.\n"
+    )
+    return atomic_write_text(path, header + yaml.safe_dump(data, sort_keys=False, width=100))
+
+
+def fit_all(
+    table: pd.DataFrame, out_dir: Path = CALIBRATION_DIR, max_evals: int = FIT_EVALS
+) -> dict[str, Path]:
+    """Generic (pooled) profile plus one per measured GPU; returns the files written."""
+    generic = fit_profile(table, None, max_evals=max_evals)
+    written = {"generic": write_profile(generic, out_dir / "generic.yaml")}
+    for gpu_id in sorted(table["gpu"].unique()):
+        own = fit_profile(table, str(gpu_id), inherit=generic, max_evals=max_evals)
+        written[str(gpu_id)] = write_profile(own, out_dir / f"{gpu_id}.yaml")
+    return written

@@ -60,3 +60,19 @@ def test_deepseek_native_is_block_fp8(capsys) -> None:  # type: ignore[no-untype
     out = _json(capsys, "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8")
     assert out["precision"]["scheme"] == "fp8-block" and out["precision"]["act_dtype"] == "fp8"
     assert out["profile"] == "calibrated" and out["priced_by"] == "calibrated profile, vLLM kernels"
+
+
+def test_the_planner_names_precision_as_the_sidebar_does():
+    # issue 26 §1: the planner's "fp8 weights" are W8A8-FP8 where the GPU has fp8 units (the
+    # activations it prices), and its tables say so in the same words as the sidebar and CLI
+    from rooflens.model.planner.explain import describe
+    from rooflens.model.planner.space import act_dtype
+    from rooflens.model.specs.quant import precision_label
+
+    assert precision_label("fp8", act_dtype("h100-sxm", "fp8"), "fp8") == "W8A8-FP8, fp8 KV"
+    assert precision_label("int4", act_dtype("h100-sxm", "int4"), "bf16") == "W4A16, bf16 KV"
+    assert act_dtype("a100-sxm-80gb", "fp8") == "bf16"  # no fp8 units: weight-only
+    row = {"tp": 1, "ep": 1, "pp": 1, "mode": "chunked", "replicas": 1, "n_gpus": 1,
+           "gpu": "h100-sxm", "weight_dtype": "fp8", "act_dtype": "fp8", "kv_dtype": "bf16",
+           "batch": 8}  # fmt: skip
+    assert "W8A8-FP8, bf16 KV" in describe(row)

@@ -15,8 +15,9 @@ from rooflens.model.planner.check import roles
 from rooflens.model.planner.grid import OPT_SEP
 from rooflens.model.planner.pareto import thinning_rule
 from rooflens.model.planner.plan import Plan
+from rooflens.model.specs.quant import precision_label
 
-COLUMNS = ["gpu", "GPUs", "layout", "weights/KV", "scheduler", "batch", "TTFT p99", "TPOT p99",
+COLUMNS = ["gpu", "GPUs", "layout", "precision", "scheduler", "batch", "TTFT p99", "TPOT p99",
            "tok/s/GPU", "tok/s/user", "$/h", "$/M tok"]  # fmt: skip
 
 
@@ -45,7 +46,8 @@ def _cells(r: dict[str, Any], mark: bool = True) -> list[str]:
     if r.get("prefill_gpu") not in (None, "", gpu):  # mixed pair: prefill GPU (TP) → decode
         gpu = f"{r['prefill_gpu']} TP{r['prefill_tp']} → {gpu}"
     return [
-        gpu, str(r["n_gpus"]), layout, f"{r['weight_dtype']}/{r['kv_dtype']}", r["mode"],
+        gpu, str(r["n_gpus"]), layout,
+        precision_label(r["weight_dtype"], r["act_dtype"], r["kv_dtype"]), r["mode"],
         str(r["batch"]), fmt_time(r["ttft_p99_s"]), fmt_time(r["tpot_p99_s"]),
         f"{r['tokens_per_s_per_gpu']:,.0f}", f"{r['tokens_per_s_per_user']:,.1f}",
         f"{r['cost_per_hour']:,.2f}", f"{r['cost_per_million_tokens']:,.3f}",

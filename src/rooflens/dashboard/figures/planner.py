@@ -19,6 +19,7 @@ from rooflens.dashboard.figures import LAYOUT
 from rooflens.dashboard.headline import fmt_usd_per_m
 from rooflens.dashboard.numbers import fmt_count, log_axis
 from rooflens.io.units import fmt_number
+from rooflens.model.specs.quant import precision_label
 
 REASON_LABELS = {
     "does_not_fit": "does not fit in memory",
@@ -31,7 +32,8 @@ REASON_LABELS = {
 def _hover(frame: pd.DataFrame) -> list[str]:
     rows: list[Any] = list(frame.itertuples())  # the sweep's rows (model/planner/sweep.py)
     return [
-        f"{r.n_gpus} × {r.gpu} TP{r.tp}, {r.weight_dtype}/{r.kv_dtype}, {r.mode}, batch {r.batch}"
+        f"{r.n_gpus} × {r.gpu} TP{r.tp}, {precision_label(r.weight_dtype, r.act_dtype, r.kv_dtype)}"
+        f", {r.mode}, batch {r.batch}"
         f"<br>{r.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
         f"{r.tokens_per_s_per_user:,.1f} tokens/s per user"
         f"<br>TTFT p99 {r.ttft_p99_s * 1e3:,.0f} ms, TPOT p99 {r.tpot_p99_s * 1e3:,.1f} ms"

@@ -26,10 +26,12 @@ from rooflens.model.planner.plan_args import listed
 from rooflens.model.planner.serving import MODES
 from rooflens.model.planner.sim import WARMUP_SHARE
 from rooflens.model.planner.space import SweepSpace
+from rooflens.model.specs.quant import precision_label
 
 DTYPES = ["bf16", "fp8", "int8", "int4"]
 # The form's list widgets: (label, link key, the SweepSpace field giving the default, options)
 MULTI = (
+    # fp8 weights run W8A8-FP8 on GPUs with fp8 units (else W8A16); int8/int4 run W8A16/W4A16
     ("Weight dtypes", "plan_wdtypes", "weight_dtypes", DTYPES),
     ("KV dtypes", "plan_kvdtypes", "kv_dtypes", DTYPES),
     ("Schedulers", "plan_modes", "modes", list(MODES)),
@@ -199,7 +201,12 @@ def _table(rows: pd.DataFrame) -> pd.DataFrame:
         {
             "GPUs": [f"{n} × {g}" for n, g in zip(rows["n_gpus"], rows["gpu"], strict=True)],
             "TP": rows["tp"],
-            "weights/KV": rows["weight_dtype"] + "/" + rows["kv_dtype"],
+            "precision": [
+                precision_label(w, a, k)
+                for w, a, k in zip(
+                    rows["weight_dtype"], rows["act_dtype"], rows["kv_dtype"], strict=True
+                )
+            ],
             "scheduler": rows["mode"],
             "batch cap": [fmt_quantity(v, "sequences") for v in rows["batch"]],
             "TTFT / TPOT p99": [
@@ -255,7 +262,8 @@ def _simulations(sims: list[dict[str, Any]]) -> pd.DataFrame:
         rows.append(
             {
                 "role": roles(sim),
-                "configuration": f"{layout}, {c.get('weight_dtype')}/{c.get('kv_dtype')}, "
+                "configuration": f"{layout}, "
+                f"{precision_label(c['weight_dtype'], c['act_dtype'], c['kv_dtype'])}, "
                 f"{c['mode']}, batch cap {c['batch']:,}",
                 "requests counted": f"{sim['n_requests']:,}",
                 "TTFT p50 / p99": f"{fmt_time(sim['ttft_p50_s'])} / {fmt_time(sim['ttft_p99_s'])}",

@@ -19,6 +19,7 @@ from rooflens.model.planner.serving import LengthStats
 from rooflens.model.planner.space import SweepSpace
 from rooflens.model.planner.sweep import SweepResult, first_record
 from rooflens.model.planner.workload import ServingWorkload
+from rooflens.model.specs.quant import precision_label
 
 MODE_LABEL = {
     "colocated": "prefill and decode on the same GPUs (prefill stalls decode)",
@@ -46,15 +47,16 @@ def describe(row: dict[str, Any]) -> str:
         layout = f"{row['replicas']} replica{'s' if row['replicas'] > 1 else ''} of {unit}"
     opts = f", opts {row['opts']}" if row.get("opts") else ""
     gpu = row["gpu"]
+    precision = precision_label(row["weight_dtype"], row["act_dtype"], row["kv_dtype"])
     if row["mode"] == "disaggregated" and row.get("prefill_gpu") not in (None, "", gpu):
         gpu = f"GPUs: prefill on {row['prefill_gpu']} TP {row['prefill_tp']}, decode on {gpu}"
         return (
-            f"{row['n_gpus']} {gpu} ({layout}), {row['weight_dtype']} weights, "
-            f"{row['kv_dtype']} KV, {MODE_LABEL[row['mode']]}, max batch {row['batch']}{opts}"
+            f"{row['n_gpus']} {gpu} ({layout}), {precision}, "
+            f"{MODE_LABEL[row['mode']]}, max batch {row['batch']}{opts}"
         )
     return (
-        f"{row['n_gpus']} × {gpu} ({layout}), {row['weight_dtype']} weights, "
-        f"{row['kv_dtype']} KV, {MODE_LABEL[row['mode']]}, max batch {row['batch']}{opts}"
+        f"{row['n_gpus']} × {gpu} ({layout}), {precision}, "
+        f"{MODE_LABEL[row['mode']]}, max batch {row['batch']}{opts}"
     )
 
 

@@ -112,3 +112,8 @@ def scheme_text(weight_dtype: str, act_dtype: str, expert_dtype: str = "",
     if key:
         return SCHEMES[key].label
     return f"{weight_dtype} weights, {act_dtype} activations"
+
+
+def precision_label(weight_dtype: str, act_dtype: str, kv_dtype: str) -> str:
+    """A configuration's precision as the planner's tables print it: 'W8A8-FP8, fp8 KV'."""
+    return f"{scheme_text(weight_dtype, act_dtype)}, {kv_dtype} KV"

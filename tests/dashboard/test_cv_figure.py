@@ -14,7 +14,7 @@ from rooflens.validate.cv import CV_FILE
 
 def test_heatmap_cells_are_the_tables_median_and_p90_in_percent() -> None:
     cv = pd.DataFrame({"held_out": ["a40", "a40", "h100-sxm", "h100-sxm"],
-                       "op": ["gemm", "norm", "gemm", "gemm/sub"],
+                       "op": ["gemm", "norm", "gemm", "moe/tuned"],
                        "trained_rows": [10, 0, 10, 10], "median": [0.072, 0.29, 0.088, 0.5],
                        "p90": [0.179, 0.44, 0.289, 0.9]})  # fmt: skip
     fig = cv_figure(cv)
@@ -27,6 +27,15 @@ def test_heatmap_cells_are_the_tables_median_and_p90_in_percent() -> None:
         fig.layout.title.text
     )
     assert trace.textfont.size >= 12  # issue 26 §4: a fixed size, never shrunk to 7 px
+
+
+def test_gemm_precisions_get_columns_of_their_own() -> None:
+    # a GEMM's precision subset is a kernel family of its own (gemm/fp8), a config subset of
+    # fused MoE (moe/tuned) is not a class
+    cv = pd.DataFrame({"held_out": ["b300"] * 3, "op": ["gemm", "gemm/fp8", "moe/tuned"],
+                       "trained_rows": [10, 10, 10], "median": [0.1, 0.2, 0.3],
+                       "p90": [0.2, 0.4, 0.6]})  # fmt: skip
+    assert list(cv_figure(cv).data[0].x) == ["gemm", "gemm/fp8"]
 
 
 def test_validation_page_draws_the_committed_cross_validation(app) -> None:  # type: ignore[no-untyped-def]

@@ -43,7 +43,8 @@ def test_every_field_round_trips() -> None:
     values = dict(
         model="llama-2-7b", gpu="a100-sxm-80gb", batch=3, prompt_len=1000, output_len=77,
         quant="w4a16", weight_dtype="int4", act_dtype="bf16", kv_dtype="fp8", tp=2, pp=2, ep=2,
-        group_size=64, profile="ideal", overhead_gb=2.25, prefill_chunk=0, images=2,
+        group_size=64, profile="ideal", engine="sglang", overhead_gb=2.25, prefill_chunk=0,
+        images=2,
         opts=("quant:scheme=gptq", "fusion"), price_per_gpu_hour=1.75,
     )  # fmt: skip
     for name in set(FIELDS) - set(values):  # a field added later: a number off its default

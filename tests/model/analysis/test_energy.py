@@ -23,7 +23,8 @@ from rooflens.model.predict.api import make_scenario, run
 
 def test_compute_bound_prefill_draws_near_tdp_and_memory_bound_decode_the_memory_share() -> None:
     # one GPU, so no collective (idle-power) time dilutes either phase
-    pred = run(make_scenario("llama-3.1-8b", "h100-sxm", batch=1, prompt_len=8192))
+    # the roofline's own utilisation (ideal: each op at its roof), the closed form below
+    pred = run(make_scenario("llama-3.1-8b", "h100-sxm", batch=1, prompt_len=8192, profile="ideal"))
     e = energy(pred)
     idle, tdp = 0.1 * 700.0, 700.0
     assert (e.idle_w, e.tdp_w) == (pytest.approx(idle), tdp)

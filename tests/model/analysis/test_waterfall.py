@@ -139,7 +139,11 @@ def test_contributions_are_leave_one_out() -> None:
             "without": without.memory.max_batch,
         }
     awq = entries[0]
-    assert awq["memory_bytes"]["saved_bytes"] > 8e9 and awq["tpot_s"]["speedup"] > 2
+    # 4-bit weights: a quarter of the bytes; the roofline's decode gain is > 2x at batch 4, the
+    # engines' measured W4A16 kernels (calibrated) keep a real but smaller one
+    assert awq["memory_bytes"]["saved_bytes"] > 8e9 and awq["tpot_s"]["speedup"] > 1.2
+    ideal = contributions(sc(profile="ideal"), opts)[0]
+    assert ideal["tpot_s"]["speedup"] > 2
     assert contributions(sc(), []) == []
 
 

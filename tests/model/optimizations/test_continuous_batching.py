@@ -43,7 +43,7 @@ def test_critical_batch_is_near_the_ridge_point_e8(gpu: str) -> None:
 
 
 def test_critical_batch_follows_bytes_per_weight_and_grows_for_moe() -> None:
-    kw = {"prompt_len": 512, "output_len": 64, "tp": 8}
+    kw = {"prompt_len": 512, "output_len": 64, "tp": 8, "profile": "ideal"}  # the roofline's ratios
 
     def crit(model: str, **extra: str) -> int:
         return critical_batch(make_pipeline(make_scenario(model, "h100-sxm", **kw, **extra)))

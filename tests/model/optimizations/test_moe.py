@@ -167,7 +167,9 @@ def test_mixtral_beats_a_dense_model_of_equal_total_size() -> None:
     assert count_params(dense).total == pytest.approx(count_params(MIXTRAL).total, rel=1e-3)
 
     def predict(spec, batch):
-        return run(make_scenario(spec, "h100-sxm", batch=batch, tp=4, output_len=256))
+        # the roofline's claim (bytes read per token); calibrated MoE kernels run below the roof
+        return run(make_scenario(spec, "h100-sxm", batch=batch, tp=4, output_len=256,
+                                 profile="ideal"))  # fmt: skip
 
     one_moe, one_dense = predict(MIXTRAL, 1), predict(dense, 1)
     assert one_moe.tpot_s < 0.5 * one_dense.tpot_s

@@ -79,19 +79,25 @@ def test_mixed_rows_cost_both_sides(swept) -> None:  # type: ignore[no-untyped-d
         assert r["cost_per_hour"] == pytest.approx(n_p * 3.99 + n_d * 0.8)
 
 
-def test_plan_recommends_a_mixed_pair_and_simulates_it(swept) -> None:  # type: ignore[no-untyped-def]
-    # cheap L40S decode with H100 prefill beats any single type here (70B fp8, long outputs)
-    space, w, _ = swept
+def test_plan_weighs_mixed_pairs_against_single_types(swept) -> None:  # type: ignore[no-untyped-def]
+    # The plan's pick is the cheapest of single types and H100-prefill + L40S-decode pairs alike.
+    # Here (70B fp8, 2,000-token prompts, 2 req/s) the engines' measured fp8 kernels let 2 × H100
+    # serve the load for less than any pair, whose prefill side alone needs 2 H100s (the old
+    # premise, a pair winning, came from H100 fp8 decode mispriced 3× slow); offering the pairs
+    # never makes the plan dearer.
+    space, w, sweep = swept
     p = plan(space, w, simulate_requests=400)
     rec = p.recommended
-    assert rec is not None and (rec["prefill_gpu"], rec["gpu"]) == ("h100-sxm", "l40s")
+    rows = sweep.rows
+    mixed = rows[(rows["prefill_gpu"] == "h100-sxm") & (rows["gpu"] == "l40s") & rows["feasible"]]
+    assert rec is not None and len(mixed)
+    assert rec["cost_per_hour"] <= mixed["cost_per_hour"].min()
+    assert (mixed["prefill_replicas"] * mixed["prefill_tp"]).min() >= 2
     sim = next(s for s in p.simulations if s["role"] == "recommended")
-    assert sim["config"]["prefill_gpu"] == "h100-sxm" and not sim["sim_misses_slo"]
-    assert rec["goodput_requests_per_s"] >= w.rate_per_s
-    # without the pairs the plan costs more
+    assert not sim["sim_misses_slo"] and rec["goodput_requests_per_s"] >= w.rate_per_s
     plain = plan(space.model_copy(update={"prefill_gpus": (), "decode_gpus": ()}), w,
                  simulate_requests=0, explain=False).recommended  # fmt: skip
-    assert plain is not None and plain["cost_per_hour"] > rec["cost_per_hour"]
+    assert plain is not None and plain["cost_per_hour"] >= rec["cost_per_hour"]
 
 
 def test_a_mixed_simulation_prefills_on_the_prefill_gpu(swept) -> None:  # type: ignore[no-untyped-def]

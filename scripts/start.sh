@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
 if [ "${1:-}" = "dashboard" ]; then
-  exec streamlit run app.py
+  exec rooflens dashboard
 fi
 rooflens memory --model llama-3-70b --gpu h100-sxm --tp 4 --batch 32 --context 4096
 rooflens predict --model llama-3-70b --gpu h100-sxm --tp 4 --batch 32 --prompt-len 2000 --output-len 300

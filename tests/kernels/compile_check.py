@@ -68,28 +68,18 @@ def _configs(kernel, all_configs: bool) -> list:
 
 
 def _gemm_launches(p: str, all_configs: bool) -> Iterator[Launch]:
-    for cfg in _configs(gemm._gemm_kernel, all_configs):
-        yield Launch(
-            f"gemm {cfg.kwargs}",
-            gemm._gemm_kernel,
-            {"x_ptr": p, "w_ptr": p, "y_ptr": p},
-            dict(cfg.kwargs, INPUT_PRECISION="ieee"),
-            cfg.num_warps,
-            cfg.num_stages,
-            unit=("stride_xk", "stride_wk", "stride_yn"),
-            aligned=("N", "K"),
-        )
-    for cfg in _configs(gemm._gemm_kernel_v2, all_configs):
-        yield Launch(
-            f"gemm v2 {cfg.kwargs}",
-            gemm._gemm_kernel_v2,
-            {"x_ptr": p, "w_ptr": p, "y_ptr": p},
-            dict(cfg.kwargs, INPUT_PRECISION="ieee"),
-            cfg.num_warps,
-            cfg.num_stages,
-            unit=("stride_xk", "stride_wk", "stride_yn"),
-            aligned=("N", "K"),
-        )
+    for label, kernel in (("gemm", gemm._gemm_kernel), ("gemm v2", gemm._gemm_kernel_v2)):
+        for cfg in _configs(kernel, all_configs):
+            yield Launch(
+                f"{label} {cfg.kwargs}",
+                kernel,
+                {"x_ptr": p, "w_ptr": p, "y_ptr": p},
+                dict(cfg.kwargs, INPUT_PRECISION="ieee"),
+                cfg.num_warps,
+                cfg.num_stages,
+                unit=("stride_xk", "stride_wk", "stride_yn"),
+                aligned=("N", "K"),
+            )
     yield from _splitk_launches(p, all_configs)
     if p == "*fp32":
         return

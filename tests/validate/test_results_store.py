@@ -35,3 +35,12 @@ def test_bad_device_names_and_empty_tables_are_refused(tmp_path):
 def test_git_commit_is_a_hash():
     commit = git_commit()
     assert commit == "unknown" or len(commit.split("+")[0]) == 40
+
+
+def test_a_given_commit_wins_over_the_copys_git_folder(monkeypatch):
+    # on a lent GPU machine the tree is a copy whose git folder names another commit: the one
+    # the caller states is the one the results were made with
+    monkeypatch.setenv("ROOFLENS_COMMIT", "fb1837e6d975")
+    assert git_commit() == "fb1837e6d975"
+    monkeypatch.delenv("ROOFLENS_COMMIT")
+    assert git_commit() != "fb1837e6d975"

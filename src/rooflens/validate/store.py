@@ -32,9 +32,12 @@ PROVENANCE_COLUMNS = ("device_name", "driver", "cuda", "torch", "triton", "git_c
 
 
 def git_commit() -> str:
-    """The checkout's HEAD commit, with '+dirty' when tracked files differ; where the tree is a
-    copy without its git folder (a lent GPU machine), $ROOFLENS_COMMIT as given, else
-    'unknown'."""
+    """$ROOFLENS_COMMIT when set (a copy of the tree on a lent GPU machine, whose git folder, if
+    any, is not this tree's: the first run there named the session's first commit), else the
+    checkout's HEAD commit with '+dirty' when tracked files differ, else 'unknown'."""
+    given = os.environ.get("ROOFLENS_COMMIT")
+    if given:
+        return given
 
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
@@ -45,7 +48,7 @@ def git_commit() -> str:
         head = git("rev-parse", "HEAD")
         dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
-        return os.environ.get("ROOFLENS_COMMIT", "unknown")
+        return "unknown"
     return head + ("+dirty" if dirty else "")
 
 

@@ -7,7 +7,7 @@ Both win over the shipped options, which come first."""
 from __future__ import annotations
 
 import argparse
-import subprocess
+import os
 import sys
 import tomllib
 from importlib import resources
@@ -48,7 +48,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
             extra[:0] = [f"--server.{option}={value}"]
     if args.headless:
         extra[:0] = ["--server.headless=true"]
-    try:
-        return subprocess.call(streamlit_command(extra))
-    except KeyboardInterrupt:
-        return 0
+    command = streamlit_command(extra)
+    # the launcher becomes Streamlit (exec), so a signal to `rooflens dashboard` reaches the
+    # server itself: a terminated launcher never leaves an orphaned server on its port
+    os.execv(command[0], command)
+    return 0  # not reached

@@ -12,9 +12,12 @@ from rooflens.dashboard.figures.planner import CELLS_X, CELLS_Y, pareto_figure, 
 
 def _feasible(n: int = 5000, seed: int = 1) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
+    gpus = rng.choice(["h100-sxm", "a100-sxm-80gb", "l40s"], n)
     return pd.DataFrame(
         {
-            "gpu": rng.choice(["h100-sxm", "a100-sxm-80gb", "l40s"], n),
+            "gpu": gpus,
+            # fp8 weights run W8A8 where the GPU has fp8 units (the sweep's act_dtype rule)
+            "act_dtype": np.where(gpus == "a100-sxm-80gb", "bf16", "fp8"),
             "n_gpus": rng.integers(1, 9, n),
             "tp": rng.choice([1, 2, 4, 8], n),
             "weight_dtype": "fp8",

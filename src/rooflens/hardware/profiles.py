@@ -37,6 +37,8 @@ from rooflens.hardware.spec import GPUSpec
 CALIBRATION_DIR = Path(__file__).parent / "calibration"
 PROFILES = ("ideal", "calibrated")
 ENGINES = ("vllm", "sglang", "trtllm")  # the serving engines a calibrated price is fitted for
+# their names as every face prints them (the launch settings of model/analysis/launch.py too)
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 DEFAULT_ENGINE = "vllm"
 
 

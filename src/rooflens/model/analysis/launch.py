@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rooflens.hardware.profiles import ENGINE_NAMES
 from rooflens.model.optimizations import parse_opt
 from rooflens.model.optimizations.base import Optimization
 from rooflens.model.predict.scenario import Scenario
@@ -37,7 +38,7 @@ class Engine:
 
 ENGINES: dict[str, Engine] = {
     "vllm": Engine(
-        "vLLM",
+        ENGINE_NAMES["vllm"],
         "vllm serve MODEL",
         "https://docs.vllm.ai/en/latest/configuration/engine_args.html",
         {
@@ -54,7 +55,7 @@ ENGINES: dict[str, Engine] = {
         },
     ),
     "sglang": Engine(
-        "SGLang",
+        ENGINE_NAMES["sglang"],
         "python -m sglang.launch_server --model-path MODEL",
         "https://docs.sglang.ai/advanced_features/server_arguments.html",
         {
@@ -74,7 +75,7 @@ ENGINES: dict[str, Engine] = {
         },
     ),
     "tensorrt-llm": Engine(
-        "TensorRT-LLM",
+        ENGINE_NAMES["trtllm"],
         "trtllm-serve MODEL",
         "https://nvidia.github.io/TensorRT-LLM/commands/trtllm-serve/trtllm-serve.html",
         {

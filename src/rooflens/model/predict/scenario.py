@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from rooflens.hardware.errors import FieldError
-from rooflens.hardware.profiles import DEFAULT_ENGINE
+from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINE_NAMES
 from rooflens.hardware.spec import GPUSpec, Spec, SystemSpec
 from rooflens.model.specs.dtypes import ACTIVATION_DTYPES, FP4_DTYPES, STORAGE_DTYPES
 from rooflens.model.specs.quant import SCHEMES, family_of, scheme_text
@@ -20,9 +20,6 @@ DEFAULT_OVERHEAD_BYTES = 1.5 * GIB
 DEFAULT_PREFILL_CHUNK_TOKENS = 8192
 # The profile every face prices with unless told otherwise; `ideal` is the stated lower bound.
 DEFAULT_PROFILE = "calibrated"
-
-
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
 def priced_by(profile: str, engine: str = DEFAULT_ENGINE) -> str:

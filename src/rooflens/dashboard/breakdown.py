@@ -40,7 +40,7 @@ def _split(priced: list[PricedOp], pred: Prediction) -> dict[str, dict[str, floa
         total = float(np.mean(p.total_s))
         host = 0.0
         if p.op.kind not in ("comm", "host") and total > 0:
-            floor = float(np.mean(launch_floor_s(p.op, profile)))
+            floor = float(np.mean(launch_floor_s(p.op, profile, sc.gpu)))
             host = min(total, floor * p.op.count)
         cls = CLASS_OF_KIND.get(p.op.kind, "norms/elementwise")
         bins = out[cls]

@@ -8,7 +8,7 @@ turns a kernel call into seconds; this module holds only the fitted numbers and 
 without its own file uses `generic.yaml`, which validate/ derives from the measured GPUs.
 
 Each kind's terms (`KindEfficiency`: achieved compute and bandwidth fractions, a fixed cost
-per call, the overlap power of the roofs, a latency per wave of thread blocks, the blocks per
+per call (seconds, or cycles of the GPU's clock), the overlap power of the roofs, a latency per wave of thread blocks, the blocks per
 SM that saturate bandwidth, the bytes per SM cycle an eager PyTorch kernel issues, the bytes
 per microsecond each of its resident threads keeps moving) are defined by the formula in
 model/pricing/roofline.py. Kinds: the op kinds of model/ops/op.py, plus `attention_decode` (one new
@@ -52,6 +52,12 @@ class KindEfficiency(BaseModel):
     compute_fraction: float = Field(default=1.0, gt=0, le=1.0)
     memory_fraction: float = Field(default=1.0, gt=0, le=1.0)
     overhead_s: float = Field(default=0.0, ge=0, description="fixed time per kernel call, s")
+    overhead_cycles: float = Field(
+        default=0.0,
+        ge=0,
+        description="fixed SM clock cycles per kernel call (at the GPU's boost clock): the part "
+        "of the launch floor that follows the clock",
+    )
     overlap_power: float | None = Field(
         default=None, ge=1.0, description="p of the smooth max of the roofs (None: max)"
     )
@@ -71,6 +77,13 @@ class KindEfficiency(BaseModel):
         ge=0,
         description="bytes each resident thread of an eager (unfused PyTorch) kernel moves per "
         "microsecond: the bytes it keeps in flight over the memory latency (0: off)",
+    )
+    input_pass_bytes: float = Field(
+        default=0.0,
+        ge=0,
+        description="bytes moved per input element by a kernel of its own before a quantized "
+        "GEMM (dynamic activation quantization: the 16-bit read, the narrow write, the amax "
+        "pass) (0: none, or fused into the previous op)",
     )
     wave_tail: float = Field(
         default=0.0,

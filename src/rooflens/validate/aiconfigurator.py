@@ -48,6 +48,8 @@ def load_aiconfigurator_attention(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
 
     Head counts are per GPU. Decode `step` counts tokens already cached, so the kernel reads
     step + 1 positions: kv_len = step + 1 (the contract's convention, new token included).
+    `window_size` (sliding-window layers, 30 % of the newer tables' rows) is the contract's
+    `window`: such a call attends to at most that many keys.
     """
     frames = []
     for phase in ("context", "generation"):
@@ -72,6 +74,11 @@ def load_aiconfigurator_attention(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
                     "gpu": d["device"].map(gpu_id),
                     "source": rel(path, root),
                     "kv_write": 1,  # the engine's KV-cache write kernel is in the call
+                    # sliding-window layers attend to the last `window_size` keys (0: all);
+                    # tables without the column measured full attention only
+                    "window": d["window_size"].fillna(0).astype(int)
+                    if "window_size" in d.columns
+                    else 0,
                 }
             )
             if phase == "context":

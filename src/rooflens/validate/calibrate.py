@@ -54,6 +54,7 @@ from rooflens.validate.fit_terms import (
     TUNED_KINDS,
     Calls,
     base_kind,
+    floor_start,
     interior,
     kind_rows,
     roof_start,
@@ -154,6 +155,10 @@ def fit_kind(
     if pooled is not None:
         start.update({t: v for t in terms if interior(t, v := getattr(pooled, t))})
     calls = [_calls(c) for c in chunks]
+    if "overhead_cycles" in terms:
+        default["overhead_cycles"] = floor_start(calls)
+        if pooled is None or not interior("overhead_cycles", pooled.overhead_cycles):
+            start["overhead_cycles"] = default["overhead_cycles"]
     roofs = [t for t in terms if t in EAGER_ROOF_TERMS]
     held: dict[str, float] = {}
     if roofs and not any(c.eager.any() for c in calls):

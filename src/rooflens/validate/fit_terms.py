@@ -16,7 +16,7 @@ import pandas as pd
 from rooflens.hardware.profiles import ENGINES, KindEfficiency
 from rooflens.hardware.spec import GPUSpec
 from rooflens.model.pricing.roofline import eager_roof
-from rooflens.model.specs.quant import PLAIN_FAMILIES
+from rooflens.model.specs.quant import FAMILIES, PLAIN_FAMILIES, attention_family
 
 KIND_OPS: dict[str, tuple[str, ...]] = {
     "gemm": ("gemm",),
@@ -27,15 +27,17 @@ KIND_OPS: dict[str, tuple[str, ...]] = {
     "embedding": ("embedding",),
     "moe": ("moe",),
 }
-FULL_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power",
+# The launch floor is fitted in SM clock cycles (model/pricing/roofline.py per_launch_s): the
+# same kernels' floors in seconds differ 2x between GPUs, in cycles within 10 % but the B300's.
+FULL_TERMS = ("compute_fraction", "memory_fraction", "overhead_cycles", "overlap_power",
               "wave_latency_s", "saturation_blocks_per_sm")  # fmt: skip
 # Memory kinds measured as eager PyTorch kernels also fit their SM-side roof
 # (model/pricing/roofline.py;
 # no effect on fused calls): the embedding gather its bytes per SM cycle (issue-bound on index
 # arithmetic), streaming norms and elementwise kernels their bytes per resident thread per µs
 # (bound by the loads they keep in flight: Vidur's A100/A40 speed ratio is their threads', 1.7x).
-MEMORY_TERMS = ("memory_fraction", "overhead_s", "bytes_per_sm_cycle")
-STREAM_TERMS = ("memory_fraction", "overhead_s", "bytes_per_thread_us")
+MEMORY_TERMS = ("memory_fraction", "overhead_cycles", "bytes_per_sm_cycle")
+STREAM_TERMS = ("memory_fraction", "overhead_cycles", "bytes_per_thread_us")
 EAGER_ROOF_TERMS = ("bytes_per_sm_cycle", "bytes_per_thread_us")
 # One GPU's eager rows cannot tell an HBM fraction from an SM-side roof: a constant bandwidth
 # is explained by either. The fit then takes the HBM roof to be a device copy's (3.01 of the
@@ -49,10 +51,11 @@ COPY_PRIOR_TOLERANCE = 2e-3
 GRID_MEMORY_TERMS = (*STREAM_TERMS, "wave_latency_s", "saturation_blocks_per_sm")
 # A fused MoE op states no grid (its ragged per-expert tiles are routing-dependent), so the
 # wave and occupancy terms have nothing to act on.
-MOE_TERMS = ("compute_fraction", "memory_fraction", "overhead_s", "overlap_power")
-START = {"compute_fraction": 0.75, "memory_fraction": 0.8, "overhead_s": 4e-6,
+MOE_TERMS = ("compute_fraction", "memory_fraction", "overhead_cycles", "overlap_power")
+START = {"compute_fraction": 0.75, "memory_fraction": 0.8, "overhead_cycles": 6000.0,
          "overlap_power": 2.0, "wave_latency_s": 1e-6, "saturation_blocks_per_sm": 0.5,
-         "wave_tail": 0.05, "bytes_per_sm_cycle": 4.0, "bytes_per_thread_us": 4.0}  # fmt: skip
+         "wave_tail": 0.05, "bytes_per_sm_cycle": 4.0, "bytes_per_thread_us": 4.0,
+         "input_pass_bytes": 3.0}  # fmt: skip
 # Kinds whose implementations differ by more than the model's error (two engines' attention
 # kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
 FRONTIER_KINDS = ("attention", "attention_decode")
@@ -85,6 +88,16 @@ def roof_start(calls: list[Calls], term: str) -> float:
     return float(np.exp(np.mean(np.log(values)))) if values else START[term]
 
 
+def floor_start(calls: list[Calls]) -> float:
+    """Where the fit of the launch floor (overhead_cycles) starts: 0.9 of the cycles the
+    fastest twentieth of the calls take, geometric mean over GPUs (the floor and a wave's latency
+    both price a one-wave call, so a start far from the rows' floor can settle on the wave)."""
+    values = [0.9 * float(np.quantile(c.measured_s, 0.05)) * (c.gpu.boost_clock_hz or 0.0)
+              for c in calls]  # fmt: skip
+    values = [v for v in values if v > 0]
+    return float(np.exp(np.mean(np.log(values)))) if values else START["overhead_cycles"]
+
+
 # Kinds whose rows are engines' kernels: fitted per engine too (hardware/profiles.py
 # `engines`), and per kernel family (`gemm:fp8`, `moe:int4_wo`, model/specs/quant.py).
 ENGINE_KINDS = ("gemm", "attention", "attention_decode", "moe")
@@ -109,7 +122,26 @@ def fit_kinds(table: pd.DataFrame) -> list[str]:
         for base in FAMILY_KINDS:
             labels = table.loc[table["op"].isin(KIND_OPS[base]), "quant"].dropna().astype(str)
             kinds += [f"{base}:{q}" for q in sorted(set(labels) - set(PLAIN_FAMILIES))]
+    families = attention_families(table).dropna()
+    for base in FRONTIER_KINDS:
+        labels = families[kind_rows(table, base, plain=False).reindex(families.index)]
+        kinds += [f"{base}:{f}" for f in sorted(set(labels.astype(str)))]
     return kinds
+
+
+def attention_families(table: pd.DataFrame) -> pd.Series:
+    """Each attention row's kernel family (model/specs/quant.py attention_family: `fp8`,
+    `kv_fp8`; None for 16-bit attention and for rows of other ops)."""
+    out = pd.Series(None, index=table.index, dtype=object)
+    if "dtype" not in table.columns:
+        return out
+    rows = table["op"].isin(KIND_OPS["attention_decode"])
+    act = table.loc[rows, "dtype"].astype(str)
+    kv = table.loc[rows, "kv_dtype"].fillna(table.loc[rows, "dtype"]).astype(str) \
+        if "kv_dtype" in table.columns else act
+    pairs = pd.Series(list(zip(act, kv, strict=True)), index=act.index)
+    out.loc[rows] = pairs.map({p: attention_family(*p) for p in set(pairs)})
+    return out
 
 
 def engine_of(impl: pd.Series) -> pd.Series:
@@ -128,8 +160,8 @@ def sample_rows(rows: pd.DataFrame, limit: int = MAX_ROWS_PER_IMPL) -> pd.DataFr
     return pd.concat(picked).sort_index() if picked else rows
 
 
-def terms_for(kind: str) -> tuple[str, ...]:
-    kind = base_kind(kind)
+def terms_for(name: str) -> tuple[str, ...]:
+    kind, _, family = name.partition(":")
     if kind == "moe":
         return MOE_TERMS
     if kind == "norm":
@@ -138,25 +170,34 @@ def terms_for(kind: str) -> tuple[str, ...]:
         # No occupancy term: a GEMM's grid jumps at each 128-row tile, so bandwidth that grows
         # with blocks would price m = 129 faster than m = 128 (cuBLAS picks split-K or smaller
         # tiles instead); its small-grid costs are the wave and tile terms, monotone in m.
-        return (*(t for t in FULL_TERMS if t != "saturation_blocks_per_sm"), "wave_tail")
+        terms = (*(t for t in FULL_TERMS if t != "saturation_blocks_per_sm"), "wave_tail")
+        # families with quantized activations quantize them in a pass of their own (W8A8 FP8,
+        # block FP8, NVFP4, SmoothQuant: model/pricing/roofline.py input_pass_s)
+        quantized = family in FAMILIES and FAMILIES[family][0] not in ("bf16", "fp16")
+        return (*terms, "input_pass_bytes") if quantized else terms
     if kind == "elementwise":
         return STREAM_TERMS
     return FULL_TERMS if kind in ("gemm", "attention", "attention_decode") else MEMORY_TERMS
 
 
-def kind_rows(table: pd.DataFrame, kind: str) -> pd.Series:
+def kind_rows(table: pd.DataFrame, kind: str, plain: bool = True) -> pd.Series:
     """Rows a kind is fitted on. Attention splits as pricing does (pricing.kind_terms): one new
-    token per sequence is decode-shaped, whichever phase the row was measured as."""
+    token per sequence is decode-shaped, whichever phase the row was measured as. A kernel
+    family's rows (`gemm:fp8`, `attention:fp8`) are its own; a bare kind's are its 16-bit rows
+    (every precision's with `plain` False)."""
     base, _, family = kind.partition(":")
     rows = table["op"].isin(KIND_OPS[base])
     if base in FAMILY_KINDS and "quant" in table.columns:
         quant = table["quant"]
         rows &= quant.eq(family) if family else (quant.isna() | quant.isin(PLAIN_FAMILIES))
-    if kind.startswith("attention"):
+    if base in FRONTIER_KINDS and (family or plain):
+        families = attention_families(table)
+        rows &= families.eq(family) if family else families.isna()
+    if base.startswith("attention"):
         one_token = table["op"].eq("attention_decode")
         if "seq_len" in table.columns:
             one_token |= table["op"].eq("attention_prefill") & table["seq_len"].eq(1)
-        rows &= one_token if kind == "attention_decode" else ~one_token
+        rows &= one_token if base == "attention_decode" else ~one_token
     return rows
 
 

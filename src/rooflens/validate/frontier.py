@@ -25,7 +25,7 @@ import pandas as pd
 from rooflens.model.pricing.kernel_columns import ATTENTION_OPS, REQUIRED
 
 # Optional contract columns that change what a row computes (they are part of its key).
-OPTIONAL_KEYS = ("weight_dtype", "group_size", "quant", "kv_write", "eager")
+OPTIONAL_KEYS = ("weight_dtype", "group_size", "quant", "kv_write", "eager", "window")
 BEST_IMPL = "best-of-impls"
 
 

@@ -224,6 +224,7 @@ TERMS = {
     "compute_fraction": ("compute (% of peak)", 100.0),
     "memory_fraction": ("memory (% of HBM bandwidth)", 100.0),
     "overhead_s": ("overhead per call (µs)", 1e6),
+    "overhead_cycles": ("overhead per call (SM cycles)", 1.0),
     "wave_latency_s": ("least time per wave of blocks (µs)", 1e6),
     "saturation_blocks_per_sm": ("blocks per SM to saturate HBM (blocks/SM)", 1.0),
     "overlap_power": ("compute/memory overlap exponent p (1 = sum; none = max)", 1.0),

@@ -16,6 +16,7 @@ import numpy as np
 
 from rooflens.model.ops.op import Num, Op
 from rooflens.model.specs.dtypes import compute_dtype, dtype_bytes
+from rooflens.model.specs.quant import attention_family
 
 ATTENTION_QUERY_TILE = 128
 
@@ -200,6 +201,7 @@ def attention_op(
     and the T new K/V rows written to it (read from the QKV output first).
     """
     ab, kvb = dtype_bytes(act_dtype), dtype_bytes(kv_dtype)
+    family = attention_family(act_dtype, kv_dtype)  # its kernel family's terms (pricing)
     n = B * T
     keys = attended_keys(T, L, window)
     positions = kv_positions(L, window, T)
@@ -226,6 +228,7 @@ def attention_op(
             "n_kv_heads": n_kv_heads,
             "head_dim": head_dim,
             **({"kv_write": 1.0} if write_kernel else {}),
+            **({"family": family} if family else {}),
         },
         call=attention_call(
             "attention",

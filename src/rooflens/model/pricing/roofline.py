@@ -14,7 +14,9 @@ The time of one kernel call under a profile's terms for its kind:
                                                        costs at least one dependent-load chain
                                                        (split KV grids: waves of the unsplit ones)
     busy = (C^p + M^p + W^p)^(1/p)                    p = overlap_power (None: the max)
-    time = busy + communication + overhead_s · kernels
+    time = busy + P + communication + (overhead_s + overhead_cycles / clock) · kernels
+    P = input_pass_bytes · m · k / (bandwidth · memory_fraction)   a quantized GEMM's own pass
+                                                       over its input (dynamic quantization)
 
 For an eager PyTorch kernel (`eager` in its shape: a harness that times unfused torch ops one
 by one, model/ops/op.py memory_op) the bandwidth is also capped by the SM side, the lesser of:
@@ -42,8 +44,8 @@ charges the share `wave_tail` of it (cuBLAS picks smaller tiles and split-K to k
 so the fit decides); `thread_blocks` gives a GEMM's grid from its
 shape, norms and attention ops state theirs (model/ops/op.py, model/ops/attention.py). A collective
 does not overlap compute (model/pricing/comm.py).
-overhead_s is the floor of one kernel launch (under a CUDA graph: the graph node's launch and
-the kernel's ramp-up and tail); an op that launches more than one kernel states how many
+overhead_s (+ overhead_cycles at the GPU's clock) is the floor of one kernel launch (under a
+CUDA graph: the graph node's launch and the kernel's ramp-up and tail); an op that launches more than one kernel states how many
 (`kernels` in its shape: split-KV attention adds its combine kernel).
 """
 
@@ -60,6 +62,7 @@ from rooflens.hardware.spec import GPUSpec, SystemSpec
 from rooflens.model.ops.op import Num, Op, kernels_per_call
 from rooflens.model.pricing.comm import collective_time_s
 
+CLOCK_FALLBACK_HZ = 1.5e9  # a launch floor's clock where a GPU states none (custom specs)
 GEMM_TILE_M = 128  # output tile of a tensor-core GEMM (CUTLASS/cuBLAS default 128x128 class)
 GEMM_TILE_N = 128
 
@@ -103,7 +106,8 @@ def kind_terms(profile: Profile, op: Op) -> KindEfficiency:
     `experts_read` in its shape, model/ops/moe.py) take the `moe` terms when the profile has them:
     a grouped GEMM over ragged per-expert batches, not one dense cuBLAS call.
     A quantized matmul takes its kernel family's terms (`gemm:fp8`, `moe:int4_wo`, ...;
-    model/specs/quant.py) where the profile has them, else its kind's."""
+    model/specs/quant.py) where the profile has them, else its kind's; so does FP8 attention
+    and attention over an fp8 cache (`attention:fp8`, `attention_decode:kv_fp8`)."""
     kinds, shape = profile.kinds, op.shape
     if op.kind == "gemm":
         family = shape.get("family")
@@ -112,10 +116,14 @@ def kind_terms(profile: Profile, op: Op) -> KindEfficiency:
             if key in kinds:
                 return kinds[key]
         return profile.kind("gemm")
-    if op.kind == "attention" and "attention_decode" in kinds:
+    if op.kind == "attention":
         new_tokens = shape.get("new_tokens")
-        if new_tokens is not None and bool(np.all(np.asarray(new_tokens) <= 1)):
-            return kinds["attention_decode"]
+        decode = new_tokens is not None and bool(np.all(np.asarray(new_tokens) <= 1))
+        bases = ("attention_decode", "attention") if decode else ("attention",)
+        family = shape.get("family")
+        for key in (k for b in bases for k in (f"{b}:{family}", b)):
+            if key in kinds:
+                return kinds[key]
     return profile.kind(op.kind)
 
 
@@ -221,22 +229,46 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
         with np.errstate(divide="ignore", invalid="ignore"):
             streamed = np.where(op.bytes > 0, streamed_bytes / op.bytes, 1.0)
     busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed, vector_s) + comm_s
+    busy = busy + input_pass_s(op, eff, gpu)
     # A collective's fixed cost is its protocol's base latency (model/pricing/comm.py; fitted on
     # NCCL
     # under `calibrated`): a kernel's per-call overhead on top would count it twice.
     # Per grid point: an op emitted for a whole grid (Flash-Decoding's combine where some
     # points split) costs nothing where it does no work, as a scalar call would not emit it.
-    return PricedOp(op, compute_s, memory_s, comm_s, busy + launch_floor_s(op, profile))
+    return PricedOp(op, compute_s, memory_s, comm_s, busy + launch_floor_s(op, profile, gpu))
 
 
-def launch_floor_s(op: Op, profile: Profile) -> Num:
+def input_pass_s(op: Op, eff: KindEfficiency, gpu: GPUSpec) -> Num:
+    """The engine's own pass over a quantized GEMM's input before it (dynamic activation
+    quantization: vLLM's scaled_fp8_quant reads the 16-bit activations for their amax, then
+    reads them again and writes FP8; TensorRT-LLM's quantize op likewise), a kernel of its own
+    that does not overlap the GEMM: input_pass_bytes per input element at the kind's bandwidth.
+    Zero under `ideal` (a fused quantization moves nothing extra)."""
+    if not eff.input_pass_bytes or op.kind != "gemm" or "k" not in op.shape:
+        return 0.0
+    m, k = np.asarray(op.shape["m"], float), np.asarray(op.shape["k"], float)
+    elements = m * k * op.shape.get("heads", 1)
+    return elements * eff.input_pass_bytes / (gpu.hbm_bytes_per_s * eff.memory_fraction)
+
+
+def launch_floor_s(op: Op, profile: Profile, gpu: GPUSpec) -> Num:
     """The fixed time of one call: the profile's per-launch floor × the kernels the call
     launches (zero under `ideal`, and for a collective, whose base latency is its own)."""
     works = does_work(op)
     if op.kind == "comm" or not np.any(works):
         return 0.0
-    floor = kind_terms(profile, op).overhead_s * kernels_per_call(op)
+    floor = per_launch_s(kind_terms(profile, op), gpu) * kernels_per_call(op)
     return floor if np.all(works) else np.where(works, floor, 0.0)
+
+
+def per_launch_s(eff: KindEfficiency, gpu: GPUSpec) -> float:
+    """One kernel launch's floor: seconds, plus cycles at the GPU's boost clock (the graph
+    node's dispatch and the kernel's prologue and epilogue run on the SM clock: fitted per GPU,
+    the GEMM floor is 5,700-6,100 cycles on the A100, H100 and RTX PRO 6000, 4.3-2.4 µs).
+    A GPU without a stated clock takes CLOCK_FALLBACK_HZ."""
+    if not eff.overhead_cycles:
+        return eff.overhead_s
+    return eff.overhead_s + eff.overhead_cycles / (gpu.boost_clock_hz or CLOCK_FALLBACK_HZ)
 
 
 def does_work(op: Op) -> np.ndarray:

@@ -10,11 +10,17 @@ packed weights and dequantizes in registers before a 16-bit MMA.
 Above the families, the precision schemes users pick (`--quant`): the names engines give them
 (W8A8-FP8, FP8-block, W8A16, W4A16, SmoothQuant, NVFP4, MXFP4, bf16), each a (weight, activation)
 pair and its family, and `native`, the checkpoint's own format.
+
+Fused attention has families too (`attention_family`): FP8 attention (FA3's and TensorRT-LLM's
+FP8 FMHA: QKᵀ and PV on the fp8 unit) and 16-bit attention over a narrower KV cache
+(dequantized as it loads) each run their own kernels, measured apart from bf16.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from rooflens.model.specs.dtypes import compute_dtype, dtype_bytes
 
 # family label -> (dtype of the activations / MMA operands, weight storage dtype or None when
 # the weights are stored at that dtype).
@@ -49,6 +55,17 @@ def family_of(weight_dtype: str, act_dtype: str, block_scaled: bool = False) -> 
     for label, (act, weight) in FAMILIES.items():
         if act == act_dtype and (weight or act) == weight_dtype and label != "fp8_block":
             return label
+    return None
+
+
+def attention_family(act_dtype: str, kv_dtype: str) -> str | None:
+    """The kernel family of a fused attention call: `fp8` where its MMAs run on the fp8 unit
+    (FP8 queries over an FP8 cache), `kv_<dtype>` where 16-bit MMAs read a narrower KV cache,
+    None for attention at the activations' width (the bare kinds' terms)."""
+    if compute_dtype(kv_dtype, act_dtype) == "fp8":
+        return "fp8"
+    if dtype_bytes(kv_dtype) < dtype_bytes(act_dtype):
+        return f"kv_{kv_dtype}"
     return None
 
 

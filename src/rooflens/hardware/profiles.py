@@ -8,8 +8,8 @@ turns a kernel call into seconds; this module holds only the fitted numbers and 
 without its own file uses `generic.yaml`, which validate/ derives from the measured GPUs.
 
 Each kind's terms (`KindEfficiency`: achieved compute and bandwidth fractions, a fixed cost
-per call (seconds, or cycles of the GPU's clock), the overlap power of the roofs, a latency per wave of thread blocks, the blocks per
-SM that saturate bandwidth, the bytes per SM cycle an eager PyTorch kernel issues, the bytes
+per call (seconds, or cycles of the GPU's clock), the overlap power of the roofs, a latency
+per wave of thread blocks, the blocks per SM that saturate bandwidth, the bytes per SM cycle an eager PyTorch kernel issues, the bytes
 per microsecond each of its resident threads keeps moving) are defined by the formula in
 model/pricing/roofline.py. Kinds: the op kinds of model/ops/op.py, plus `attention_decode` (one new
 token

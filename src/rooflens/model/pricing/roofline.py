@@ -45,8 +45,9 @@ so the fit decides); `thread_blocks` gives a GEMM's grid from its
 shape, norms and attention ops state theirs (model/ops/op.py, model/ops/attention.py). A collective
 does not overlap compute (model/pricing/comm.py).
 overhead_s (+ overhead_cycles at the GPU's clock) is the floor of one kernel launch (under a
-CUDA graph: the graph node's launch and the kernel's ramp-up and tail); an op that launches more than one kernel states how many
-(`kernels` in its shape: split-KV attention adds its combine kernel).
+CUDA graph: the graph node's launch and the kernel's ramp-up and tail); an op that launches
+more than one kernel states how many (`kernels` in its shape: split-KV attention adds its
+combine kernel).
 """
 
 from __future__ import annotations

@@ -9,13 +9,15 @@ without its own file uses `generic.yaml`, which validate/ derives from the measu
 
 Each kind's terms (`KindEfficiency`: achieved compute and bandwidth fractions, a fixed cost
 per call (seconds, or cycles of the GPU's clock), the overlap power of the roofs, a latency
-per wave of thread blocks, the blocks per SM that saturate bandwidth, the bytes per SM cycle an eager PyTorch kernel issues, the bytes
-per microsecond each of its resident threads keeps moving) are defined by the formula in
-model/pricing/roofline.py. Kinds: the op kinds of model/ops/op.py, plus `attention_decode` (one new
-token
-per sequence) and `moe` (fused MoE experts, model/ops/moe.py), which take their own terms when
-fitted. A quantized matmul's kernel family (model/specs/quant.py) has terms of its own under
-`<kind>:<family>` (`gemm:fp8`, `gemm:int4_wo`, `moe:nvfp4`; bf16 is the bare kind).
+per wave of thread blocks, the blocks per SM that saturate bandwidth, the bytes per SM cycle
+an eager PyTorch kernel issues, the bytes per microsecond each of its resident threads keeps
+moving, the bytes a quantized GEMM's own input-quantization pass moves) are defined by the
+formula in model/pricing/roofline.py. Kinds: the op kinds of model/ops/op.py, plus
+`attention_decode` (one new token per sequence) and `moe` (fused MoE experts,
+model/ops/moe.py), which take their own terms when fitted. A quantized matmul's kernel family
+(model/specs/quant.py) has terms of its own under `<kind>:<family>` (`gemm:fp8`,
+`gemm:int4_wo`, `moe:nvfp4`; bf16 is the bare kind), and so has FP8 attention or attention
+over an fp8 cache (`attention:fp8`, `attention_decode:kv_fp8`).
 
 The engine (vLLM, SGLang, TensorRT-LLM) is a pricing input: `engines` holds, per engine, the
 kinds that engine's own kernels were fitted on; `for_engine` lays them over the kinds pooled

@@ -137,8 +137,11 @@ def attention_families(table: pd.DataFrame) -> pd.Series:
         return out
     rows = table["op"].isin(KIND_OPS["attention_decode"])
     act = table.loc[rows, "dtype"].astype(str)
-    kv = table.loc[rows, "kv_dtype"].fillna(table.loc[rows, "dtype"]).astype(str) \
-        if "kv_dtype" in table.columns else act
+    kv = (
+        table.loc[rows, "kv_dtype"].fillna(table.loc[rows, "dtype"]).astype(str)
+        if "kv_dtype" in table.columns
+        else act
+    )
     pairs = pd.Series(list(zip(act, kv, strict=True)), index=act.index)
     out.loc[rows] = pairs.map({p: attention_family(*p) for p in set(pairs)})
     return out

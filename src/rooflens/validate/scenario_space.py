@@ -101,7 +101,7 @@ def _step_shares(pred: Prediction) -> Iterator[tuple[str, float, float, float]]:
         for p in phase.priced:
             seconds = float(np.mean(p.total_s))
             wave = kind_terms(profile, p.op).wave_latency_s if p.op.kind != "comm" else 0.0
-            floor = (float(np.mean(launch_floor_s(p.op, profile, pred.scenario.gpu))) + wave)
+            floor = float(np.mean(launch_floor_s(p.op, profile, pred.scenario.gpu))) + wave
             floor *= p.op.count
             share = seconds / phase.time_s if phase.time_s > 0 else 0.0
             yield f"{phase.phase}.{p.op.name}", seconds, floor, share

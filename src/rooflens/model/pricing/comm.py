@@ -9,12 +9,16 @@ here is the minimum over a list of `Protocol` terms:
 
     t = min over protocols of [ s0 · λ + steps · s1 · λ + bytes_through_link / (f · β) ]
 
-with λ the link's nominal latency and β its per-GPU one-way bandwidth (hardware/spec.py).
+with λ the link's NCCL step latency (`LinkSpec.latency_s`) and β its per-GPU one-way bandwidth
+(hardware/spec.py).
 
-- `ideal` profile: one protocol (f = 1, s0 = 1, s1 = 0): datasheet bandwidth and a single link
-  latency. Patarasuk & Yuan (2009) show the ring's 2(n−1)/n · S bytes per GPU are the least any
+- `ideal` profile: one protocol (f = 1, s0 = 1, s1 = 0) on the link's hardware floor instead of
+  λ: datasheet bandwidth and one hop at `LinkSpec.hop_latency_s` (NCCL's own per-hop hardware
+  latency, 0.6 µs on NVLink, hardware/presets/links.yaml), with no protocol latency.
+  Patarasuk & Yuan (2009) show the ring's 2(n−1)/n · S bytes per GPU are the least any
   all-reduce moves, and any collective crosses a link at least once, so this is a lower bound
-  (tests/validate/test_comm_fit.py checks it against the A100 NCCL table).
+  on NCCL and on the engines' one-shot kernels alike (tests/validate/test_comm_lower_bound.py
+  checks it against every measured NCCL and custom all-reduce row).
 - `calibrated` profile: the protocols fitted to real NCCL measurements (validate/comm_fit.py), read
   from `hardware/calibration/comm-a100.yaml`; without that file, the profile's own
   `comm_bandwidth_fraction` and `comm_latency_scale` (per step) are used.
@@ -62,9 +66,13 @@ class Protocol:
     bandwidth_fraction: float  # f: achieved share of the link's one-way bandwidth
     latency_base_scale: float  # s0: fixed cost per collective, in link latencies
     latency_step_scale: float  # s1: cost per ring step / all-to-all hop, in link latencies
+    on_hop_floor: bool = False  # λ is the link's hardware hop floor, not its NCCL step latency
+
+    def latency_unit_s(self, link: LinkSpec) -> float:
+        return link.floor_latency_s if self.on_hop_floor else link.latency_s
 
 
-IDEAL_PROTOCOLS: tuple[Protocol, ...] = (Protocol(1.0, 1.0, 0.0),)
+IDEAL_PROTOCOLS: tuple[Protocol, ...] = (Protocol(1.0, 1.0, 0.0, on_hop_floor=True),)
 
 
 @cache
@@ -132,7 +140,8 @@ def _phase_s(
         return 0.0 * link_bytes
     best: Any = None
     for p in protocols:
-        t = (p.latency_base_scale + steps * p.latency_step_scale) * link.latency_s + link_bytes / (
+        lam = p.latency_unit_s(link)
+        t = (p.latency_base_scale + steps * p.latency_step_scale) * lam + link_bytes / (
             p.bandwidth_fraction * bw
         )
         best = t if best is None else np.minimum(best, t)

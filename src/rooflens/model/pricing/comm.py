@@ -56,6 +56,10 @@ COMM_CALIBRATION_FILE = CALIBRATION_DIR / "comm-a100.yaml"
 # custom_all_reduce.py); NCCL above it, across nodes and over PCIe.
 CUSTOM_ALLREDUCE_FILE = CALIBRATION_DIR / "comm-custom-allreduce.yaml"
 CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 2**20
+# ... and up to 8 GPUs: vLLM's and SGLang's CustomAllreduce `_SUPPORTED_WORLD_SIZES = [2, 4, 6,
+# 8]`, the sizes the measured tables cover. A larger group (TP 16 in a 72-GPU NVLink domain)
+# runs NCCL.
+CUSTOM_ALLREDUCE_MAX_GPUS = 8
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 
 
@@ -121,9 +125,10 @@ def engine_all_reduce_s(
     payload_bytes: Num, n_gpus: int, system: SystemSpec, engine: str | None, nccl: Num
 ) -> Num:
     """The all-reduce a serving engine runs: its own one-node kernel where it applies (NVLink
-    inside one node, messages up to CUSTOM_ALLREDUCE_MAX_BYTES) when faster, else NCCL's."""
+    inside one node, up to CUSTOM_ALLREDUCE_MAX_GPUS GPUs and CUSTOM_ALLREDUCE_MAX_BYTES) when
+    faster, else NCCL's."""
     protocol = custom_allreduce().get(engine or "")
-    if protocol is None or n_gpus <= 1 or n_gpus > system.gpus_per_node:
+    if protocol is None or not 1 < n_gpus <= min(system.gpus_per_node, CUSTOM_ALLREDUCE_MAX_GPUS):
         return nccl
     if system.gpu.nvlink_bytes_per_s <= 0:
         return nccl

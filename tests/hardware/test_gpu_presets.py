@@ -10,7 +10,7 @@ import yaml
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import GPU_DIR, get_gpu, gpu_ids, links, read_data_file
-from rooflens.hardware.spec import COMPUTE_DTYPES, GPUSpec
+from rooflens.hardware.spec import COMPUTE_DTYPES, GPUSpec, LinkSpec
 
 REQUIRED = [
     "a100-sxm-40gb",
@@ -116,6 +116,24 @@ def test_link_table_is_one_way_and_consistent() -> None:
     table = links()
     assert get_gpu("h100-sxm").nvlink_bytes_per_s == table["nvlink4"].bytes_per_s
     assert get_gpu("b200").nvlink_bytes_per_s == table["nvlink5"].bytes_per_s
+
+
+# NCCL src/graph/tuning.cc hwLat, ring LL (µs per hop): the hardware floor `ideal` charges.
+NCCL_HW_LATENCY_S = {"nvlink": 0.6e-6, "infinity": 0.6e-6, "pcie": 1.0e-6}
+
+
+def test_every_link_has_a_hop_floor_below_its_nccl_step() -> None:
+    for key, link in links().items():
+        family = next((f for f in NCCL_HW_LATENCY_S if key.startswith(f)), "network")
+        assert link.hop_latency_s == NCCL_HW_LATENCY_S.get(family, 2.7e-6), key
+        assert link.floor_latency_s < link.latency_s and "hop floor" in link.source, key
+
+
+def test_a_hop_floor_above_the_step_latency_is_refused() -> None:
+    step = {"name": "x", "bytes_per_s": 1e11, "latency_s": 1e-6, "source": "test"}
+    assert LinkSpec.model_validate(step).floor_latency_s == 1e-6  # none given: the step latency
+    with pytest.raises(ValueError, match="hop_latency_s"):
+        LinkSpec.model_validate(step | {"hop_latency_s": 2e-6})
 
 
 def write(path: Path, text: str) -> str:

@@ -190,12 +190,34 @@ class GPUSpec(Spec):
 
 
 class LinkSpec(Spec):
-    """A communication link: per-GPU bandwidth one way, and the fixed latency per hop/message."""
+    """A communication link: per-GPU bandwidth one way, and two latencies per hop.
+
+    `latency_s` is what one step of an NCCL collective costs on this link (an estimate; the
+    calibrated comm protocols are multiples of it). `hop_latency_s` is the hardware's own floor
+    for one hop (a GPU's store landing in its peer's memory, with no protocol around it): what
+    the `ideal` profile charges, so that no real kernel (the engines' one-shot all-reduce
+    included) can beat it. A link without one (a user's file) falls back to `latency_s`.
+    """
 
     name: str = Field(description="e.g. 'nvlink4', 'pcie4', 'infiniband-ndr'")
     bytes_per_s: float = Field(gt=0, description="per GPU, one direction, bytes/s")
-    latency_s: float = Field(ge=0, description="fixed latency per step (hop), s")
+    latency_s: float = Field(ge=0, description="NCCL's fixed latency per step (hop), s")
+    hop_latency_s: float | None = Field(
+        default=None, ge=0, description="hardware floor of one hop, s (None = latency_s)"
+    )
     source: str = Field(description="where the numbers come from")
+
+    @model_validator(mode="after")
+    def _floor_below_step(self) -> LinkSpec:
+        if self.hop_latency_s is not None and self.hop_latency_s > self.latency_s:
+            raise ValueError(f"hop_latency_s ({self.hop_latency_s:g} s) is the floor of one hop "
+                             f"and cannot exceed latency_s ({self.latency_s:g} s)")  # fmt: skip
+        return self
+
+    @property
+    def floor_latency_s(self) -> float:
+        """The least one hop can take: `hop_latency_s`, else `latency_s`."""
+        return self.latency_s if self.hop_latency_s is None else self.hop_latency_s
 
 
 class SystemSpec(Spec):

@@ -143,24 +143,26 @@ def get_system(name: str) -> SystemSpec:
     raise unknown_name_error("system", name, list(presets) + gpu_ids())
 
 
-def _named_link(gpu: GPUSpec, link: LinkSpec) -> LinkSpec:
-    """The link a system preset of `gpu` names, when it has `link`'s numbers; else `link`."""
+def _home_system(gpu: GPUSpec, link: LinkSpec) -> SystemSpec | None:
+    """The system preset of `gpu` whose intra-node link has `link`'s numbers, if any."""
     for system_id in system_ids():
         system = get_system(system_id)
         named = system.intra_node
         same = (named.bytes_per_s, named.latency_s) == (link.bytes_per_s, link.latency_s)
         if system.gpu.id == gpu.id and same:
-            return named
-    return link
+            return system
+    return None
 
 
-def default_system(gpu: GPUSpec, gpus_per_node: int = 8) -> SystemSpec:
+def default_system(gpu: GPUSpec, gpus_per_node: int | None = None) -> SystemSpec:
     """The usual box for this GPU: NVLink (or PCIe) inside a node, InfiniBand NDR between nodes.
 
     The intra-node link takes the GPU's own per-direction NVLink bandwidth when it has one
     (latency from the links table), else its PCIe bandwidth. Where a system preset for this GPU
     names the same link (same bandwidth and latency), the link is that preset's, so it is
-    labelled as the preset says (MI300X: Infinity Fabric, not "nvlink"; issue 26 §4).
+    labelled as the preset says (MI300X: Infinity Fabric, not "nvlink"; issue 26 §4), and so is
+    the node size unless one is given: a GPU sold only in a rack-scale NVLink domain (GB200 in
+    GB200 NVL72) keeps its 72-GPU domain, every other GPU gets eight per node.
     """
     table = links()
     if gpu.nvlink_bytes_per_s > 0:
@@ -169,7 +171,11 @@ def default_system(gpu: GPUSpec, gpus_per_node: int = 8) -> SystemSpec:
     else:
         base = table["pcie"]
         intra = base.model_copy(update={"bytes_per_s": gpu.pcie_bytes_per_s})
-    intra = _named_link(gpu, intra)
+    home = _home_system(gpu, intra)
+    if home is not None:
+        intra = home.intra_node
+    if gpus_per_node is None:
+        gpus_per_node = home.gpus_per_node if home is not None else 8
     return SystemSpec(
         id=f"{gpu.id}-x{gpus_per_node}",
         gpu=gpu,

@@ -56,12 +56,13 @@ def test_planner_decode_and_prefill_equal_predict(pp: int) -> None:
 
 def test_the_stage_send_is_charged_once() -> None:
     """Closed form: PP adds (PP−1)·(tokens·D·bytes/BW + latency) to a lone sequence's decode
-    token (1 token) and to a prompt's prefill (P tokens), on the ideal profile's NVLink."""
+    token (1 token) and to a prompt's prefill (P tokens), on the ideal profile's NVLink (one hop
+    at the link's hardware floor, hardware/presets/links.yaml hop_latency_s)."""
     link = make_scenario(MODEL, GPU).system.intra_node
     D, act_bytes = get_model(MODEL).d_model, 2.0  # bf16 activations
 
     def send(tokens: float) -> float:
-        return tokens * D * act_bytes / link.bytes_per_s + link.latency_s
+        return tokens * D * act_bytes / link.bytes_per_s + link.floor_latency_s
 
     plain = curves(1)
     for pp in (2, 4):

@@ -9,12 +9,16 @@ here is the minimum over a list of `Protocol` terms:
 
     t = min over protocols of [ s0 · λ + steps · s1 · λ + bytes_through_link / (f · β) ]
 
-with λ the link's nominal latency and β its per-GPU one-way bandwidth (hardware/spec.py).
+with λ the link's NCCL step latency (`LinkSpec.latency_s`) and β its per-GPU one-way bandwidth
+(hardware/spec.py).
 
-- `ideal` profile: one protocol (f = 1, s0 = 1, s1 = 0): datasheet bandwidth and a single link
-  latency. Patarasuk & Yuan (2009) show the ring's 2(n−1)/n · S bytes per GPU are the least any
+- `ideal` profile: one protocol (f = 1, s0 = 1, s1 = 0) on the link's hardware floor instead of
+  λ: datasheet bandwidth and one hop at `LinkSpec.hop_latency_s` (NCCL's own per-hop hardware
+  latency, 0.6 µs on NVLink, hardware/presets/links.yaml), with no protocol latency.
+  Patarasuk & Yuan (2009) show the ring's 2(n−1)/n · S bytes per GPU are the least any
   all-reduce moves, and any collective crosses a link at least once, so this is a lower bound
-  (tests/validate/test_comm_fit.py checks it against the A100 NCCL table).
+  on NCCL and on the engines' one-shot kernels alike (tests/validate/test_comm_lower_bound.py
+  checks it against every measured NCCL and custom all-reduce row).
 - `calibrated` profile: the protocols fitted to real NCCL measurements (validate/comm_fit.py), read
   from `hardware/calibration/comm-a100.yaml`; without that file, the profile's own
   `comm_bandwidth_fraction` and `comm_latency_scale` (per step) are used.
@@ -52,6 +56,10 @@ COMM_CALIBRATION_FILE = CALIBRATION_DIR / "comm-a100.yaml"
 # custom_all_reduce.py); NCCL above it, across nodes and over PCIe.
 CUSTOM_ALLREDUCE_FILE = CALIBRATION_DIR / "comm-custom-allreduce.yaml"
 CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 2**20
+# ... and up to 8 GPUs: vLLM's and SGLang's CustomAllreduce `_SUPPORTED_WORLD_SIZES = [2, 4, 6,
+# 8]`, the sizes the measured tables cover. A larger group (TP 16 in a 72-GPU NVLink domain)
+# runs NCCL.
+CUSTOM_ALLREDUCE_MAX_GPUS = 8
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 
 
@@ -62,9 +70,13 @@ class Protocol:
     bandwidth_fraction: float  # f: achieved share of the link's one-way bandwidth
     latency_base_scale: float  # s0: fixed cost per collective, in link latencies
     latency_step_scale: float  # s1: cost per ring step / all-to-all hop, in link latencies
+    on_hop_floor: bool = False  # λ is the link's hardware hop floor, not its NCCL step latency
+
+    def latency_unit_s(self, link: LinkSpec) -> float:
+        return link.floor_latency_s if self.on_hop_floor else link.latency_s
 
 
-IDEAL_PROTOCOLS: tuple[Protocol, ...] = (Protocol(1.0, 1.0, 0.0),)
+IDEAL_PROTOCOLS: tuple[Protocol, ...] = (Protocol(1.0, 1.0, 0.0, on_hop_floor=True),)
 
 
 @cache
@@ -113,9 +125,10 @@ def engine_all_reduce_s(
     payload_bytes: Num, n_gpus: int, system: SystemSpec, engine: str | None, nccl: Num
 ) -> Num:
     """The all-reduce a serving engine runs: its own one-node kernel where it applies (NVLink
-    inside one node, messages up to CUSTOM_ALLREDUCE_MAX_BYTES) when faster, else NCCL's."""
+    inside one node, up to CUSTOM_ALLREDUCE_MAX_GPUS GPUs and CUSTOM_ALLREDUCE_MAX_BYTES) when
+    faster, else NCCL's."""
     protocol = custom_allreduce().get(engine or "")
-    if protocol is None or n_gpus <= 1 or n_gpus > system.gpus_per_node:
+    if protocol is None or not 1 < n_gpus <= min(system.gpus_per_node, CUSTOM_ALLREDUCE_MAX_GPUS):
         return nccl
     if system.gpu.nvlink_bytes_per_s <= 0:
         return nccl
@@ -132,7 +145,8 @@ def _phase_s(
         return 0.0 * link_bytes
     best: Any = None
     for p in protocols:
-        t = (p.latency_base_scale + steps * p.latency_step_scale) * link.latency_s + link_bytes / (
+        lam = p.latency_unit_s(link)
+        t = (p.latency_base_scale + steps * p.latency_step_scale) * lam + link_bytes / (
             p.bandwidth_fraction * bw
         )
         best = t if best is None else np.minimum(best, t)

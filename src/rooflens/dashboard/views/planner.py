@@ -22,7 +22,7 @@ from rooflens.io.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 from rooflens.model.planner.check import roles
 from rooflens.model.planner.explain import ALTERNATIVES_HINT
 from rooflens.model.planner.pareto import thinning_rule
-from rooflens.model.planner.plan_args import listed
+from rooflens.model.planner.plan_lists import listed
 from rooflens.model.planner.serving import MODES
 from rooflens.model.planner.sim import WARMUP_SHARE
 from rooflens.model.planner.space import SweepSpace

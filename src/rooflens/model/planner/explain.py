@@ -6,7 +6,7 @@ GPUs, other GPU types, the largest rate the requested hardware sustains, the SLO
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -35,13 +35,13 @@ REASON_LABEL = {
 }
 
 
-def engine_id(row: dict[str, Any]) -> str:
+def engine_id(row: Mapping[Any, Any]) -> str:
     """The serving engine of a plan row, as `--engine` names it ('trtllm'; a table's cell, as
     its GPU is an id)."""
     return str(row.get("engine") or DEFAULT_ENGINE)
 
 
-def engine_name(row: dict[str, Any]) -> str:
+def engine_name(row: Mapping[Any, Any]) -> str:
     """The serving engine of a plan row, as prose names it ('TensorRT-LLM')."""
     return ENGINE_NAMES.get(engine_id(row), engine_id(row))
 

@@ -16,11 +16,12 @@ from rooflens.dashboard.export import download_row
 from rooflens.dashboard.figures.planner import pareto_figure, rejected_figure
 from rooflens.dashboard.headline import USD_PER_M_LABEL, fmt_usd_per_m
 from rooflens.dashboard.numbers import fmt_sig
-from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.errors import FieldError, RooflensError
 from rooflens.hardware.presets import gpu_ids
+from rooflens.hardware.profiles import ENGINE_NAMES, ENGINES
 from rooflens.io.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
 from rooflens.model.planner.check import roles
-from rooflens.model.planner.explain import ALTERNATIVES_HINT
+from rooflens.model.planner.explain import ALTERNATIVES_HINT, engine_name
 from rooflens.model.planner.pareto import thinning_rule
 from rooflens.model.planner.plan_lists import listed
 from rooflens.model.planner.serving import MODES
@@ -36,10 +37,15 @@ MULTI = (
     ("KV dtypes", "plan_kvdtypes", "kv_dtypes", DTYPES),
     ("Schedulers", "plan_modes", "modes", list(MODES)),
 )
+# The serving engines searched, as `plan --engine` (plan_lists.engine_list checks them, and its
+# error about the `engine` field shows under this widget); they start as the sidebar's engine.
+ENGINES_LABEL = "Engines (searched like TP)"
 PROGRESS_STEP = 0.05  # the progress bar moves in steps of this fraction of the sweep
 
 
-def _form(ctx: Context) -> dict[str, Any]:
+def _form(ctx: Context) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The form's request (`plan_args.build_request`'s arguments) and, per field whose errors
+    show under its widget, the place for them."""
     s = ctx.settings
     with st.form("plan_form"):
         a, b, c = st.columns(3)
@@ -69,10 +75,16 @@ def _form(ctx: Context) -> dict[str, Any]:
             gpu_ids(),
             key=url_state(ctx, "plan_gpus", [default_gpu]),
         )
-        a, b, c = st.columns(3)
+        a, b, c, d = st.columns(4)
         for column, (label, key, name, options) in zip((a, b, c), MULTI, strict=True):
             default = list(SweepSpace.default(name))
             column.multiselect(label, options, key=url_state(ctx, key, default))
+        key = url_state(ctx, "plan_engines", [s.engine])
+        st.session_state[key] = [e for e in st.session_state[key] if e in ENGINES]  # a link's
+        d.multiselect(ENGINES_LABEL, list(ENGINES), key=key, format_func=ENGINE_NAMES.__getitem__,
+                      help="each engine's own measured kernels price `calibrated`; `ideal` "
+                      "prices them alike")  # fmt: skip
+        slots = {"engine": (d.empty(), ENGINES_LABEL)}
         max_gpus = SweepSpace.default("max_gpus")
         a.number_input(
             "Max GPUs", min_value=1, step=1, key=url_state(ctx, "plan_max_gpus", max_gpus)
@@ -113,15 +125,16 @@ def _form(ctx: Context) -> dict[str, Any]:
         "modes": ",".join(state.plan_modes),
         "max_gpus": int(state.plan_max_gpus),
         "profile": str(state.plan_profile),
+        "engine": ",".join(state.plan_engines),
         "opts": tuple(s.opts),
         "simulate_requests": int(state.plan_sim),
         "objective": str(state.plan_objective),
-    }
+    }, slots
 
 
 def render(ctx: Context) -> None:
     st.header("Capacity planner")
-    request = _form(ctx)
+    request, slots = _form(ctx)
     bar = st.empty()
     shown = [-1.0]  # the last fraction drawn
 
@@ -131,7 +144,14 @@ def render(ctx: Context) -> None:
             shown[0] = done / total
             bar.progress(done / total, text=f"Sweeping configurations: group {done:,} of {total:,}")
 
-    result, feasible = compute.capacity_plan(progress=progress, **request)
+    try:
+        result, feasible = compute.capacity_plan(progress=progress, **request)
+    except FieldError as exc:  # beside its widget, in the widget's words
+        if exc.field not in slots:
+            raise
+        slot, label = slots[exc.field]
+        slot.error(exc.worded(label), icon="⚠️")
+        return
     bar.empty()
     rec = result["recommended"]
     relax = result.get("relaxation")
@@ -200,6 +220,7 @@ def _table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "GPUs": [f"{n} × {g}" for n, g in zip(rows["n_gpus"], rows["gpu"], strict=True)],
+            "engine": [engine_name(r) for r in rows.to_dict("records")],
             "TP": rows["tp"],
             "precision": [
                 precision_label(w, a, k)
@@ -262,7 +283,7 @@ def _simulations(sims: list[dict[str, Any]]) -> pd.DataFrame:
         rows.append(
             {
                 "role": roles(sim),
-                "configuration": f"{layout}, "
+                "configuration": f"{layout}, {engine_name(c)}, "
                 f"{precision_label(c['weight_dtype'], c['act_dtype'], c['kv_dtype'])}, "
                 f"{c['mode']}, batch cap {c['batch']:,}",
                 "requests counted": f"{sim['n_requests']:,}",

@@ -93,8 +93,8 @@ def engine_list(text: str) -> tuple[str, ...]:
         return ENGINES
     items = [v.strip() for v in text.split(",")]
     if not text.strip():
-        raise FieldError("engine", f"{{subject}} names no engine; give one or more of {valid}",
-                         "--engine")  # fmt: skip
+        raise FieldError("engine", f"{{subject}} names no engine: pick one or more of "
+                         f"{', '.join(ENGINES)}", "--engine")  # fmt: skip
     if any(not v for v in items):
         raise FieldError("engine", f"{{subject}}: empty item in '{text}'; give {valid}",
                          "--engine")  # fmt: skip

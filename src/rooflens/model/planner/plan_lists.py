@@ -88,16 +88,16 @@ def engine_list(text: str) -> tuple[str, ...]:
     """`--engine`: the serving engines to search, comma-separated, or 'all'. A slip is a
     FieldError about the `engine` field (a face shows it beside its engine control) that lists
     the engines there are."""
-    valid = f"{', '.join(ENGINES)} (comma-separated), or {ALL}"
+    valid = ", ".join(ENGINES)
     if text.strip() == ALL:
         return ENGINES
     items = [v.strip() for v in text.split(",")]
     if not text.strip():
-        raise FieldError("engine", f"{{subject}} names no engine: pick one or more of "
-                         f"{', '.join(ENGINES)}", "--engine")  # fmt: skip
-    if any(not v for v in items):
-        raise FieldError("engine", f"{{subject}}: empty item in '{text}'; give {valid}",
+        raise FieldError("engine", f"{{subject}} names no engine: pick one or more of {valid}",
                          "--engine")  # fmt: skip
+    if any(not v for v in items):  # only a typed list has these: the CLI's words
+        raise FieldError("engine", f"{{subject}}: empty item in '{text}'; give {valid} "
+                         f"separated by single commas, or {ALL}", "--engine")  # fmt: skip
     for v in items:
         if v not in ENGINES:
             raise FieldError("engine", f"{{subject}} '{v}' is not one of {valid}", "--engine")

@@ -67,7 +67,7 @@ def test_predict_numbers(capsys, flag: str, text: str) -> None:  # type: ignore[
 @FAST
 @given(flag=st.sampled_from(["--rate", "--sim-requests", "--seed", "--max-gpus", "--chunk",
                              "--ttft-slo", "--prompt-len-p99", "--kv-dtypes", "--tp",
-                             "--price"]), text=TEXT)  # fmt: skip
+                             "--price", "--engine"]), text=TEXT)  # fmt: skip
 def test_plan_inputs(capsys, flag: str, text: str) -> None:  # type: ignore[no-untyped-def]
     argv = list(PLAN)
     if flag in argv:

@@ -15,7 +15,8 @@ from rooflens.cli.render import LazyProgress, console
 
 
 def add_parser(sub: Any) -> None:
-    from rooflens.model.planner.plan_args import MAX_SIM_REQUESTS, SCENARIO_OPTIONS, listed
+    from rooflens.model.planner.plan_args import MAX_SIM_REQUESTS
+    from rooflens.model.planner.plan_lists import SCENARIO_OPTIONS, listed
     from rooflens.model.planner.space import SweepSpace
     from rooflens.model.predict.request import CHOICES, ScenarioRequest
 
@@ -49,9 +50,13 @@ def add_parser(sub: Any) -> None:
         default,
     ) in SCENARIO_OPTIONS.items():  # described in model/predict/request.py
         what = ScenarioRequest.model_fields[name].description
-        if option in ("--profile", "--engine"):
+        if option == "--profile":
             p.add_argument(option, default=default, choices=CHOICES[name],
                            help=f"{what} (default {default})")  # fmt: skip
+        elif option == "--engine":  # a list, checked by plan_lists.engine_list
+            p.add_argument(option, default=default, metavar="ENGINES",
+                           help=f"{what}; comma-separated ({','.join(CHOICES[name])}) or "
+                           f"all to search several, as --tp (default {default})")  # fmt: skip
         elif option == "--chunk":
             p.add_argument(option, type=positive, default=int(default),
                            help=f"chunked-prefill token budget (default {default})")  # fmt: skip

@@ -12,13 +12,14 @@ from rich.table import Table
 
 from rooflens.io.units import fmt_time
 from rooflens.model.planner.check import roles
+from rooflens.model.planner.explain import engine_id
 from rooflens.model.planner.grid import OPT_SEP
 from rooflens.model.planner.pareto import thinning_rule
 from rooflens.model.planner.plan import Plan
 from rooflens.model.specs.quant import precision_label
 
-COLUMNS = ["gpu", "GPUs", "layout", "precision", "scheduler", "batch", "TTFT p99", "TPOT p99",
-           "tok/s/GPU", "tok/s/user", "$/h", "$/M tok"]  # fmt: skip
+COLUMNS = ["gpu", "engine", "GPUs", "layout", "precision", "scheduler", "batch", "TTFT p99",
+           "TPOT p99", "tok/s/GPU", "tok/s/user", "$/h", "$/M tok"]  # fmt: skip
 
 
 def _marks(opts: object) -> str:
@@ -46,7 +47,7 @@ def _cells(r: dict[str, Any], mark: bool = True) -> list[str]:
     if r.get("prefill_gpu") not in (None, "", gpu):  # mixed pair: prefill GPU (TP) → decode
         gpu = f"{r['prefill_gpu']} TP{r['prefill_tp']} → {gpu}"
     return [
-        gpu, str(r["n_gpus"]), layout,
+        gpu, engine_id(r), str(r["n_gpus"]), layout,
         precision_label(r["weight_dtype"], r["act_dtype"], r["kv_dtype"]), r["mode"],
         str(r["batch"]), fmt_time(r["ttft_p99_s"]), fmt_time(r["tpot_p99_s"]),
         f"{r['tokens_per_s_per_gpu']:,.0f}", f"{r['tokens_per_s_per_user']:,.1f}",
@@ -67,7 +68,8 @@ def _sim_cells(s: dict[str, Any], mark: bool = True) -> list[str]:
     unit += _marks(c.get("opts")) if mark else ""
     gpu = c["gpu"] if c.get("prefill_gpu") in (None, "", c["gpu"]) else (
         f"{c['prefill_gpu']} → {c['gpu']}")  # fmt: skip
-    return [roles(s), f"{c['n_gpus']} × {gpu} {unit} {c['mode']} batch {c['batch']}",
+    return [roles(s), f"{c['n_gpus']} × {gpu} {unit} {engine_id(c)} {c['mode']} batch "
+            f"{c['batch']}",
             fmt_time(s["ttft_p50_s"]), fmt_time(s["ttft_p99_s"]), fmt_time(s["tpot_p50_s"]),
             fmt_time(s["tpot_p99_s"]), "; ".join(s["optimistic"]) or "—"]  # fmt: skip
 
@@ -172,7 +174,7 @@ def pareto_figure(plan: Plan) -> Any:
         fig.add_trace(go.Scatter(
             x=ok["tokens_per_s_per_gpu"], y=ok["tokens_per_s_per_user"], mode="markers",
             name="feasible (kept)", marker={"color": "#9ab", "size": 6},
-            text=[f"{r['n_gpus']}× {r['gpu']} TP{r['tp']} {r['mode']} "
+            text=[f"{r['n_gpus']}× {r['gpu']} TP{r['tp']} {engine_id(r)} {r['mode']} "
                   f"${r['cost_per_million_tokens']:.3f}/Mtok" for r in ok.to_dict("records")],
         ))  # fmt: skip
     if plan.pareto:

@@ -18,7 +18,9 @@ import plotly.graph_objects as go
 from rooflens.dashboard.figures import LAYOUT
 from rooflens.dashboard.headline import fmt_usd_per_m
 from rooflens.dashboard.numbers import fmt_count, log_axis
+from rooflens.hardware.profiles import ENGINE_NAMES
 from rooflens.io.units import fmt_number
+from rooflens.model.planner.explain import engine_name
 from rooflens.model.specs.quant import precision_label
 
 REASON_LABELS = {
@@ -32,8 +34,8 @@ REASON_LABELS = {
 def _hover(frame: pd.DataFrame) -> list[str]:
     rows: list[Any] = list(frame.itertuples())  # the sweep's rows (model/planner/sweep.py)
     return [
-        f"{r.n_gpus} × {r.gpu} TP{r.tp}, {precision_label(r.weight_dtype, r.act_dtype, r.kv_dtype)}"
-        f", {r.mode}, batch {r.batch}"
+        f"{r.n_gpus} × {r.gpu} TP{r.tp}, {engine_name(r._asdict())}, "
+        f"{precision_label(r.weight_dtype, r.act_dtype, r.kv_dtype)}, {r.mode}, batch {r.batch}"
         f"<br>{r.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
         f"{r.tokens_per_s_per_user:,.1f} tokens/s per user"
         f"<br>TTFT p99 {r.ttft_p99_s * 1e3:,.0f} ms, TPOT p99 {r.tpot_p99_s * 1e3:,.1f} ms"
@@ -46,9 +48,25 @@ def _hover(frame: pd.DataFrame) -> list[str]:
 CELLS_X, CELLS_Y = 60, 30
 
 
+def _series(frame: pd.DataFrame) -> list[str]:
+    """What a cloud of the chart is per: the GPU, and the engine when several were searched."""
+    several = "engine" in frame and frame["engine"].nunique() > 1
+    return ["gpu", "engine"] if several else ["gpu"]
+
+
+def _by_series(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(a cloud's name, its rows): 'h100-sxm', or 'h100-sxm, SGLang' when engines differ."""
+    out = []
+    for key, group in frame.groupby(_series(frame), sort=True):
+        gpu, *engine = (str(k) for k in key)  # a tuple: grouped by a list of keys
+        out.append((", ".join([gpu, *(ENGINE_NAMES[e] for e in engine)]), group))
+    return out
+
+
 def thin(feasible: pd.DataFrame) -> pd.DataFrame:
-    """Per GPU, the cheapest configuration ($/M output tokens) in each cell of a log grid over the
-    chart's axes: what the cloud looks like at the chart's resolution, in far fewer points."""
+    """Per GPU and engine, the cheapest configuration ($/M output tokens) in each cell of a log
+    grid over the chart's axes: what the cloud looks like at the chart's resolution, in far fewer
+    points."""
     if feasible.empty:
         return feasible
     cells = []
@@ -58,7 +76,7 @@ def thin(feasible: pd.DataFrame) -> pd.DataFrame:
         cells.append(np.minimum(((logs - low) / span * n).astype(int), n - 1))
     keyed = feasible.assign(_cx=cells[0], _cy=cells[1])
     cheapest = keyed.sort_values("cost_per_million_tokens", kind="stable")
-    kept = cheapest.drop_duplicates(["gpu", "_cx", "_cy"]).sort_index()
+    kept = cheapest.drop_duplicates([*_series(feasible), "_cx", "_cy"]).sort_index()
     return kept.drop(columns=["_cx", "_cy"])
 
 
@@ -70,7 +88,7 @@ def pareto_figure(
          "y": group["tokens_per_s_per_gpu"].tolist(), "mode": "markers",
          "marker": {"size": 6, "opacity": 0.45}, "name": f"{gpu} (feasible)",
          "hovertext": _hover(group), "hoverinfo": "text"}
-        for gpu, group in thin(feasible).groupby("gpu", sort=True)
+        for gpu, group in _by_series(thin(feasible))
     ]  # fmt: skip
     if len(pareto):
         front = pareto.sort_values("tokens_per_s_per_user")

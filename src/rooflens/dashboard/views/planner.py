@@ -3,7 +3,6 @@ chart, rejected-reason counts and the simulation check (`model.planner`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -16,17 +15,17 @@ from rooflens.dashboard.export import download_row
 from rooflens.dashboard.figures.planner import pareto_figure, rejected_figure
 from rooflens.dashboard.headline import USD_PER_M_LABEL, fmt_usd_per_m
 from rooflens.dashboard.numbers import fmt_sig
-from rooflens.hardware.errors import RooflensError
+from rooflens.dashboard.plan_tables import frontier_table, simulation_table
+from rooflens.hardware.errors import FieldError, RooflensError
 from rooflens.hardware.presets import gpu_ids
-from rooflens.io.units import fmt_bytes, fmt_number, fmt_quantity, fmt_time
-from rooflens.model.planner.check import roles
+from rooflens.hardware.profiles import ENGINE_NAMES, ENGINES
+from rooflens.io.units import fmt_number, fmt_time
 from rooflens.model.planner.explain import ALTERNATIVES_HINT
 from rooflens.model.planner.pareto import thinning_rule
-from rooflens.model.planner.plan_args import listed
+from rooflens.model.planner.plan_lists import engine_list, listed
 from rooflens.model.planner.serving import MODES
 from rooflens.model.planner.sim import WARMUP_SHARE
 from rooflens.model.planner.space import SweepSpace
-from rooflens.model.specs.quant import precision_label
 
 DTYPES = ["bf16", "fp8", "int8", "int4"]
 # The form's list widgets: (label, link key, the SweepSpace field giving the default, options)
@@ -36,10 +35,15 @@ MULTI = (
     ("KV dtypes", "plan_kvdtypes", "kv_dtypes", DTYPES),
     ("Schedulers", "plan_modes", "modes", list(MODES)),
 )
+# The serving engines searched, as `plan --engine` (plan_lists.engine_list checks them, and its
+# error about the `engine` field shows under this widget); they start as the sidebar's engine.
+ENGINES_LABEL = "Engines (searched like TP)"
 PROGRESS_STEP = 0.05  # the progress bar moves in steps of this fraction of the sweep
 
 
-def _form(ctx: Context) -> dict[str, Any]:
+def _form(ctx: Context) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The form's request (`plan_args.build_request`'s arguments) and, per field whose errors
+    show under its widget, the place for them."""
     s = ctx.settings
     with st.form("plan_form"):
         a, b, c = st.columns(3)
@@ -69,10 +73,22 @@ def _form(ctx: Context) -> dict[str, Any]:
             gpu_ids(),
             key=url_state(ctx, "plan_gpus", [default_gpu]),
         )
-        a, b, c = st.columns(3)
+        a, b, c, d = st.columns(4)
         for column, (label, key, name, options) in zip((a, b, c), MULTI, strict=True):
             default = list(SweepSpace.default(name))
             column.multiselect(label, options, key=url_state(ctx, key, default))
+        key = url_state(ctx, "plan_engines", [s.engine])
+        given = list(st.session_state[key])  # a link may name engines that do not exist
+        st.session_state[key] = [e for e in given if e in ENGINES]
+        d.multiselect(ENGINES_LABEL, list(ENGINES), key=key, format_func=ENGINE_NAMES.__getitem__,
+                      help="each engine's own measured kernels price `calibrated`; `ideal` "
+                      "prices them alike")  # fmt: skip
+        slots = {"engine": (d.empty(), ENGINES_LABEL)}
+        if given != st.session_state[key]:
+            try:
+                engine_list(",".join(given))
+            except FieldError as exc:
+                slots["engine"][0].warning(f"{exc.worded(ENGINES_LABEL)} (in the link; left out)")
         max_gpus = SweepSpace.default("max_gpus")
         a.number_input(
             "Max GPUs", min_value=1, step=1, key=url_state(ctx, "plan_max_gpus", max_gpus)
@@ -113,15 +129,16 @@ def _form(ctx: Context) -> dict[str, Any]:
         "modes": ",".join(state.plan_modes),
         "max_gpus": int(state.plan_max_gpus),
         "profile": str(state.plan_profile),
+        "engine": ",".join(state.plan_engines),
         "opts": tuple(s.opts),
         "simulate_requests": int(state.plan_sim),
         "objective": str(state.plan_objective),
-    }
+    }, slots
 
 
 def render(ctx: Context) -> None:
     st.header("Capacity planner")
-    request = _form(ctx)
+    request, slots = _form(ctx)
     bar = st.empty()
     shown = [-1.0]  # the last fraction drawn
 
@@ -131,7 +148,14 @@ def render(ctx: Context) -> None:
             shown[0] = done / total
             bar.progress(done / total, text=f"Sweeping configurations: group {done:,} of {total:,}")
 
-    result, feasible = compute.capacity_plan(progress=progress, **request)
+    try:
+        result, feasible = compute.capacity_plan(progress=progress, **request)
+    except FieldError as exc:  # beside its widget, in the widget's words
+        if exc.field not in slots:
+            raise
+        slot, label = slots[exc.field]
+        slot.error(exc.worded(label), icon="⚠️")
+        return
     bar.empty()
     rec = result["recommended"]
     relax = result.get("relaxation")
@@ -166,11 +190,11 @@ def render(ctx: Context) -> None:
     )
     if len(pareto):
         st.subheader("Pareto frontier")
-        tables.show(_table(pareto))
+        tables.show(frontier_table(pareto))
         st.caption(f"{thinning_rule(result['pareto_hidden'])} {GOODPUT_TEXT}")
     if result["simulations"]:
         st.subheader("Simulation check (one replica, Poisson arrivals, seeded)")
-        tables.show(_simulations(result["simulations"]))
+        tables.show(simulation_table(result["simulations"]))
         st.caption(warmup_text(request["simulate_requests"]))
     download_row("rooflens-plan", frame=feasible, data=result, fig=fig)
 
@@ -192,85 +216,3 @@ def warmup_text(requests: int) -> str:
         f"{requests - dropped:,} requests are counted. A configuration both recommended and on "
         "the frontier is simulated once and listed once."
     )
-
-
-def _table(rows: pd.DataFrame) -> pd.DataFrame:
-    """The Pareto frontier, pairs of numbers sharing a column so every column fits a 1400-px
-    window."""
-    return pd.DataFrame(
-        {
-            "GPUs": [f"{n} × {g}" for n, g in zip(rows["n_gpus"], rows["gpu"], strict=True)],
-            "TP": rows["tp"],
-            "precision": [
-                precision_label(w, a, k)
-                for w, a, k in zip(
-                    rows["weight_dtype"], rows["act_dtype"], rows["kv_dtype"], strict=True
-                )
-            ],
-            "scheduler": rows["mode"],
-            "batch cap": [fmt_quantity(v, "sequences") for v in rows["batch"]],
-            "TTFT / TPOT p99": [
-                f"{fmt_time(a)} / {fmt_time(b)}"
-                for a, b in zip(rows["ttft_p99_s"], rows["tpot_p99_s"], strict=True)
-            ],
-            "tokens/s: GPU / user": [
-                f"{fmt_number(a)} / {fmt_number(b)}"
-                for a, b in zip(
-                    rows["tokens_per_s_per_gpu"], rows["tokens_per_s_per_user"], strict=True
-                )
-            ],
-            f"$ per hour / {USD_PER_M_LABEL}": [
-                f"${fmt_number(a)} / {fmt_usd_per_m(b)}"
-                for a, b in zip(rows["cost_per_hour"], rows["cost_per_million_tokens"], strict=True)
-            ],
-            "memory/GPU": [fmt_bytes(v) for v in rows["memory_per_gpu_bytes"]],
-            "replicas": [_replicas(r) for r in rows.to_dict("records")],
-            "goodput (per replica)": [
-                f"{fmt_quantity(g, 'requests/s')} ({fmt_number(g / _replica_count(r))})"
-                for g, r in zip(
-                    rows["goodput_requests_per_s"], rows.to_dict("records"), strict=True
-                )
-            ],
-        }
-    )
-
-
-def _replica_count(row: Mapping[Any, Any]) -> int:
-    """Replicas serving requests: the decode replicas of a disaggregated pair."""
-    return max(int(row.get("decode_replicas") or row.get("replicas") or 1), 1)
-
-
-def _replicas(row: Mapping[Any, Any]) -> str:
-    if row["mode"] == "disaggregated":
-        return f"{row['prefill_replicas']} prefill + {row['decode_replicas']} decode"
-    return f"{row['replicas']:,}"
-
-
-def _simulations(sims: list[dict[str, Any]]) -> pd.DataFrame:
-    """The simulation check, one row per simulated configuration, times with their units."""
-    rows = []
-    for sim in sims:
-        c = sim["config"]
-        gpu = c["gpu"] if c.get("prefill_gpu") in (None, "", c["gpu"]) else (
-            f"{c['prefill_gpu']} → {c['gpu']}")  # fmt: skip
-        layout = f"{c['n_gpus']} × {gpu} TP {c['tp']}" + (
-            f" PP {c['pp']}" if c.get("pp", 1) > 1 else ""
-        )
-        flags = [f"optimistic: {f}" for f in sim.get("optimistic", [])] + [
-            f"misses the {m} SLO" for m in sim.get("sim_misses_slo", [])
-        ]
-        rows.append(
-            {
-                "role": roles(sim),
-                "configuration": f"{layout}, "
-                f"{precision_label(c['weight_dtype'], c['act_dtype'], c['kv_dtype'])}, "
-                f"{c['mode']}, batch cap {c['batch']:,}",
-                "requests counted": f"{sim['n_requests']:,}",
-                "TTFT p50 / p99": f"{fmt_time(sim['ttft_p50_s'])} / {fmt_time(sim['ttft_p99_s'])}",
-                "TPOT p50 / p99": f"{fmt_time(sim['tpot_p50_s'])} / {fmt_time(sim['tpot_p99_s'])}",
-                "mean batch (sequences)": fmt_sig(sim["mean_batch"]),
-                "goodput at this load": f"{fmt_sig(sim['goodput_requests_per_s'])} requests/s",
-                "analytical vs simulated": "; ".join(flags) or "agree",
-            }
-        )
-    return pd.DataFrame(rows)

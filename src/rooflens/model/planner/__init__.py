@@ -9,5 +9,6 @@ fitted by `validate serve --fit`), serving.py (steady-state schedulers), sweep.p
 and the loop over groups), grid.py (one group's grid, classification, goodput), mixed.py
 (mixed-GPU prefill/decode pairs), pareto.py, costs.py + sim.py (discrete-event simulation and
 replay), check.py (the cheapest configuration that passes both checks), explain.py, plan.py
-(orchestration, recheck), request.py (CLI values), report.py, commands.py (`rooflens plan`).
+(orchestration, recheck), plan_args.py + plan_lists.py (CLI values), report.py, commands.py
+(`rooflens plan`).
 """

@@ -104,8 +104,8 @@ def _simulate_trace(
                     chunk_tokens, decode_arrivals, xfer, slo_s=slo)  # fmt: skip
 
 
-CONFIG_KEYS = ("gpu", "n_gpus", "tp", "pp", "ep", "mode", "batch", "weight_dtype", "act_dtype",
-               "kv_dtype", "opts")  # fmt: skip
+CONFIG_KEYS = ("gpu", "engine", "n_gpus", "tp", "pp", "ep", "mode", "batch", "weight_dtype",
+               "act_dtype", "kv_dtype", "opts")  # fmt: skip
 
 
 def sim_config(row: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Cost curves of one configuration group (GPU, TP, PP, EP, precision, optimizations): what the
-serving model and the simulation need, priced in a few vectorised calls of the cost pipeline.
+"""Cost curves of one configuration group (GPU, TP, PP, EP, precision, optimizations, serving
+engine): what the serving model and the simulation need, priced in a few vectorised calls of the
+cost pipeline.
 
 A decode or mixed step at total concurrency M (tokens in flight summed over pipeline
 micro-batches) is priced once on a shared grid of M:
@@ -71,6 +72,7 @@ class Group:
     act_dtype: str
     kv_dtype: str
     opts: tuple[str, ...] = ()
+    engine: str = DEFAULT_ENGINE  # whose kernels price `calibrated` (hardware/profiles.py)
 
     @property
     def attention_groups(self) -> int:
@@ -139,7 +141,6 @@ def build_curves(
     opts: list[Optimization],
     *,
     profile: str,
-    engine: str = DEFAULT_ENGINE,
     chunk_tokens: int,
     overhead_bytes: float,
     kv_offload: str = "none",
@@ -162,7 +163,7 @@ def build_curves(
         pp=group.pp,
         ep=group.ep,
         profile=profile,
-        engine=engine,
+        engine=group.engine,
         overhead_gb=overhead_bytes / 1e9,
         prefill_chunk=max(chunk_tokens, math.ceil(prompt_p99)),
     )

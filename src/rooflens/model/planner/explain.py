@@ -6,11 +6,12 @@ GPUs, other GPU types, the largest rate the requested hardware sustains, the SLO
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINE_NAMES
 from rooflens.io.units import fmt_bytes, fmt_number, fmt_time
 from rooflens.model.planner.curves import Curves
 from rooflens.model.planner.grid import REASONS, classify, evaluate
@@ -34,8 +35,19 @@ REASON_LABEL = {
 }
 
 
+def engine_id(row: Mapping[Any, Any]) -> str:
+    """The serving engine of a plan row, as `--engine` names it ('trtllm'; a table's cell, as
+    its GPU is an id)."""
+    return str(row.get("engine") or DEFAULT_ENGINE)
+
+
+def engine_name(row: Mapping[Any, Any]) -> str:
+    """The serving engine of a plan row, as prose names it ('TensorRT-LLM')."""
+    return ENGINE_NAMES.get(engine_id(row), engine_id(row))
+
+
 def describe(row: dict[str, Any]) -> str:
-    """One line naming a configuration."""
+    """One line naming a configuration, its serving engine included."""
     unit = f"TP {row['tp']}" + (f" × EP {row['ep']}" if row["ep"] > 1 else "")
     unit += f" × PP {row['pp']}" if row["pp"] > 1 else ""
     if row["mode"] == "disaggregated":
@@ -51,11 +63,11 @@ def describe(row: dict[str, Any]) -> str:
     if row["mode"] == "disaggregated" and row.get("prefill_gpu") not in (None, "", gpu):
         gpu = f"GPUs: prefill on {row['prefill_gpu']} TP {row['prefill_tp']}, decode on {gpu}"
         return (
-            f"{row['n_gpus']} {gpu} ({layout}), {precision}, "
+            f"{row['n_gpus']} {gpu} ({layout}) on {engine_name(row)}, {precision}, "
             f"{MODE_LABEL[row['mode']]}, max batch {row['batch']}{opts}"
         )
     return (
-        f"{row['n_gpus']} × {gpu} ({layout}), {precision}, "
+        f"{row['n_gpus']} × {gpu} ({layout}) on {engine_name(row)}, {precision}, "
         f"{MODE_LABEL[row['mode']]}, max batch {row['batch']}{opts}"
     )
 
@@ -165,7 +177,8 @@ def explain_infeasible(
     exists and the first sweep was fast (CHEAP_SWEEP_S); True always, False never."""
     n = max(result.n_configs, 1)
     lines = [
-        f"No configuration of {space.model} on {', '.join(space.gpus)} (at most "
+        f"No configuration of {space.model} on {', '.join(space.gpus)} run by "
+        f"{', '.join(ENGINE_NAMES[e] for e in space.engines)} (at most "
         f"{space.max_gpus} GPUs) serves {w.rate_per_s:g} requests/s within {w.slo.label()}.",
         f"Of {result.n_configs:,} configurations: "
         + ", ".join(

@@ -211,7 +211,7 @@ def record(
     cost_per_hour = n_gpus * c.usd_per_gpu_hour
     batch = float(cap[j])
     return {
-        "gpu": g.gpu, "mode": mode, "n_gpus": n_gpus, "replicas": n_p + n_d,
+        "gpu": g.gpu, "engine": g.engine, "mode": mode, "n_gpus": n_gpus, "replicas": n_p + n_d,
         "prefill_replicas": n_p, "decode_replicas": n_d, "tp": g.tp, "pp": g.pp, "ep": g.ep,
         "weight_dtype": g.weight_dtype, "act_dtype": g.act_dtype, "kv_dtype": g.kv_dtype,
         "opts": OPT_SEP.join(g.opts), "max_batch": int(grid["max_batch"][j]), "batch": int(batch),

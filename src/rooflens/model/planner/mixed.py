@@ -4,7 +4,8 @@ the compute-bound prompt phase, cheaper or memory-rich ones for the bandwidth-bo
 phase; DistServe, Zhong et al. OSDI'24).
 
 A pair joins a priced prefill group and a priced decode group of the same model, weight and KV
-precision and optimizations (the KV cache moves between them as it is) on different GPU types;
+precision, optimizations and serving engine (the KV cache moves between them as it is, and one
+engine's deployment runs both sides) on different GPU types;
 TP may differ (each side reshards its shard; serving.kv_transfer prices the slower side's
 link). The grid is prefill replicas × decode replicas × batch caps within max_gpus, evaluated
 by serving.disaggregated with both curves, classified and kept like a group's
@@ -46,8 +47,8 @@ def pairs(space: SweepSpace, curves: dict[Group, Curves]) -> list[tuple[Curves, 
         for gd, cd in curves.items():
             if (gp.gpu in space.prefill_gpus and gd.gpu in space.decode_gpus
                     and gp.gpu != gd.gpu and gp.pp == gd.pp == 1 and gp.ep == gd.ep == 1
-                    and (gp.weight_dtype, gp.kv_dtype, gp.opts)
-                    == (gd.weight_dtype, gd.kv_dtype, gd.opts)):  # fmt: skip
+                    and (gp.weight_dtype, gp.kv_dtype, gp.opts, gp.engine)
+                    == (gd.weight_dtype, gd.kv_dtype, gd.opts, gd.engine)):  # fmt: skip
                 out.append((cp, cd))
     return out
 
@@ -154,7 +155,8 @@ def prefill_group(row: dict[str, Any], decode: Group) -> Group | None:
     if not isinstance(gpu, str) or not gpu or gpu == decode.gpu:
         return None
     return Group(gpu, int(row["prefill_tp"]), 1, 1, decode.weight_dtype,
-                 str(row["prefill_act_dtype"]), decode.kv_dtype, decode.opts)  # fmt: skip
+                 str(row["prefill_act_dtype"]), decode.kv_dtype, decode.opts,
+                 decode.engine)  # fmt: skip
 
 
 class PairCosts(CurveCosts):

@@ -18,7 +18,6 @@ import pandas as pd
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import get_gpu
-from rooflens.hardware.profiles import DEFAULT_ENGINE
 from rooflens.model.analysis.energy import energy
 from rooflens.model.planner.check import (
     MAX_SIMULATIONS,
@@ -225,9 +224,7 @@ def plan(
     if rec is not None and get_gpu(rec["gpu"]).tdp_watts is None:  # energy is a by-product:
         lines.append(f"Energy: not estimated; GPU spec '{rec['gpu']}' gives no tdp_watts.")
     elif rec is not None:  # energy per token of the recommendation (model/analysis/energy.py)
-        rec = rec | _row_energy(
-            rec, space.model, workload, space.profile, space.chunk_tokens, space.engine
-        )
+        rec = rec | _row_energy(rec, space.model, workload, space.profile, space.chunk_tokens)
         lines.append(
             f"Energy: {rec['joules_per_output_token']:.3g} J per output token "
             f"({rec['output_tokens_per_joule']:.3g} tokens/J), GPU boards busy at the planned "
@@ -238,11 +235,12 @@ def plan(
                 len(front) - len(pareto))  # fmt: skip
 
 
-def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, chunk: int,
-            engine: str = DEFAULT_ENGINE) -> Any:  # fmt: skip
-    """(prediction at batch 1, prediction at the batch cap) from model.predict.api.run. The cap
-    is the replica's sequences in flight, which `predict` cuts into PP micro-batches itself (the
-    planner's curves price a PP group the same way, model/predict/pp_schedule.py)."""
+def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, chunk: int
+            ) -> Any:  # fmt: skip
+    """(prediction at batch 1, prediction at the batch cap) from model.predict.api.run, priced
+    as the row's engine runs it. The cap is the replica's sequences in flight, which `predict`
+    cuts into PP micro-batches itself (the planner's curves price a PP group the same way,
+    model/predict/pp_schedule.py)."""
     from rooflens.model.predict.api import make_scenario, run
 
     common = dict(
@@ -250,7 +248,7 @@ def recheck(row: dict[str, Any], model: str, w: ServingWorkload, profile: str, c
         output_len=max(1, round(w.output.mean())),
         weight_dtype=row["weight_dtype"], act_dtype=row["act_dtype"], kv_dtype=row["kv_dtype"],
         tp=int(row["tp"]), pp=int(row["pp"]), ep=int(row["ep"]), profile=profile,
-        engine=engine, prefill_chunk=chunk, opts=tuple(group_of(row).opts),
+        engine=group_of(row).engine, prefill_chunk=chunk, opts=tuple(group_of(row).opts),
     )  # fmt: skip
     opts = list(group_of(row).opts)
     single = run(make_scenario(model, row["gpu"], batch=1, **common), opts)
@@ -271,12 +269,11 @@ def _row_energy(
     w: ServingWorkload,
     profile: str,
     chunk: int,
-    engine: str = DEFAULT_ENGINE,
 ) -> dict[str, float]:
     """Energy of a plan row: its GPUs busy at the planned batch (continuous batching keeps every
     replica stepping), priced by replaying the row through the ordinary prediction path
     (`recheck`) and model/analysis/energy.py's power model."""
-    _, full = recheck(row, model, w, profile, chunk, engine)
+    _, full = recheck(row, model, w, profile, chunk)
     e = energy(full)
     return {
         "joules_per_output_token": e.joules_per_output_token,

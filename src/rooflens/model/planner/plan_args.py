@@ -13,40 +13,23 @@ from typing import Any
 from pydantic import ValidationError
 
 from rooflens.hardware.errors import RooflensError, validation_message
-from rooflens.hardware.presets import get_gpu, gpu_ids
-from rooflens.model.planner.gpu_prices import (
-    default_prices,
-    parse_price,
-    price_per_gpu_hour,
-    read_price_file,
+from rooflens.hardware.presets import gpu_ids
+from rooflens.model.planner.gpu_prices import parse_price, price_per_gpu_hour, read_price_file
+from rooflens.model.planner.plan_lists import (
+    SCENARIO_OPTIONS,
+    engine_list,
+    gpu_list,
+    int_list,
+    listed,
+    scenario_values,
+    str_list,
 )
 from rooflens.model.planner.serving import MODES
 from rooflens.model.planner.serving_profile import profile_terms
 from rooflens.model.planner.space import SweepSpace
 from rooflens.model.planner.trace import RequestTrace, TraceSource, read_trace
 from rooflens.model.planner.workload import SLO, LengthDist, ServingWorkload
-from rooflens.model.predict.request import ScenarioRequest, bad_value
-from rooflens.model.predict.request import flag as schema_flag
 
-
-def listed(name: str) -> str:
-    """A SweepSpace default as an option's text: (1, 2, 4, 8) -> '1,2,4,8'."""
-    value = SweepSpace.default(name)
-    return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
-
-
-# `rooflens plan`'s scenario options -> (the ScenarioRequest field whose description, bound and
-# choices they take; SweepSpace's default). --chunk (chunked prefill's budget) is also ≥ 1.
-SCENARIO_OPTIONS: dict[str, tuple[str, str]] = {
-    "--tp": ("tp", listed("tp")),
-    "--pp": ("pp", listed("pp")),
-    "--ep": ("ep", listed("ep")),
-    "--weight-dtypes": ("weight_dtype", listed("weight_dtypes")),
-    "--kv-dtypes": ("kv_dtype", listed("kv_dtypes")),
-    "--profile": ("profile", listed("profile")),
-    "--engine": ("engine", listed("engine")),
-    "--chunk": ("prefill_chunk", listed("chunk_tokens")),
-}
 MAX_CONFIGS = 50_000_000  # about 2 GB at ~40 bytes a configuration
 # The simulation holds ~80 bytes per request (8 GB measured at 1e8): 2e7 is about 1.6 GB.
 MAX_SIM_REQUESTS = 20_000_000
@@ -60,51 +43,6 @@ def check_simulation(requests: int, seed: int) -> None:
         )
     if seed < 0:
         raise RooflensError(f"the simulation's seed must be ≥ 0, got {seed}")
-
-
-def _items(text: str, what: str) -> list[str]:
-    """Comma-separated items; an empty one (`bf16,,fp8`) is a slip, not something to skip."""
-    items = [v.strip() for v in text.split(",")]
-    if not text.strip() or any(not v for v in items):
-        raise RooflensError(f"{what}: empty item in '{text}'; separate values by single commas")
-    return items
-
-
-def int_list(text: str, what: str, lowest: int | None = 1) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in _items(text, what))
-    except ValueError:
-        message = f"{what}: expected integers separated by commas, got '{text}'"
-        raise RooflensError(message) from None
-    if lowest is not None and min(values) < lowest:
-        raise RooflensError(f"{what}: expected integers ≥ {lowest}, got '{text}'")
-    return values
-
-
-def str_list(
-    text: str, what: str = "list", allowed: Sequence[str] | None = None
-) -> tuple[str, ...]:
-    values = tuple(_items(text, what))
-    bad = [v for v in values if allowed is not None and v not in allowed]
-    if bad:
-        raise RooflensError(f"{what}: '{bad[0]}' is not one of {', '.join(allowed or ())}")
-    return values
-
-
-def scenario_values(text: str, option: str) -> tuple[Any, ...]:
-    """The values of a comma list `rooflens plan` tries, each checked as its ScenarioRequest
-    field (SCENARIO_OPTIONS): the bound and choices of `predict`'s option."""
-    name = SCENARIO_OPTIONS[option][0]
-    field = ScenarioRequest.model_fields[name]
-    if field.annotation is int:
-        values: tuple[Any, ...] = int_list(text, option, lowest=None)
-    else:
-        values = tuple(_items(text, option))
-    for value in values:
-        problem = bad_value(ScenarioRequest, name, value)
-        if problem:  # in this option's name: `--weight-dtypes 'fp5' is not one of ...`
-            raise RooflensError(problem.replace(schema_flag(ScenarioRequest, name), option, 1))
-    return values
 
 
 def estimated_configs(space: SweepSpace) -> int:
@@ -131,16 +69,6 @@ def check_size(space: SweepSpace) -> None:
             f"the sweep would price about {n:,} configurations (over {MAX_CONFIGS:,}, ~2 GB); "
             "narrow it: lower --max-gpus, fewer --gpus, --tp/--max-batch values or --modes"
         )
-
-
-def gpu_list(text: str, prices: dict[str, float]) -> tuple[str, ...]:
-    """'all' = every preset with a price; otherwise ids (or spec files) checked to exist."""
-    if text.strip() == "all":
-        return tuple(g for g in gpu_ids() if g in default_prices() or g in prices)
-    gpus = str_list(text, "--gpus")
-    for g in gpus:
-        get_gpu(g)
-    return gpus
 
 
 def build_request(
@@ -200,9 +128,10 @@ def build_request(
         extra: dict[str, Any] = (
             {"max_batches": int_list(max_batch, "--max-batch")} if max_batch else {}
         )
+        engines = engine_list(engine)
         if serving_profile:
             caps, every = extra.get("max_batches"), (*opts, *sweep_opts)
-            extra.update(profile_terms(serving_profile, caps, every))
+            extra.update(profile_terms(serving_profile, caps, every, engines))
         extra["objective"] = objective
         extra["kv_offload"] = kv_offload
         if kv_offload != "none" and not workload.prefix_hit_rate:
@@ -221,7 +150,7 @@ def build_request(
             max_gpus=max_gpus,
             chunk_tokens=chunk,
             profile=profile,
-            engine=engine,
+            engines=engines,
             opts=tuple(opts),
             sweep_opts=tuple(sweep_opts),
             **extra,

@@ -74,10 +74,13 @@ def with_step_overhead(c: Curves, overhead_s: float) -> Curves:
     )
 
 
-def profile_terms(path: str, caps: tuple[int, ...] | None, opts: Sequence[str]) -> dict[str, Any]:
+def profile_terms(
+    path: str, caps: tuple[int, ...] | None, opts: Sequence[str], engines: Sequence[str] = ()
+) -> dict[str, Any]:
     """SweepSpace fields from a serving profile (validate serve --fit): its step overhead, and
     batch caps no larger than the batch the engine was found to run. That overhead is the
-    engine's host time per step already: `eager-launch` beside it would count it twice."""
+    engine's host time per step already: `eager-launch` beside it would count it twice; and it
+    is one engine's: a search over several engines would charge it to the others as well."""
     for o in (o for o in opts if o.split(":", 1)[0] == "eager-launch"):
         raise RooflensError(
             "--serving-profile's fitted step overhead already holds the engine's host time per "
@@ -85,6 +88,13 @@ def profile_terms(path: str, caps: tuple[int, ...] | None, opts: Sequence[str]) 
         )
 
     prof = read_profile(path)
+    others = [e for e in engines if e != prof.engine]
+    if len(engines) > 1 and others:
+        raise RooflensError(
+            f"--serving-profile {path} holds {prof.engine}'s host time per step, which would "
+            f"be charged to {', '.join(others)} as well; search one engine (--engine "
+            f"{prof.engine}) with it"
+        )
     kept = tuple(b for b in (caps or DEFAULT_MAX_BATCHES) if b <= prof.max_batch)
     return {"step_overhead_s": prof.step_overhead_s, "serving_profile": path,
             "max_batches": kept or (prof.max_batch,)}  # fmt: skip

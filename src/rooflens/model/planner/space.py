@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rooflens.hardware.presets import get_gpu
-from rooflens.hardware.profiles import DEFAULT_ENGINE
+from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINES
 from rooflens.model.planner.curves import Group
 from rooflens.model.planner.serving import CHUNK_TOKENS, MODES
 from rooflens.model.predict.scenario import DEFAULT_OVERHEAD_BYTES, DEFAULT_PROFILE
@@ -37,7 +37,10 @@ class SweepSpace(BaseModel):
         default=CHUNK_TOKENS, gt=0, description="chunked prefill token budget"
     )
     profile: str = DEFAULT_PROFILE
-    engine: str = DEFAULT_ENGINE
+    engines: tuple[str, ...] = Field(
+        default=(DEFAULT_ENGINE,),
+        description="serving engines whose kernels price `calibrated`, searched like TP",
+    )
     opts: tuple[str, ...] = ()
     sweep_opts: tuple[str, ...] = Field(default=(), description="each tried on and off")
     overhead_bytes: float = DEFAULT_OVERHEAD_BYTES
@@ -60,6 +63,16 @@ class SweepSpace(BaseModel):
             raise ValueError(f"unknown scheduler '{bad[0]}': use {', '.join(MODES)}")
         return value
 
+    @field_validator("engines")
+    @classmethod
+    def _engines(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Known engines, each once, in ENGINES' order: the order they are given in changes
+        nothing, and configurations that tie (every engine under `ideal`) keep that order."""
+        bad = [e for e in value if e not in ENGINES]
+        if bad or not value:
+            raise ValueError(f"unknown engine '{bad[0] if bad else ''}': use {', '.join(ENGINES)}")
+        return tuple(e for e in ENGINES if e in value)
+
     @classmethod
     def default(cls, name: str) -> Any:
         """A field's default: the one place the planner's defaults are stated (the CLI's
@@ -68,17 +81,19 @@ class SweepSpace(BaseModel):
 
     def groups(self) -> list[Group]:
         """Every combination; EP only as a multiple of TP (each EP GPU holds whole experts and
-        attention runs on ep/tp TP groups), and only what fits in max_gpus."""
+        attention runs on ep/tp TP groups), and only what fits in max_gpus. The engine varies
+        fastest, so one engine's groups come in the order they always had."""
         variants = [
             tuple(self.opts) + tuple(o for o, on in zip(self.sweep_opts, flags, strict=True) if on)
             for flags in itertools.product((False, True), repeat=len(self.sweep_opts))
         ]
         out = []
         gpus = tuple(dict.fromkeys((*self.gpus, *self.prefill_gpus, *self.decode_gpus)))
-        for gpu, tp, pp, ep, w, kv, opts in itertools.product(
-            gpus, self.tp, self.pp, self.ep, self.weight_dtypes, self.kv_dtypes, variants
-        ):
-            group = Group(gpu, tp, pp, ep, w, act_dtype(gpu, w), kv, opts)
+        for gpu, tp, pp, ep, w, kv, opts, engine in itertools.product(
+            gpus, self.tp, self.pp, self.ep, self.weight_dtypes, self.kv_dtypes, variants,
+            self.engines,
+        ):  # fmt: skip
+            group = Group(gpu, tp, pp, ep, w, act_dtype(gpu, w), kv, opts, engine)
             if (ep == 1 or ep % tp == 0) and group.gpus_per_replica <= self.max_gpus:
                 out.append(group)
         return out

@@ -1,6 +1,7 @@
-"""The sweep: every combination of GPU type, TP, PP, EP, weight/KV precision and optimization
-toggles is a group priced once (curves.py); inside a group, replica counts × batch caps ×
-schedulers are numpy arrays evaluated in one pass of the serving model (grid.py, serving.py).
+"""The sweep: every combination of GPU type, TP, PP, EP, weight/KV precision, optimization
+toggles and serving engine is a group priced once (curves.py); inside a group, replica counts ×
+batch caps × schedulers are numpy arrays evaluated in one pass of the serving model (grid.py,
+serving.py).
 What is searched is space.py's SweepSpace; this module owns the loop over groups (run_sweep).
 """
 
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINE_NAMES
 from rooflens.model.memo import Memo
 from rooflens.model.optimizations import parse_opt
 from rooflens.model.optimizations.sliding_window import streaming_spec
@@ -71,7 +73,8 @@ def first_record(frame: pd.DataFrame) -> dict[str, Any]:
 def group_of(row: dict[str, Any]) -> Group:
     opts = tuple(o for o in str(row.get("opts") or "").split(OPT_SEP) if o)
     return Group(row["gpu"], int(row["tp"]), int(row["pp"]), int(row["ep"]), row["weight_dtype"],
-                 row["act_dtype"], row["kv_dtype"], opts)  # fmt: skip
+                 row["act_dtype"], row["kv_dtype"], opts,
+                 row.get("engine") or DEFAULT_ENGINE)  # fmt: skip
 
 
 def space_notes(space: SweepSpace, spec: ModelSpec) -> list[str]:
@@ -82,6 +85,10 @@ def space_notes(space: SweepSpace, spec: ModelSpec) -> list[str]:
         notes.append(f"--ep {','.join(map(str, eps))}: {spec.id} is dense; only EP 1 was swept")
     elif eps and not any(e % t == 0 for e in eps for t in space.tp):
         notes.append("--ep: no EP degree is a multiple of a --tp degree; only EP 1 was swept")
+    if len(space.engines) > 1 and space.profile == "ideal":
+        names = ", ".join(ENGINE_NAMES[e] for e in space.engines)
+        notes.append(f"--profile ideal prices every engine alike (the datasheet bound): {names} "
+                     "tie, and a tie lists the first")  # fmt: skip
     if space.serving_profile:
         notes.append(
             f"serving profile {space.serving_profile}: {space.step_overhead_s * 1e3:.2f} "
@@ -131,8 +138,14 @@ def run_sweep(
     curves: dict[Group, Curves] = {}
     n_configs = 0
     lengths = workload.model_dump_json(exclude=NOT_IN_CURVES)
-    priced_by = (spec.model_dump_json(), lengths, space.profile, space.engine, space.chunk_tokens,
-                 space.overhead_bytes, space.kv_offload)  # fmt: skip
+    priced_by = (
+        spec.model_dump_json(),
+        lengths,
+        space.profile,
+        space.chunk_tokens,
+        space.overhead_bytes,
+        space.kv_offload,
+    )  # fmt: skip (the engine: in the group)
     for i, group in enumerate(groups):
         try:
             c = _CURVES.get(
@@ -144,7 +157,6 @@ def run_sweep(
                     workload,
                     [parsed[o] for o in group.opts],
                     profile=space.profile,
-                    engine=space.engine,
                     chunk_tokens=space.chunk_tokens,
                     overhead_bytes=space.overhead_bytes,
                     kv_offload=space.kv_offload,

@@ -43,8 +43,12 @@ MAX_DECODE_BATCH = 16  # decode at this batch and below is weight-read bound: qu
 REL_TOL = 1e-6  # a tie (whole tiles, whole waves) is not slower
 # The measured GPUs' folders in the shared measurements (../shared/data/measured/README.md), by
 # the GPU id validate/measured_files.py DEVICE_IDS gives their `device` column.
-MEASURED_FOLDERS = {"a100-sxm-80gb": "aiconfigurator-a100", "h100-sxm": "aiconfigurator-h100",
-                    "b300": "aiconfigurator-b300", "rtx-pro-6000": "aiconfigurator-rtx-pro-6000"}  # fmt: skip
+MEASURED_FOLDERS = {
+    "a100-sxm-80gb": "aiconfigurator-a100",
+    "h100-sxm": "aiconfigurator-h100",
+    "b300": "aiconfigurator-b300",
+    "rtx-pro-6000": "aiconfigurator-rtx-pro-6000",
+}
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class MeasuredTable:
 
     family: str  # the profile key: `gemm:fp8`, `moe:int4_wo`, `gemm` (bf16 terms)
     table: str  # `aiconfigurator-b300/gemm/trtllm/1.3.0rc20/gemm_perf.parquet`
+    version: str  # the engine version its rows record
     dtype: str  # its `gemm_dtype` / `moe_dtype`
     kernel_source: str  # the kernel the engine picked
     rows: int  # rows of it the fit used
@@ -149,6 +154,10 @@ def fitted_on(gpu_id: str, engine: str, key: str) -> list[MeasuredTable]:
             continue  # not an engine's table (vidur's eager PyTorch, a frontier of impls)
         if own and row_engine != engine:
             continue  # the engine's own terms: its rows only
-        table = f"{MEASURED_FOLDERS[gpu]}/{kind}/{row_engine}/{version}/{kind}_perf.parquet"
-        out.append(MeasuredTable(key, table, dtype or "bfloat16", kernel, int(rows), path.name))
+        # a development build's rows sit in a release's folder (vLLM's Marlin MXFP4 MoE on the
+        # B300, in moe/vllm/0.24.0): the folder is not in the row, so it is left a wildcard
+        folder = "*" if ".dev" in version else version
+        table = f"{MEASURED_FOLDERS[gpu]}/{kind}/{row_engine}/{folder}/{kind}_perf.parquet"
+        out.append(MeasuredTable(key, table, version, dtype or "bfloat16", kernel, int(rows),
+                                 path.name))  # fmt: skip
     return out

@@ -36,6 +36,7 @@ from rooflens.hardware.profiles import (
 from rooflens.io.units import fmt_time
 from rooflens.model.optimizations.base import Optimization
 from rooflens.model.predict.api import make_pipeline, parse_opts
+from rooflens.model.predict.scenario import Scenario
 from rooflens.model.predict.steps import Prediction
 from rooflens.model.pricing.roofline import kind_key
 
@@ -126,7 +127,7 @@ def quant_slower_than_bf16(
                        tuple(families), tuple(tables))  # fmt: skip
 
 
-def bf16_twin(sc: Any) -> Any:
+def bf16_twin(sc: Scenario) -> Scenario:
     """The scenario with 16-bit weights (experts too) and activations; the rest unchanged."""
     precision = sc.precision.model_copy(update={"weight_dtype": "bf16", "act_dtype": "bf16",
                                                 "expert_weight_dtype": "", "scheme": "bf16",

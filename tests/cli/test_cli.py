@@ -77,6 +77,49 @@ def test_predict_human_output_has_units(capsys: pytest.CaptureFixture[str]) -> N
         assert text in out
 
 
+B300_FP8 = ("predict", "--model", "llama-3-8b", "--gpu", "b300", "--engine", "trtllm",
+            "--batch", "1", "--weight-dtype", "fp8", "--act-dtype", "fp8",
+            "--profile", "calibrated")  # fmt: skip
+TRTLLM_FP8_TABLE = "aiconfigurator-b300/gemm/trtllm/1.3.0rc20/gemm_perf.parquet"
+
+
+def test_predict_names_the_table_behind_a_quantized_decode_dearer_than_bf16(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # TensorRT-LLM's fp8 GEMMs on the B300 are measured slower than its bf16 ones at M = 1
+    code, out, _ = run_cli(capsys, *B300_FP8, "--json")
+    assert code == 0
+    data = json.loads(out)
+    slower = data["quant_slower_than_bf16"]
+    bf16 = run(make_scenario("llama-3-8b", "b300", engine="trtllm", batch=1, kv_dtype="fp8",
+                             profile="calibrated"))  # fmt: skip
+    assert slower["tpot_s"] == pytest.approx(data["tpot_s"]) and data["tpot_s"] > bf16.tpot_s
+    assert slower["bf16_tpot_s"] == pytest.approx(bf16.tpot_s)
+    assert slower["families"] == ["gemm:fp8"]
+    assert [t["table"] for t in slower["measured_tables"]] == [TRTLLM_FP8_TABLE]
+    assert any(TRTLLM_FP8_TABLE in note for note in data["notes"])
+    code, out, _ = run_cli(capsys, *B300_FP8, "--no-ops")
+    headline, _, rest = out.partition("note: ")
+    assert code == 0 and "TPOT" in headline  # the note sits under the headline table
+    assert "costs more than bf16" in rest and TRTLLM_FP8_TABLE in " ".join(rest.split())
+
+
+@pytest.mark.parametrize("weight, act", [("int4", "bf16"), ("fp8", "fp8")])
+def test_predict_says_nothing_where_quantization_pays(
+    capsys: pytest.CaptureFixture[str], weight: str, act: str
+) -> None:
+    argv = ("predict", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--batch", "1",
+            "--weight-dtype", weight, "--act-dtype", act, "--profile", "calibrated")  # fmt: skip
+    code, out, _ = run_cli(capsys, *argv, "--json")
+    data = json.loads(out)
+    bf16 = run(make_scenario("llama-3-8b", "h100-sxm", batch=1, profile="calibrated",
+                             kv_dtype=data["precision"]["kv_dtype"]))  # fmt: skip
+    assert code == 0 and data["tpot_s"] < bf16.tpot_s
+    assert data["quant_slower_than_bf16"] is None
+    code, out, _ = run_cli(capsys, *argv, "--no-ops")
+    assert code == 0 and "costs more than bf16" not in out
+
+
 def test_kernels_predict_csv_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [
         {"op": "gemm", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16", "tag": "a"},

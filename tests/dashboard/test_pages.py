@@ -78,6 +78,24 @@ def test_explore_batch_and_weight_dtype_move_the_right_numbers(app) -> None:  # 
     assert quant["Max batch"] > after["Max batch"]
 
 
+def test_explore_names_the_table_behind_a_quantized_decode_dearer_than_bf16(app) -> None:  # type: ignore[no-untyped-def]
+    # the CLI's line, in the page's notes and its HTML report (model/analysis/quant_vs_bf16.py)
+    from rooflens.model.analysis.quant_vs_bf16 import quant_slower_than_bf16
+
+    fields = {"engine": "trtllm", "batch": 1, "quant": "w8a8-fp8"}
+    slower = quant_slower_than_bf16(
+        run(make_scenario("llama-3-8b", "b300", profile=DEFAULTS.profile, **fields))
+    )
+    assert slower is not None
+    at = app(model="llama-3-8b", gpu="b300", tp="1", **{k: str(v) for k, v in fields.items()})
+    assert_clean(at)
+    shown = [i.value for i in at.info]
+    assert slower.note in shown
+    assert "aiconfigurator-b300/gemm/trtllm/1.3.0rc20/gemm_perf.parquet" in slower.note
+    at.sidebar.selectbox(key="gpu").set_value("h100-sxm").run()  # fp8 pays on the H100
+    assert not [n for n in (i.value for i in at.info) if "costs more than bf16" in n]
+
+
 def test_roofline_int8_weights_double_decode_gemm_intensity(app) -> None:  # type: ignore[no-untyped-def]
     def decode_intensity(at) -> dict[str, float]:  # type: ignore[no-untyped-def]
         points = trace(figures(at)[0], "decode, memory-bound")

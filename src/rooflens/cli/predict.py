@@ -49,11 +49,16 @@ def cmd_predict(args: argparse.Namespace) -> int:
     # energy needs the board's TDP; a spec without one (optional) leaves energy out, with a note
     power = energy(pred, args.usd_per_kwh) if sc.gpu.tdp_watts is not None else None
     no_energy = f"energy not estimated: GPU spec '{sc.gpu.id}' gives no tdp_watts"
+    from rooflens.model.analysis.quant_vs_bf16 import quant_slower_than_bf16
+
+    slower = quant_slower_than_bf16(pred, args.opts)
     if args.json:
         data = with_call_exact(pred)
         print_json({**data, "contributions": effects,
                     "energy": power.to_dict() if power else None,
-                    "notes": data["notes"] + ([] if power else [no_energy])})  # fmt: skip
+                    "quant_slower_than_bf16": slower.to_dict() if slower else None,
+                    "notes": data["notes"] + ([] if power else [no_energy])
+                    + ([slower.note] if slower else [])})  # fmt: skip
         return 0
     w, m = sc.workload, pred.memory
     title = (
@@ -80,6 +85,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     else:
         headline += _energy_rows(power, args.usd_per_kwh)
     console.print(table(title, ["metric", "value", "note"], headline))
+    if slower:  # under the headline it qualifies (model/analysis/quant_vs_bf16.py)
+        console.print(f"note: {slower.note}")
     if effects:
         console.print(_contributions_table(effects))
     if not args.no_ops:

@@ -100,6 +100,21 @@ def prediction(s: Settings) -> Prediction:
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
+def _notes(s: Settings) -> list[str]:
+    from rooflens.model.analysis.quant_vs_bf16 import quant_slower_than_bf16
+
+    pred = prediction(s)
+    slower = quant_slower_than_bf16(pred, s.opts)
+    return [*pred.notes, *([slower.note] if slower else [])]
+
+
+def notes(s: Settings) -> list[str]:
+    """The prediction's notes, and whether its quantized decode costs more than bf16 (and on
+    which measured tables), as `rooflens predict` prints them."""
+    return _notes(s.with_(price_per_gpu_hour=0.0))
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
 def _ops_frame(s: Settings) -> pd.DataFrame:
     return prediction(s).ops_frame()
 

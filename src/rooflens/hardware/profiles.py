@@ -139,6 +139,11 @@ def _load(path: Path) -> Profile:
     return Profile.model_validate(read_data_file(path))
 
 
+def load_calibration(path: Path) -> Profile:
+    """A calibration file as written (its terms pooled over engines, `engines`, `provenance`)."""
+    return _load(path)
+
+
 def calibration_path(gpu_id: str) -> Path:
     """The calibration file a GPU's `calibrated` profile comes from (its own, else generic)."""
     own = CALIBRATION_DIR / f"{gpu_id}.yaml"

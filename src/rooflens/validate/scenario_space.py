@@ -7,9 +7,11 @@ scenario at a time through the Python API the faces call:
   prompt, are never lower;
 - the KV cache is linear in the batch; weights per GPU are ∝ 1/TP (while TP ≤ the KV heads, so
   no K/V projection is replicated);
-- weight-only int4 and fp8 decode at batch ≤ 16 never cost more than bf16 on the same GPU
-  (switchable per profile: `calibrated` holds it once its profile is fitted on the kernels
-  engines run);
+- weight-only int4 and fp8 decode at batch ≤ 16 never cost more than bf16 on the same GPU and
+  engine (model/analysis/quant_vs_bf16.py prices the bf16 twin), unless a measured table says
+  they do: under `calibrated` a slower step whose kernel family names the tables it was fitted
+  on is recorded (`quant_named`), one that names none is a finding (`quant`; a violation of
+  physics where the profile is in `quant_profiles`, and always under `ideal`, fitted on nothing);
 - no operator priced by `calibrated` at more than MAX_CALIBRATED_OVER_IDEAL × its `ideal` time
   while it holds more than MIN_SHARE of its step. The calibrated time is taken above its fixed
   floor (the per-launch overhead and one wave's latency, model/pricing/roofline.py): a launch
@@ -33,6 +35,7 @@ import numpy as np
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.profiles import get_profile
+from rooflens.model.analysis.quant_vs_bf16 import MAX_DECODE_BATCH, quant_slower_than_bf16
 from rooflens.model.predict.api import make_scenario, run
 from rooflens.model.predict.steps import Prediction
 from rooflens.model.pricing.roofline import kind_terms, launch_floor_s
@@ -44,7 +47,6 @@ MIN_SHARE = 0.10
 # A step may tie with a smaller one (whole tiles, whole waves), never fall.
 REL_TOL = 1e-6
 VISION_BYTES = 2.0  # bytes per vision-encoder parameter: it stays 16-bit (model/predict/memory.py)
-QUANT_BATCH = 16  # weight-only and fp8 decode are checked against bf16 up to this batch
 # The realistic space of issue 23: models, GPUs from A10 to B200, TP 1–8, precisions, and the
 # common optimizations.
 MODELS = ("llama-3-8b", "llama-3-70b", "llama-3.1-8b", "qwen2.5-7b", "qwen3-8b", "qwen3-30b-a3b",
@@ -68,6 +70,7 @@ class Report:
     crash: list[str] = field(default_factory=list)
     physics: list[str] = field(default_factory=list)
     quant: list[str] = field(default_factory=list)
+    quant_named: list[str] = field(default_factory=list)
     ratio: list[str] = field(default_factory=list)
     refused: str = ""
     fits: bool = True
@@ -121,7 +124,7 @@ def check(settings: dict[str, Any], quant_profiles: tuple[str, ...] = ("ideal",)
         _monotone(r, settings, cal)
         _linear(r, settings, cal)
         _ratios(r, cal, ideal)
-        if settings["batch"] <= QUANT_BATCH:
+        if settings["batch"] <= MAX_DECODE_BATCH:
             for profile, pred in (("calibrated", cal), ("ideal", ideal)):
                 _quantized(r, settings, profile, profile in quant_profiles, pred)
     except RooflensError as exc:
@@ -162,15 +165,19 @@ def _linear(r: Report, s: dict[str, Any], base: Prediction) -> None:
 
 
 def _quantized(r: Report, s: dict[str, Any], profile: str, strict: bool, pred: Any) -> None:
-    """int4 weight-only and fp8 decode never cost more than bf16 at batch ≤ QUANT_BATCH."""
+    """int4 weight-only and fp8 decode cost no more than bf16 at batch ≤ MAX_DECODE_BATCH, unless
+    the prediction names the measured table that says they do."""
     if s.get("weight_dtype") not in ("int4", "fp8"):
         return
-    bf16 = predict(s, weight_dtype="bf16", act_dtype="bf16", kv_dtype=s.get("kv_dtype"),
-                   profile=profile)  # fmt: skip
-    if pred.tpot_s > bf16.tpot_s * (1 + REL_TOL):
-        line = (f"{profile}: {s['weight_dtype']}/{s.get('act_dtype')} TPOT "
-                f"{pred.tpot_s * 1e3:.4g} ms > bf16 {bf16.tpot_s * 1e3:.4g} ms")  # fmt: skip
-        (r.physics if strict else r.quant).append(line)
+    slower = quant_slower_than_bf16(pred, s.get("opts", ()), profiles=(profile,))
+    if slower is None:
+        return
+    line = (f"{profile}: {s['weight_dtype']}/{s.get('act_dtype')} TPOT "
+            f"{slower.tpot_s * 1e3:.4g} ms > bf16 {slower.bf16_tpot_s * 1e3:.4g} ms")  # fmt: skip
+    if slower.named:
+        r.quant_named.append(f"{line}: {', '.join(t.table for t in slower.tables)}")
+    else:
+        (r.physics if strict else r.quant).append(f"{line}, no measured table named")
 
 
 def _ratios(r: Report, cal: Prediction, ideal: Prediction) -> None:

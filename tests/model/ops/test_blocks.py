@@ -53,3 +53,16 @@ def test_expert_parallelism_adds_the_all_to_alls() -> None:
     dense = _rows(make_scenario("mixtral-8x7b", "h100-sxm", batch=4, tp=2))
     ep = _rows(make_scenario("mixtral-8x7b", "h100-sxm", batch=4, tp=2, ep=4))
     assert "ep.dispatch" not in dense and {"ep.dispatch", "ep.combine"} <= ep.keys()
+
+
+@pytest.mark.parametrize("weight, act", [("int4", "bf16"), ("fp8", "fp8"), ("int8", "bf16")])
+def test_the_router_stays_16_bit_under_quantization(weight: str, act: str) -> None:
+    # engines build the router unquantized (vLLM mixtral.py gate: quant_config=None; gpt-oss:
+    # a bf16 nn.Linear): E·D weights at 2 bytes, no kernel family, while the experts and the
+    # attention projections take the quantized dtype
+    sc = make_scenario("gpt-oss-20b", "h100-sxm", batch=4, weight_dtype=weight, act_dtype=act)
+    rows, m = _rows(sc), sc.model
+    router = rows["moe.router"]
+    assert float(router.weight_bytes) == m.n_experts * m.d_model * 2
+    assert "family" not in router.shape and router.call["weight_dtype"] == "bf16"
+    assert rows["attn.qkv_proj"].call["weight_dtype"] == weight

@@ -42,8 +42,9 @@ def test_weights_stored_equal_weights_read_once_every_expert_is_touched(
     embed_rows = B * sc.model.d_model * 2.0
     table = count_params(sc.model).embedding / tp * 2.0
     # Stored but not charged as operators: MLA's two latent RMSNorm weights (q_lora_rank +
-    # kv_lora_rank per layer) and DeepSeek-V3's router bias (E per MoE layer), 1.6e-6 of it.
-    assert read - embed_rows + table == pytest.approx(weights_bytes_per_gpu(sc), rel=2e-6)
+    # kv_lora_rank per layer) and DeepSeek-V3's router bias (E per MoE layer), 1.6e-6 of it in
+    # bf16, 2.1e-6 in int4 (the router and its bias stay 16-bit, model/ops/ffn_block.py).
+    assert read - embed_rows + table == pytest.approx(weights_bytes_per_gpu(sc), rel=2.5e-6)
 
 
 def test_llama3_70b_tp16_replicates_its_8_kv_heads() -> None:

@@ -56,7 +56,8 @@ def render(ctx: Context) -> None:
             )
     st.caption(e2e_text(pred) + (" · deltas against the pinned baseline" if base else ""))
     st.caption(ttft_text(pred))
-    for note in pred.notes:
+    notes = compute.notes(s)
+    for note in notes:
         st.info(note)
     breakdown = breakdown_figure(compute.time_breakdown(s))
     show(breakdown, key="explore_breakdown")
@@ -73,7 +74,7 @@ def render(ctx: Context) -> None:
     _tables(s, pred)
     title = f"rooflens: {describe(s)}"
     report = partial(scenario_report_html, title, f"{pred.scenario.profile} profile", metrics,
-                     [breakdown, *([curve[0]] if curve else [])], pred.notes)  # fmt: skip
+                     [breakdown, *([curve[0]] if curve else [])], notes)  # fmt: skip
     st.download_button("⬇ Scenario report (HTML)", report, file_name="rooflens-report.html",
                        mime="text/html", on_click="ignore", key="dl-report")  # fmt: skip
 

@@ -38,7 +38,11 @@ def moe(b: StepRows) -> None:
         return
     E, k = m.n_experts, m.experts_per_token
     Fe = m.d_ff_expert / tp if ep == 1 else float(m.d_ff_expert)
-    b.gemm("moe.router", count, n, E, D)
+    # The router stays 16-bit under every quantization: engines build it unquantized (vLLM
+    # mixtral.py and deepseek_v2.py: `gate = ReplicatedLinear(..., quant_config=None)`; gpt-oss:
+    # a plain bf16 `torch.nn.Linear`), so a W4A16 or FP8 checkpoint's N = E GEMM runs cuBLAS'
+    # 16-bit kernel, not the weight-only or scaled-mm one with its larger fixed cost.
+    b.gemm("moe.router", count, n, E, D, plain=True)
     routed_tokens = n * (ep // tp if ep > 1 else 1)
     if ep > 1:
         rows = n / tp * k * D * b.ab

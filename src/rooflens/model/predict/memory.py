@@ -2,7 +2,8 @@
 token; whether it fits; the largest batch that fits.
 
 - Weights: linear layers at the weight dtype (plus one fp16 scale per group when quantized, as
-  GPTQ/AWQ store them); embeddings, lm_head and norms stay 16-bit, as quantizers leave them.
+  GPTQ/AWQ store them); embeddings, lm_head, norms and MoE routers stay 16-bit, as quantizers
+  leave them.
   Split by TP (Megatron), except the tensors TP replicates (tp_replicated_params), and by PP
   stage (the worst stage holds the larger of embedding and lm_head; with PP = 1 it holds both).
   A vision encoder (model/specs/vision.py) stays 16-bit and is replicated on every GPU.
@@ -88,10 +89,14 @@ def weights_bytes_per_gpu(sc: Scenario) -> float:
     tensors = linear_tensors(sc.model)
     # routed experts at their own dtype where it differs (gpt-oss: mxfp4 experts, bf16 rest)
     experts = routed_expert_params_per_gpu(sc) if p.expert_dtype != p.weight_dtype else 0.0
+    # MoE routers stay 16-bit and whole on every GPU, as the operator table reads them
+    # (model/ops/ffn_block.py: engines build the gate unquantized)
+    routers = float(pc.n_moe_layers * router_params(sc.model))
     group = p.weight_group_size
     layer_bytes = (
-        weight_storage_bytes(per_gpu - experts, p.weight_dtype, group, tensors)
+        weight_storage_bytes(per_gpu - experts - routers, p.weight_dtype, group, tensors)
         + weight_storage_bytes(experts, p.expert_dtype, group, 0.0)
+        + routers * plain
     ) / pp
     ends = (
         pc.embedding + pc.positional + pc.lm_head

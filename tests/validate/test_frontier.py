@@ -84,3 +84,16 @@ def test_calibrated_decode_streams_at_the_faster_engines_rate(large_decode):
         # of KV): its long calls stream 16 % faster than its fitted terms say (a known gap)
         tolerance = 0.20 if str(impl).startswith("trtllm") else 0.10
         assert own.median() == pytest.approx(real, rel=tolerance), impl
+
+
+def test_the_frontier_keeps_windowed_and_full_attention_apart():
+    # a sliding-window call of the same shape is far cheaper; taking it as the best kernel for
+    # full attention priced 30 % of the engine tables' shapes as if they attended every key
+    full, windowed = {"window": 0}, {"window": 128}
+    table = pd.DataFrame([
+        {**_row("a", 1, 1024, 2e-5), **full}, {**_row("b", 1, 1024, 3e-5), **full},
+        {**_row("a", 1, 1024, 5e-6), **windowed}, {**_row("b", 1, 1024, 6e-6), **windowed},
+    ])  # fmt: skip
+    out, _ = best_of_impls(table)
+    best = out[out["impl"] == BEST_IMPL].set_index("window")["measured_s"]
+    assert best[0] == 2e-5 and best[128] == 5e-6

@@ -144,3 +144,22 @@ def test_kernel_rows_keep_graph_timings_and_long_do_bench_ones():
     out = kernel_rows(frame).set_index("m")
     assert sorted(out.index) == [1, 4]
     assert out.loc[1, "measured_s"] == pytest.approx(6e-6)
+
+
+def test_sliding_window_rows_carry_their_window(kernels, measured_dir):
+    # the newer engine tables time each shape also under a sliding window (`window_size`):
+    # such a call attends at most that many keys, so it must not load as full attention
+    path = "aiconfigurator-h100/attention/vllm/0.24.0/context_attention_perf.parquet"
+    raw = pd.read_parquet(measured_dir / path)
+    rows = kernels[kernels.source == path]
+    assert len(rows) == len(raw)
+    assert sorted(rows["window"].unique()) == sorted(raw["window_size"].unique())
+    assert (rows["window"] > 0).sum() == (raw["window_size"] > 0).sum() > 0
+    # and the windowed call of a long prompt is the faster one, as its keys say
+    shape = (rows.seq_len == 16384) & (rows.batch == 1) & (rows.n_heads == 32)
+    long = rows[shape & (rows.n_kv_heads == 8) & (rows.head_dim == 128) & (rows.kv_dtype == "bf16")]
+    by_window = long.groupby("window")["measured_s"].median()
+    assert by_window[128] < by_window[0] / 4
+    # tables without the column measured full attention only
+    old = kernels[kernels.source.str.startswith("aiconfigurator-a100/attention/vllm")]
+    assert len(old) and (old["window"] == 0).all()

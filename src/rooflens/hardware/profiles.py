@@ -42,6 +42,10 @@ ENGINES = ("vllm", "sglang", "trtllm")  # the serving engines a calibrated price
 # their names as every face prints them (the launch settings of model/analysis/launch.py too)
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 DEFAULT_ENGINE = "vllm"
+# The most a dynamic activation quantization moves per 16-bit input element: its amax read (2 B),
+# the read to convert (2 B) and the 8-bit write (1 B); NVFP4's 4-bit write and 1/16 of a scale
+# move less.
+INPUT_PASS_MAX_BYTES = 5.0
 
 
 class KindEfficiency(BaseModel):
@@ -83,6 +87,7 @@ class KindEfficiency(BaseModel):
     input_pass_bytes: float = Field(
         default=0.0,
         ge=0,
+        le=INPUT_PASS_MAX_BYTES,
         description="bytes moved per input element by a kernel of its own before a quantized "
         "GEMM (dynamic activation quantization: the 16-bit read, the narrow write, the amax "
         "pass) (0: none, or fused into the previous op)",

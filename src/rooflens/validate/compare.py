@@ -22,6 +22,7 @@ import pandas as pd
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import Profile, get_profile
 from rooflens.hardware.spec import GPUSpec
+from rooflens.model.pricing.kernel_columns import ATTENTION_OPS
 from rooflens.model.pricing.kernel_table import predict_frame
 from rooflens.validate.fit_terms import attention_families, engine_of
 from rooflens.validate.moe_configs import SUBSET_COLUMN
@@ -88,7 +89,8 @@ def summarize(
     (and `op` in `by`), rows labelled with a kernel-config subset (`moe_config`: tuned or
     untuned, validate/moe_configs.py) are also summarised apart as op `moe/tuned`, …, after
     their op's row over all of them, and so are precisions: GEMM and MoE kernel families
-    (`gemm/fp8`) and attention's (`attention_prefill/fp8`, `attention_decode/kv_fp8`)."""
+    (`gemm/fp8`) and attention's (`attention_prefill/bf16`, `attention_prefill/fp8`,
+    `attention_decode/kv_fp8`)."""
     out = _summary(joined, by, profiles)
     if not (subsets and "op" in by):
         return out
@@ -102,10 +104,12 @@ def summarize(
         if not labelled.empty:
             labelled = labelled.assign(op=labelled["op"] + "/" + labelled[column].astype(str))
             parts.append(_summary(labelled, by, profiles))
-    families = attention_families(joined)  # fp8 attention, attention over an fp8 cache
-    if families.notna().any():
-        labelled = joined[families.notna()]
-        labelled = labelled.assign(op=labelled["op"] + "/" + families[families.notna()])
+    # attention per precision: its families (fp8 attention, attention over an fp8 cache) and
+    # the 16-bit rows under their dtype (`attention_prefill/bf16`), as the targets split them
+    attention = joined["op"].isin(ATTENTION_OPS) & joined["dtype"].notna()
+    if attention.any():
+        labels = attention_families(joined).fillna(joined["dtype"].astype(str))[attention]
+        labelled = joined[attention].assign(op=joined.loc[attention, "op"] + "/" + labels)
         parts.append(_summary(labelled, by, profiles))
     out = pd.concat(parts, ignore_index=True)
     return out.sort_values(list(by), kind="stable").reset_index(drop=True)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from rooflens.hardware.profiles import ENGINES, KindEfficiency
+from rooflens.hardware.profiles import ENGINES, INPUT_PASS_MAX_BYTES, KindEfficiency
 from rooflens.hardware.spec import GPUSpec
 from rooflens.model.pricing.roofline import eager_roof
 from rooflens.model.specs.quant import FAMILIES, PLAIN_FAMILIES, attention_family
@@ -55,7 +55,7 @@ MOE_TERMS = ("compute_fraction", "memory_fraction", "overhead_cycles", "overlap_
 START = {"compute_fraction": 0.75, "memory_fraction": 0.8, "overhead_cycles": 6000.0,
          "overlap_power": 2.0, "wave_latency_s": 1e-6, "saturation_blocks_per_sm": 0.5,
          "wave_tail": 0.05, "bytes_per_sm_cycle": 4.0, "bytes_per_thread_us": 4.0,
-         "input_pass_bytes": 3.0}  # fmt: skip
+         "input_pass_bytes": 2.5}  # fmt: skip
 # Kinds whose implementations differ by more than the model's error (two engines' attention
 # kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
 FRONTIER_KINDS = ("attention", "attention_decode")
@@ -208,6 +208,8 @@ def interior(term: str, value: float | None) -> bool:
     """Whether `value` maps back to a finite search coordinate (to_vector)."""
     if value is None:
         return False
+    if term == "input_pass_bytes":
+        return 0.0 < value < INPUT_PASS_MAX_BYTES
     if term.endswith("fraction") or term == "wave_tail":
         return 0.0 < value < 1.0
     return value > (1.0 if term == "overlap_power" else 0.0)
@@ -219,6 +221,8 @@ def to_params(x: np.ndarray, terms: tuple[str, ...]) -> dict[str, float]:
     for value, term in zip(x, terms, strict=True):
         if term.endswith("fraction") or term == "wave_tail":
             out[term] = float(1.0 / (1.0 + np.exp(-value)))
+        elif term == "input_pass_bytes":  # bounded by what a quantization pass can move
+            out[term] = INPUT_PASS_MAX_BYTES * float(1.0 / (1.0 + np.exp(-value)))
         elif term == "overlap_power":
             out[term] = 1.0 + float(np.exp(value))
         elif term.endswith("_s"):
@@ -234,6 +238,9 @@ def to_vector(params: dict[str, float], terms: tuple[str, ...]) -> np.ndarray:
         v = params[term]
         if term.endswith("fraction") or term == "wave_tail":
             x.append(np.log(v / (1.0 - v)))
+        elif term == "input_pass_bytes":
+            share = min(max(v / INPUT_PASS_MAX_BYTES, 1e-6), 1.0 - 1e-6)
+            x.append(np.log(share / (1.0 - share)))
         elif term == "overlap_power":
             x.append(np.log(v - 1.0))
         elif term.endswith("_s"):

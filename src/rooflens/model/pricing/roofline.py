@@ -123,8 +123,8 @@ def kind_key(profile: Profile, op: Op) -> str:
         decode = new_tokens is not None and bool(np.all(np.asarray(new_tokens) <= 1))
         bases = ("attention_decode", "attention") if decode else ("attention",)
         family = shape.get("family")
-        keys = [k for b in bases for k in (f"{b}:{family}", b)]
-        return next((key for key in keys if key in kinds), "attention")
+        candidates = [k for b in bases for k in (f"{b}:{family}", b)]
+        return next((key for key in candidates if key in kinds), "attention")
     return op.kind
 
 

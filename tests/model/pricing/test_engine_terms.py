@@ -1,0 +1,100 @@
+"""The issue-23 terms of the calibrated formula (model/pricing/roofline.py) against their closed
+forms: a launch floor in SM clock cycles, a quantized GEMM's own input-quantization pass, and
+the kernel families of attention (model/specs/quant.py attention_family)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import IDEAL, INPUT_PASS_MAX_BYTES, KindEfficiency, Profile
+from rooflens.hardware.systems import default_system
+from rooflens.model.ops.attention import attention_op
+from rooflens.model.ops.op import Op, gemm_op
+from rooflens.model.pricing.roofline import (
+    CLOCK_FALLBACK_HZ,
+    kind_key,
+    kind_terms,
+    per_launch_s,
+    price_op,
+)
+from rooflens.model.specs.quant import attention_family
+
+
+def _profile(**kinds: KindEfficiency) -> Profile:
+    return Profile(name="calibrated", kinds=dict(kinds), source="test")
+
+
+@pytest.mark.parametrize("gpu_id", ["a100-sxm-80gb", "h100-sxm", "rtx-pro-6000"])
+def test_a_floor_in_cycles_takes_the_gpus_clock(gpu_id: str) -> None:
+    gpu = get_gpu(gpu_id)
+    eff = KindEfficiency(overhead_cycles=6000.0, overhead_s=1e-6)
+    assert per_launch_s(eff, gpu) == pytest.approx(1e-6 + 6000.0 / float(gpu.boost_clock_hz or 0))
+    # a GPU spec without a clock (a user's file) takes the stated fallback, not zero
+    bare = gpu.model_copy(update={"boost_clock_hz": None})
+    assert per_launch_s(eff, bare) == pytest.approx(1e-6 + 6000.0 / CLOCK_FALLBACK_HZ)
+
+
+def test_the_same_cycles_cost_less_time_on_a_faster_clock() -> None:
+    # 6,000 cycles: 4.3 us on the A100's 1.41 GHz, 2.4 us on the RTX PRO 6000's 2.49 GHz
+    eff = KindEfficiency(overhead_cycles=6000.0)
+    slow, fast = get_gpu("a100-sxm-80gb"), get_gpu("rtx-pro-6000")
+    ratio = per_launch_s(eff, slow) / per_launch_s(eff, fast)
+    assert ratio == pytest.approx(float(fast.boost_clock_hz or 0) / float(slow.boost_clock_hz or 0))
+
+
+def test_a_quantized_gemms_input_pass_is_its_bytes_at_the_kinds_bandwidth() -> None:
+    system = default_system(get_gpu("h100-sxm"))
+    m, n, k = 4096, 4096, 8192
+    op = gemm_op("x", "prefill", 1, m, n, k, "fp8", "fp8")
+    terms = {"compute_fraction": 0.8, "memory_fraction": 0.9, "overlap_power": 2.0}
+    without = price_op(op, system, _profile(**{"gemm:fp8": KindEfficiency(**terms)}))
+    with_pass = price_op(
+        op, system, _profile(**{"gemm:fp8": KindEfficiency(**terms, input_pass_bytes=5.0)})
+    )
+    expected = m * k * 5.0 / (system.gpu.hbm_bytes_per_s * 0.9)
+    assert float(with_pass.time_s - without.time_s) == pytest.approx(expected, rel=1e-9)
+    # ideal fuses the quantization: no pass, and the bound is physical
+    assert price_op(op, system, IDEAL).time_s <= without.time_s
+    with pytest.raises(ValidationError):
+        KindEfficiency(input_pass_bytes=INPUT_PASS_MAX_BYTES * 1.01)
+
+
+def test_a_16_bit_gemm_pays_no_input_pass() -> None:
+    system = default_system(get_gpu("h100-sxm"))
+    op = gemm_op("x", "prefill", 1, 1024, 4096, 4096, "bf16", "bf16")
+    plain = KindEfficiency(compute_fraction=0.8, memory_fraction=0.9)
+    # the pass is a term of the quantized families; a bf16 GEMM takes the bare kind's terms
+    profile = _profile(gemm=plain, **{"gemm:fp8": plain.model_copy(update={"input_pass_bytes": 5})})
+    assert kind_key(profile, op) == "gemm"
+    assert price_op(op, system, profile).time_s == price_op(op, system, _profile(gemm=plain)).time_s
+
+
+@pytest.mark.parametrize(
+    ("act", "kv", "family"),
+    [("bf16", "bf16", None), ("fp16", "fp16", None), ("fp8", "fp8", "fp8"),
+     ("bf16", "fp8", "kv_fp8")],
+)  # fmt: skip
+def test_attention_families(act: str, kv: str, family: str | None) -> None:
+    assert attention_family(act, kv) == family
+
+
+def test_attention_takes_its_familys_terms_where_the_profile_has_them() -> None:
+    def op(T: int, act: str, kv: str) -> Op:
+        return attention_op("decode" if T == 1 else "prefill", 1, 8, T, 4096, 32, 8, 128, act,
+                            kv, sm_count=132)  # fmt: skip
+
+    a, d, fp8, kv8 = (KindEfficiency(compute_fraction=f) for f in (0.7, 0.3, 0.5, 0.6))
+    families = {"attention:fp8": fp8, "attention_decode:kv_fp8": kv8}
+    full = _profile(attention=a, attention_decode=d, **families)
+    assert kind_terms(full, op(2048, "fp8", "fp8")) == fp8
+    assert kind_terms(full, op(2048, "bf16", "bf16")) == a
+    assert kind_terms(full, op(1, "bf16", "fp8")) == kv8
+    assert kind_terms(full, op(1, "bf16", "bf16")) == d
+    # without a family's terms the bare kinds price it, decode-shaped first
+    bare = _profile(attention=a, attention_decode=d)
+    assert kind_terms(bare, op(1, "bf16", "fp8")) == d
+    assert kind_terms(bare, op(2048, "fp8", "fp8")) == a
+    # a fitted family of decode alone (the fit's candidate profile) prices decode calls
+    assert kind_terms(_profile(**{"attention_decode:kv_fp8": kv8}), op(1, "bf16", "fp8")) == kv8

@@ -10,6 +10,7 @@ render the same everywhere.
 
     python scripts/refresh_docs.py            # rewrite in place
     python scripts/refresh_docs.py --check    # exit 1 if any example's output changed or failed
+    python scripts/refresh_docs.py --skip "validate cv"   # leave blocks whose command matches
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def run(command: str) -> str:
     return out
 
 
-def refresh(text: str) -> tuple[str, int]:
+def refresh(text: str, skip: re.Pattern[str] | None = None) -> tuple[str, int]:
     changed = 0
 
     def one(match: re.Match[str]) -> str:
@@ -67,6 +68,8 @@ def refresh(text: str) -> tuple[str, int]:
         cmds = commands_in(block)
         if not cmds or not block.startswith("$ rooflens"):
             return match.group(0)
+        if skip is not None and any(skip.search(command) for _, command in cmds):
+            return match.group(0)  # left as it is (a long run refreshed on its own)
         outputs = [run(command.split("  #")[0]) for _, command in cmds]
         if any("usage: rooflens" in out or "see `rooflens" in out for out in outputs):
             print(f"left alone (does not parse): {cmds[0][1][:80]}", file=sys.stderr)
@@ -82,13 +85,15 @@ def refresh(text: str) -> tuple[str, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="report changes, write nothing")
+    parser.add_argument("--skip", help="regex: leave blocks with a command that matches it")
     parser.add_argument("files", nargs="*", help="default: README.md and docs/*.md")
     args = parser.parse_args()
+    skip = re.compile(args.skip) if args.skip else None
     default = [REPO / "README.md", *sorted(REPO.glob("docs/*.md"))]
     files = [Path(f).resolve() for f in args.files] or default
     stale = 0
     for path in files:
-        new, changed = refresh(path.read_text())
+        new, changed = refresh(path.read_text(), skip)
         if changed:
             stale += changed
             verb = "differ" if args.check else "refreshed"

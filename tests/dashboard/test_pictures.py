@@ -18,7 +18,7 @@ from rooflens.hardware.profiles import get_profile
 from rooflens.model.ops.op import kernels_per_call
 from rooflens.model.predict.api import make_scenario, run
 from rooflens.model.pricing.host import EAGER_LAUNCH_S, step_launches
-from rooflens.model.pricing.roofline import kind_terms
+from rooflens.model.pricing.roofline import kind_terms, per_launch_s
 
 
 def test_breakdown_adds_up_to_the_step_times() -> None:
@@ -44,7 +44,9 @@ def test_calibrated_launch_floors_are_the_per_call_time() -> None:
     # a second route to the floors: the fitted per-launch overhead of each call's kind, once
     # per kernel it launches (split-KV attention: two)
     expected = sum(
-        kind_terms(profile, p.op).overhead_s * float(np.mean(kernels_per_call(p.op))) * p.op.count
+        per_launch_s(kind_terms(profile, p.op), pred.scenario.gpu)
+        * float(np.mean(kernels_per_call(p.op)))
+        * p.op.count
         for p in calls
     )
     frame = time_breakdown(pred).set_index(["phase", "class"])

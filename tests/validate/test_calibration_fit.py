@@ -19,7 +19,7 @@ from rooflens.validate.profile_fit import fit_profile, write_profile
 TRUE = KindEfficiency(
     compute_fraction=0.7,
     memory_fraction=0.8,
-    overhead_s=4e-6,
+    overhead_cycles=5640.0,  # 4 us at the A100's 1.41 GHz
     overlap_power=2.0,
     wave_latency_s=1e-6,
     wave_tail=0.1,  # GEMMs have no occupancy term (validate/fit_terms.py terms_for)
@@ -44,7 +44,7 @@ def test_recovers_the_terms_that_made_the_data():
     assert stats["median_abs_error"] < 0.01
     assert eff.compute_fraction == pytest.approx(0.7, rel=0.05)
     assert eff.memory_fraction == pytest.approx(0.8, rel=0.05)
-    assert eff.overhead_s == pytest.approx(4e-6, rel=0.15)
+    assert eff.overhead_cycles == pytest.approx(5640.0, rel=0.15)
 
 
 def test_pooled_fit_uses_each_gpus_own_datasheet():

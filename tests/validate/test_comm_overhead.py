@@ -16,7 +16,7 @@ from rooflens.model.pricing.comm import (
     engine_all_reduce_s,
     protocols_for,
 )
-from rooflens.model.pricing.roofline import price_op
+from rooflens.model.pricing.roofline import per_launch_s, price_op
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,8 @@ def tp_scenario():
 
 def test_calibrated_comm_op_costs_exactly_its_collective(tp_scenario):
     profile = get_profile("calibrated", tp_scenario.gpu)
-    assert profile.kind("comm").overhead_s > 0  # the fallback kind a comm op would have taken
+    # the fallback kind a comm op would have taken has a launch floor: not charged to the comm
+    assert per_launch_s(profile.kind("comm"), tp_scenario.gpu) > 0
     ops = decode_ops(tp_scenario, 1024.0)
     comm = [op for op in ops if op.kind == "comm"]
     assert comm and {op.name for op in comm} == {"tp.all_reduce"}
@@ -56,10 +57,9 @@ def test_kernels_still_pay_their_overhead(tp_scenario):
     act = next(op for op in ops if op.name == "mlp.act")
     priced = price_op(act, tp_scenario.system, profile)
     eff = profile.kind("elementwise")
-    free = profile.model_copy(
-        update={"kinds": {**profile.kinds, "elementwise": eff.model_copy(update={"overhead_s": 0})}}
-    )
+    no_floor = eff.model_copy(update={"overhead_s": 0, "overhead_cycles": 0})
+    free = profile.model_copy(update={"kinds": {**profile.kinds, "elementwise": no_floor}})
     busy = price_op(act, tp_scenario.system, free).time_s  # the same terms, no launch floor
-    overhead = eff.overhead_s
+    overhead = per_launch_s(eff, tp_scenario.gpu)
     assert overhead > 1e-6
     assert float(priced.time_s) == pytest.approx(float(busy) + overhead)

@@ -43,10 +43,13 @@ EAGER_ROOF_TERMS = ("bytes_per_sm_cycle", "bytes_per_thread_us")
 # is explained by either. The fit then takes the HBM roof to be a device copy's (3.01 of the
 # H100's 3.35 TB/s, measured with the H100 set: shared/data/measured/rooflens-h100/README.md)
 # and lets the SM-side roof explain the rest, unless a free HBM fraction fits the rows better by
-# more than COPY_PRIOR_TOLERANCE (mean |log error|; the fits reach 0.03-0.08). The same eager
-# kernels run at 0.35-0.5 of HBM on the A100: they are not HBM-bound there.
+# more than COPY_PRIOR_TOLERANCE (mean |log error|; the fits reach 0.03-0.10). The same eager
+# kernels run at 0.35-0.5 of HBM on the A100: they are not HBM-bound there. (With the launch
+# floor in cycles, the pooled eager elementwise rows of the A100 and A40 fit a free fraction
+# of 0.79 at 0.0962 against 0.0990 at the copy's: 0.3 % of mean |log error| says nothing about
+# a fused kernel's HBM roof, so the tolerance is 5e-3, not the 2e-3 it was.)
 COPY_FRACTION = 0.90
-COPY_PRIOR_TOLERANCE = 2e-3
+COPY_PRIOR_TOLERANCE = 5e-3
 # Norms launch one program per row (model/ops/op.py norm_op): few rows cannot fill the SMs.
 GRID_MEMORY_TERMS = (*STREAM_TERMS, "wave_latency_s", "saturation_blocks_per_sm")
 # A fused MoE op states no grid (its ragged per-expert tiles are routing-dependent), so the
@@ -142,9 +145,19 @@ def attention_families(table: pd.DataFrame) -> pd.Series:
         if "kv_dtype" in table.columns
         else act
     )
-    pairs = pd.Series(list(zip(act, kv, strict=True)), index=act.index)
-    out.loc[rows] = pairs.map({p: attention_family(*p) for p in set(pairs)})
+    decode = one_token(table)[rows]
+    keys = pd.Series(list(zip(act, kv, decode, strict=True)), index=act.index)
+    out.loc[rows] = keys.map({k: attention_family(*k) for k in set(keys)})
     return out
+
+
+def one_token(table: pd.DataFrame) -> pd.Series:
+    """Decode-shaped rows (one new token per sequence), whichever phase they were measured as:
+    pricing gives them the decode kinds and families (model/pricing/roofline.py kind_key)."""
+    rows = table["op"].eq("attention_decode")
+    if "seq_len" in table.columns:
+        rows |= table["op"].eq("attention_prefill") & table["seq_len"].eq(1)
+    return rows
 
 
 def engine_of(impl: pd.Series) -> pd.Series:
@@ -197,10 +210,8 @@ def kind_rows(table: pd.DataFrame, kind: str, plain: bool = True) -> pd.Series:
         families = attention_families(table)
         rows &= families.eq(family) if family else families.isna()
     if base.startswith("attention"):
-        one_token = table["op"].eq("attention_decode")
-        if "seq_len" in table.columns:
-            one_token |= table["op"].eq("attention_prefill") & table["seq_len"].eq(1)
-        rows &= one_token if base == "attention_decode" else ~one_token
+        decode = one_token(table)
+        rows &= decode if base == "attention_decode" else ~decode
     return rows
 
 

@@ -14,8 +14,10 @@ scenario at a time through the Python API the faces call:
   physics where the profile is in `quant_profiles`, and always under `ideal`, fitted on nothing);
 - no operator priced by `calibrated` at more than MAX_CALIBRATED_OVER_IDEAL × its `ideal` time
   while it holds more than MIN_SHARE of its step. The calibrated time is taken above its fixed
-  floor (the per-launch overhead and one wave's latency, model/pricing/roofline.py): a launch
-  costs microseconds however small the call, where `ideal` charges nothing, so a 1-token
+  floor (the per-launch overhead and one wave's latency, model/pricing/roofline.py; for a
+  collective its protocol's latency, model/pricing/comm.py, where `ideal` charges one hop of
+  the link's hardware floor): a launch costs microseconds however small the call, where
+  `ideal` charges nothing, so a 1-token
   attention is thousands of times its ideal time and rightly so; what the check catches is a
   term that scales wrongly (a per-head norm charged one wave per 132 heads: 100× ideal).
 
@@ -28,7 +30,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -38,6 +40,7 @@ from rooflens.hardware.profiles import get_profile
 from rooflens.model.analysis.quant_vs_bf16 import MAX_DECODE_BATCH, quant_slower_than_bf16
 from rooflens.model.predict.api import make_scenario, run
 from rooflens.model.predict.steps import Prediction
+from rooflens.model.pricing.comm import collective_time_s
 from rooflens.model.pricing.roofline import kind_terms, launch_floor_s
 from rooflens.model.specs.params import count_params
 from rooflens.model.specs.presets import get_model
@@ -103,8 +106,12 @@ def _step_shares(pred: Prediction) -> Iterator[tuple[str, float, float, float]]:
     for phase in (pred.prefill, pred.decode):
         for p in phase.priced:
             seconds = float(np.mean(p.total_s))
-            wave = kind_terms(profile, p.op).wave_latency_s if p.op.kind != "comm" else 0.0
-            floor = float(np.mean(launch_floor_s(p.op, profile, pred.scenario.gpu))) + wave
+            if p.op.kind == "comm":  # a collective's fixed cost: its protocol's latency
+                empty = replace(p.op, comm_bytes=0.0)
+                floor = float(np.mean(collective_time_s(empty, pred.scenario.system, profile)))
+            else:
+                wave = kind_terms(profile, p.op).wave_latency_s
+                floor = float(np.mean(launch_floor_s(p.op, profile, pred.scenario.gpu))) + wave
             floor *= p.op.count
             share = seconds / phase.time_s if phase.time_s > 0 else 0.0
             yield f"{phase.phase}.{p.op.name}", seconds, floor, share
@@ -175,7 +182,7 @@ def _quantized(r: Report, s: dict[str, Any], profile: str, strict: bool, pred: A
     line = (f"{profile}: {s['weight_dtype']}/{s.get('act_dtype')} TPOT "
             f"{slower.tpot_s * 1e3:.4g} ms > bf16 {slower.bf16_tpot_s * 1e3:.4g} ms")  # fmt: skip
     if slower.named:
-        r.quant_named.append(f"{line}: {', '.join(t.table for t in slower.tables)}")
+        r.quant_named.append(f"{line}: {', '.join(dict.fromkeys(t.table for t in slower.tables))}")
     else:
         (r.physics if strict else r.quant).append(f"{line}, no measured table named")
 

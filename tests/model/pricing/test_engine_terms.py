@@ -80,6 +80,15 @@ def test_attention_families(act: str, kv: str, family: str | None) -> None:
     assert attention_family(act, kv) == family
 
 
+def test_a_decode_calls_family_is_its_caches() -> None:
+    # one new token per sequence streams the cache and barely computes: FP8 queries over an FP8
+    # cache decode as the fp8 cache does (a family fitted on the few one-token FP8 prefill rows
+    # priced such decode calls at 48-139x their ideal time)
+    assert attention_family("fp8", "fp8", decode=True) == "kv_fp8"
+    assert attention_family("bf16", "fp8", decode=True) == "kv_fp8"
+    assert attention_family("bf16", "bf16", decode=True) is None
+
+
 def test_attention_takes_its_familys_terms_where_the_profile_has_them() -> None:
     def op(T: int, act: str, kv: str) -> Op:
         return attention_op("decode" if T == 1 else "prefill", 1, 8, T, 4096, 32, 8, 128, act,
@@ -92,6 +101,7 @@ def test_attention_takes_its_familys_terms_where_the_profile_has_them() -> None:
     assert kind_terms(full, op(2048, "bf16", "bf16")) == a
     assert kind_terms(full, op(1, "bf16", "fp8")) == kv8
     assert kind_terms(full, op(1, "bf16", "bf16")) == d
+    assert kind_terms(full, op(1, "fp8", "fp8")) == kv8  # decode: the cache's family
     # without a family's terms the bare kinds price it, decode-shaped first
     bare = _profile(attention=a, attention_decode=d)
     assert kind_terms(bare, op(1, "bf16", "fp8")) == d

@@ -20,7 +20,7 @@ from rooflens.model.ops.attention import attention_op
 from rooflens.model.ops.op import elementwise_op, embedding_op, gemm_op, kernels_per_call
 from rooflens.model.predict.api import make_scenario, run
 from rooflens.model.pricing.kernel_table import predict_kernels
-from rooflens.model.pricing.roofline import price_op
+from rooflens.model.pricing.roofline import per_launch_s, price_op
 from rooflens.validate.vidur import load_vidur
 
 ROWS, HIDDEN = 8192, 4096  # a 64 MiB-class gather: far above every launch floor
@@ -125,7 +125,7 @@ def test_fused_memory_kinds_stream_at_a_device_copys_fraction():
         assert generic.kinds[kind].memory_fraction == pytest.approx(3.01 / 3.35, abs=0.005)
     gpu = get_gpu("h200")
     eff = generic.kinds["elementwise"]
-    expected = 3 * ROWS * HIDDEN * 2 / (gpu.hbm_bytes_per_s * 3.01 / 3.35) + eff.overhead_s
+    expected = 3 * ROWS * HIDDEN * 2 / (gpu.hbm_bytes_per_s * 3.01 / 3.35) + per_launch_s(eff, gpu)
     assert _act_s("h200", generic, eager=False) == pytest.approx(expected, rel=0.005)
 
 
@@ -135,7 +135,7 @@ def test_kv_write_is_one_more_launch_floor_and_nothing_else():
             "n_kv_heads": 8, "head_dim": 128, "dtype": "bf16", "kv_dtype": "bf16"}  # fmt: skip
     table = pd.DataFrame([call, {**call, "kv_write": 1}])
     out = predict_kernels(table, gpu, "calibrated")
-    floor = get_profile("calibrated", gpu).kinds["attention_decode"].overhead_s
+    floor = per_launch_s(get_profile("calibrated", gpu).kinds["attention_decode"], gpu)
     assert out["bytes"][1] == out["bytes"][0] and out["flops"][1] == out["flops"][0]
     assert out["predicted_s"][1] - out["predicted_s"][0] == pytest.approx(floor, rel=1e-9)
 

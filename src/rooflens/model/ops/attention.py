@@ -202,6 +202,7 @@ def attention_op(
     """
     ab, kvb = dtype_bytes(act_dtype), dtype_bytes(kv_dtype)
     family = attention_family(act_dtype, kv_dtype)  # its kernel family's terms (pricing)
+    decode_family = attention_family(act_dtype, kv_dtype, decode=True)  # one new token
     n = B * T
     keys = attended_keys(T, L, window)
     positions = kv_positions(L, window, T)
@@ -229,6 +230,7 @@ def attention_op(
             "head_dim": head_dim,
             **({"kv_write": 1.0} if write_kernel else {}),
             **({"family": family} if family else {}),
+            **({"decode_family": decode_family} if decode_family else {}),
         },
         call=attention_call(
             "attention",

@@ -122,7 +122,7 @@ def kind_key(profile: Profile, op: Op) -> str:
         new_tokens = shape.get("new_tokens")
         decode = new_tokens is not None and bool(np.all(np.asarray(new_tokens) <= 1))
         bases = ("attention_decode", "attention") if decode else ("attention",)
-        family = shape.get("family")
+        family = shape.get("decode_family" if decode else "family")
         candidates = [k for b in bases for k in (f"{b}:{family}", b)]
         return next((key for key in candidates if key in kinds), "attention")
     return op.kind

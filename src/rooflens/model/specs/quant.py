@@ -58,13 +58,15 @@ def family_of(weight_dtype: str, act_dtype: str, block_scaled: bool = False) -> 
     return None
 
 
-def attention_family(act_dtype: str, kv_dtype: str) -> str | None:
+def attention_family(act_dtype: str, kv_dtype: str, decode: bool = False) -> str | None:
     """The kernel family of a fused attention call: `fp8` where its MMAs run on the fp8 unit
     (FP8 queries over an FP8 cache), `kv_<dtype>` where 16-bit MMAs read a narrower KV cache,
-    None for attention at the activations' width (the bare kinds' terms)."""
-    if compute_dtype(kv_dtype, act_dtype) == "fp8":
+    None for attention at the activations' width (the bare kinds' terms). A decode call (one
+    new token per sequence) streams its cache and barely computes: its family is the cache's
+    (`kv_fp8`), whatever the queries' dtype."""
+    if compute_dtype(kv_dtype, act_dtype) == "fp8" and not decode:
         return "fp8"
-    if dtype_bytes(kv_dtype) < dtype_bytes(act_dtype):
+    if dtype_bytes(kv_dtype) < (2.0 if decode else dtype_bytes(act_dtype)):
         return f"kv_{kv_dtype}"
     return None
 

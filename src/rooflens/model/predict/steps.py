@@ -26,7 +26,8 @@ import numpy as np
 from rooflens.hardware.profiles import Profile
 from rooflens.model.ops.op import Num, Op
 from rooflens.model.predict.scenario import Scenario, Workload, priced_by
-from rooflens.model.pricing.roofline import PricedOp, call_columns, to_frame
+from rooflens.model.pricing.frame import call_columns, to_frame
+from rooflens.model.pricing.roofline import PricedOp
 
 MAX_DECODE_SAMPLES = 512
 

@@ -16,6 +16,7 @@ from rooflens.model.planner.explain import engine_id
 from rooflens.model.planner.grid import OPT_SEP
 from rooflens.model.planner.pareto import thinning_rule
 from rooflens.model.planner.plan import Plan
+from rooflens.model.predict.scenario import priced_by_engines
 from rooflens.model.specs.quant import precision_label
 
 COLUMNS = ["gpu", "engine", "GPUs", "layout", "precision", "scheduler", "batch", "TTFT p99",
@@ -85,7 +86,8 @@ def header(plan: Plan) -> str:
         load += f" (trace {w.trace.path}: {w.trace.n:,} requests over {w.trace.span_s:,.1f} s)"
     return (
         f"Capacity plan: {plan.space.model} at {load}, prompts "
-        f"{w.prompt.label()}, outputs {w.output.label()}; {w.slo.label()}"
+        f"{w.prompt.label()}, outputs {w.output.label()}; {w.slo.label()} "
+        f"({priced_by_engines(plan.space.profile, plan.space.engines)})"
     )
 
 

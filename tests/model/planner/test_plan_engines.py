@@ -202,3 +202,20 @@ def test_every_listing_names_the_engine(tmp_path, capsys) -> None:  # type: igno
     column = [c.strip() for c in lines[start].split("|")].index("engine")
     rows = lines[start + 2 : lines.index("", start)]  # below the header and its rule
     assert rows and all(row.split("|")[column].strip() in ENGINES for row in rows)
+
+
+@pytest.mark.parametrize(
+    ("engines", "profile", "said"),
+    [("vllm", "calibrated", "(calibrated profile, vLLM kernels)"),
+     ("all", "calibrated", "(calibrated profile, each configuration with its engine's kernels "
+                           "(vLLM, SGLang, TensorRT-LLM))"),
+     ("all", "ideal", "(ideal profile (datasheet lower bound))")],
+)  # fmt: skip
+def test_the_plan_header_names_its_profile_and_engines(capsys, engines, profile, said) -> None:  # type: ignore[no-untyped-def]
+    # issue 23 §5: every table says which profile and which engine produced its numbers
+    argv = ["plan", "--model", "llama-3-8b", "--gpus", "h100-sxm", "--rate", "4", "--ttft-slo",
+            "1", "--tpot-slo", "0.05", "--sim-requests", "0", "--engine", engines, "--profile",
+            profile]  # fmt: skip
+    assert cli.main(argv) == 0
+    header = " ".join(capsys.readouterr().out.split())  # the terminal wraps it
+    assert header.startswith("Capacity plan: llama-3-8b") and said in header

@@ -26,6 +26,7 @@ from rooflens.model.planner.plan_lists import engine_list, listed
 from rooflens.model.planner.serving import MODES
 from rooflens.model.planner.sim import WARMUP_SHARE
 from rooflens.model.planner.space import SweepSpace
+from rooflens.model.predict.scenario import priced_by_engines
 
 DTYPES = ["bf16", "fp8", "int8", "int4"]
 # The form's list widgets: (label, link key, the SweepSpace field giving the default, options)
@@ -184,7 +185,9 @@ def render(ctx: Context) -> None:
         show(fig, key="plan_pareto")
     n_feasible = result["n_configs_evaluated"] - sum(result["rejected"].values())
     show(rejected_figure(result["rejected"], n_feasible), key="plan_rejected")
+    space = result["space"]
     st.caption(
+        f"Priced by the {priced_by_engines(space['profile'], tuple(space['engines']))}. "
         f"{result['n_configs_evaluated']:,} configurations in {result['sweep_s']:.2f} s "
         f"(plan total {result['elapsed_s']:.2f} s). " + " ".join(result["notes"])
     )

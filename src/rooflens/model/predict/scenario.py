@@ -31,6 +31,15 @@ def priced_by(profile: str, engine: str = DEFAULT_ENGINE) -> str:
     return f"{profile} profile, {ENGINE_NAMES.get(engine, engine)} kernels"
 
 
+def priced_by_engines(profile: str, engines: tuple[str, ...]) -> str:
+    """`priced_by` for a search over several engines (`rooflens plan --engine`): each
+    configuration priced with its own engine's kernels."""
+    if profile == "ideal" or len(engines) == 1:
+        return priced_by(profile, engines[0] if engines else DEFAULT_ENGINE)
+    names = ", ".join(ENGINE_NAMES.get(e, e) for e in engines)
+    return f"{profile} profile, each configuration with its engine's kernels ({names})"
+
+
 class Precision(Spec):
     """Storage dtype per tensor kind; matmuls run on the unit dtypes.compute_dtype picks."""
 

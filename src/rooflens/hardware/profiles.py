@@ -70,6 +70,12 @@ class KindEfficiency(BaseModel):
     wave_latency_s: float = Field(
         default=0.0, ge=0, description="least time per wave of thread blocks over the SMs, s"
     )
+    wave_latency_cycles: float = Field(
+        default=0.0,
+        ge=0,
+        description="least SM clock cycles per wave of thread blocks (at the GPU's boost clock): "
+        "the part of the wave latency that follows the clock",
+    )
     saturation_blocks_per_sm: float = Field(
         default=0.0, ge=0, description="thread blocks per SM that saturate bandwidth (0: off)"
     )

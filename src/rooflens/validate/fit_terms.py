@@ -31,6 +31,13 @@ KIND_OPS: dict[str, tuple[str, ...]] = {
 # same kernels' floors in seconds differ 2x between GPUs, in cycles within 10 % but the B300's.
 FULL_TERMS = ("compute_fraction", "memory_fraction", "overhead_cycles", "overlap_power",
               "wave_latency_s", "saturation_blocks_per_sm")  # fmt: skip
+# Decode attention's wave latency is fitted in SM cycles too: a one-token program's chain is
+# CUDA-core work (the dot products' warp reductions, the online softmax, the split combine), a
+# prefill program's the tensor-core tiles' asynchronous loads. Leave-one-GPU-out over the four
+# GPUs with engine attention tables (16-bit cache, median / p90 |error|): seconds 15.0 / 46.2 %,
+# cycles 13.7 / 46.0 % (A100 17.9 -> 14.4 %, RTX PRO 6000 18.2 -> 16.6 %); fp8 cache 16.0 / 50.9
+# -> 16.6 / 50.8 %; prefill in cycles was worse, 14.0 / 37.1 -> 15.3 / 38.2 %.
+DECODE_TERMS = tuple("wave_latency_cycles" if t == "wave_latency_s" else t for t in FULL_TERMS)
 # Memory kinds measured as eager PyTorch kernels also fit their SM-side roof
 # (model/pricing/roofline.py;
 # no effect on fused calls): the embedding gather its bytes per SM cycle (issue-bound on index
@@ -58,7 +65,7 @@ MOE_TERMS = ("compute_fraction", "memory_fraction", "overhead_cycles", "overlap_
 START = {"compute_fraction": 0.75, "memory_fraction": 0.8, "overhead_cycles": 6000.0,
          "overlap_power": 2.0, "wave_latency_s": 1e-6, "saturation_blocks_per_sm": 0.5,
          "wave_tail": 0.05, "bytes_per_sm_cycle": 4.0, "bytes_per_thread_us": 4.0,
-         "input_pass_bytes": 2.5}  # fmt: skip
+         "input_pass_bytes": 2.5, "wave_latency_cycles": 2000.0}  # fmt: skip
 # Kinds whose implementations differ by more than the model's error (two engines' attention
 # kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
 FRONTIER_KINDS = ("attention", "attention_decode")
@@ -193,7 +200,9 @@ def terms_for(name: str) -> tuple[str, ...]:
         return (*terms, "input_pass_bytes") if quantized else terms
     if kind == "elementwise":
         return STREAM_TERMS
-    return FULL_TERMS if kind in ("gemm", "attention", "attention_decode") else MEMORY_TERMS
+    if kind == "attention_decode":
+        return DECODE_TERMS
+    return FULL_TERMS if kind in ("gemm", "attention") else MEMORY_TERMS
 
 
 def kind_rows(table: pd.DataFrame, kind: str, plain: bool = True) -> pd.Series:

@@ -41,7 +41,7 @@ from rooflens.model.analysis.quant_vs_bf16 import MAX_DECODE_BATCH, quant_slower
 from rooflens.model.predict.api import make_scenario, run
 from rooflens.model.predict.steps import Prediction
 from rooflens.model.pricing.comm import collective_time_s
-from rooflens.model.pricing.roofline import kind_terms, launch_floor_s
+from rooflens.model.pricing.roofline import kind_terms, launch_floor_s, per_wave_s
 from rooflens.model.specs.params import count_params
 from rooflens.model.specs.presets import get_model
 
@@ -110,7 +110,7 @@ def _step_shares(pred: Prediction) -> Iterator[tuple[str, float, float, float]]:
                 empty = replace(p.op, comm_bytes=0.0)
                 floor = float(np.mean(collective_time_s(empty, pred.scenario.system, profile)))
             else:
-                wave = kind_terms(profile, p.op).wave_latency_s
+                wave = per_wave_s(kind_terms(profile, p.op), pred.scenario.gpu)
                 floor = float(np.mean(launch_floor_s(p.op, profile, pred.scenario.gpu))) + wave
             floor *= p.op.count
             share = seconds / phase.time_s if phase.time_s > 0 else 0.0

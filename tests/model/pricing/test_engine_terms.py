@@ -17,6 +17,7 @@ from rooflens.model.pricing.roofline import (
     kind_key,
     kind_terms,
     per_launch_s,
+    per_wave_s,
     price_op,
 )
 from rooflens.model.specs.quant import attention_family
@@ -42,6 +43,36 @@ def test_the_same_cycles_cost_less_time_on_a_faster_clock() -> None:
     slow, fast = get_gpu("a100-sxm-80gb"), get_gpu("rtx-pro-6000")
     ratio = per_launch_s(eff, slow) / per_launch_s(eff, fast)
     assert ratio == pytest.approx(float(fast.boost_clock_hz or 0) / float(slow.boost_clock_hz or 0))
+
+
+@pytest.mark.parametrize("gpu_id", ["a100-sxm-80gb", "b300", "rtx-pro-6000"])
+def test_a_wave_latency_in_cycles_takes_the_gpus_clock(gpu_id: str) -> None:
+    gpu = get_gpu(gpu_id)
+    clock = float(gpu.boost_clock_hz or 0)
+    eff = KindEfficiency(wave_latency_s=1e-6, wave_latency_cycles=3000.0)
+    assert per_wave_s(eff, gpu) == pytest.approx(1e-6 + 3000.0 / clock)
+    bare = gpu.model_copy(update={"boost_clock_hz": None})
+    assert per_wave_s(eff, bare) == pytest.approx(1e-6 + 3000.0 / CLOCK_FALLBACK_HZ)
+    # priced: a decode call whose latency roof binds (a tiny cache, every other roof near zero)
+    # costs its waves of programs at that latency: 2 sequences x 8 KV heads = 16 programs, one
+    # wave (no launch floor in these terms)
+    system = default_system(gpu)
+    op = attention_op("decode", 1, 2, 1, 2, 8, 8, 128, "bf16", "bf16", sm_count=gpu.sm_count)
+    cycles = KindEfficiency(wave_latency_cycles=3000.0, overlap_power=None)
+    seconds = KindEfficiency(wave_latency_s=3000.0 / clock, overlap_power=None)
+    a = price_op(op, system, _profile(attention_decode=cycles)).time_s
+    b = price_op(op, system, _profile(attention_decode=seconds)).time_s
+    assert float(a) == pytest.approx(float(b), rel=1e-12)
+    assert float(a) == pytest.approx(3000.0 / clock, rel=1e-2)
+
+
+def test_decode_attention_fits_its_wave_latency_in_cycles() -> None:
+    from rooflens.validate.fit_terms import terms_for
+
+    for kind in ("attention_decode", "attention_decode:kv_fp8"):
+        assert "wave_latency_cycles" in terms_for(kind)
+        assert "wave_latency_s" not in terms_for(kind)
+    assert "wave_latency_s" in terms_for("attention")
 
 
 def test_a_quantized_gemms_input_pass_is_its_bytes_at_the_kinds_bandwidth() -> None:

@@ -226,6 +226,7 @@ TERMS = {
     "overhead_s": ("overhead per call (µs)", 1e6),
     "overhead_cycles": ("overhead per call (SM cycles)", 1.0),
     "wave_latency_s": ("least time per wave of blocks (µs)", 1e6),
+    "wave_latency_cycles": ("least time per wave of blocks (SM cycles)", 1.0),
     "saturation_blocks_per_sm": ("blocks per SM to saturate HBM (blocks/SM)", 1.0),
     "overlap_power": ("compute/memory overlap exponent p (1 = sum; none = max)", 1.0),
 }

@@ -10,9 +10,10 @@ The time of one kernel call under a profile's terms for its kind:
 
     C = FLOPs / (peak · compute_fraction) · q         compute roof, q = 1 + wave_tail · (Q − 1)
     M = bytes / (bandwidth · memory_fraction · u)     memory roof, u = min(1, blocks / (SMs · s))
-    W = wave_latency_s · ceil(blocks / SMs)           latency roof: each wave of thread blocks
+    W = w · ceil(blocks / SMs)                        latency roof: each wave of thread blocks
                                                        costs at least one dependent-load chain
                                                        (split KV grids: waves of the unsplit ones)
+    w = wave_latency_s + wave_latency_cycles / clock  least time of one wave
     busy = (C^p + M^p + W^p)^(1/p)                    p = overlap_power (None: the max)
     time = busy + P + communication + (overhead_s + overhead_cycles / clock) · kernels
     P = input_pass_bytes · m · k / (bandwidth · memory_fraction)   a quantized GEMM's own pass
@@ -147,15 +148,18 @@ def _tile_quantization(op: Op, sm_count: int) -> Num:
 
 
 def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count: int,
-           streamed_share: Num = 1.0, vector_s: Num = 0.0) -> Num:  # fmt: skip
+           streamed_share: Num = 1.0, vector_s: Num = 0.0,
+           wave_s: float | None = None) -> Num:  # fmt: skip
     """Busy time of one call from its compute and memory roofs (overhead not included).
 
     `streamed_share` is the part of the bytes the grid streams in parallel (an attention
     op's KV-cache reads); only it is throttled by occupancy, the rest moves at full rate.
     `vector_s` is CUDA-core work: beside a GEMM's tensor cores (dequantization) the busier unit
-    bounds it, the tile padding (`wave_tail`) charged to the tensor-core work only."""
+    bounds it, the tile padding (`wave_tail`) charged to the tensor-core work only. `wave_s`
+    is the latency per wave on the GPU at hand (`per_wave_s`; default: `wave_latency_s`)."""
+    wave_s = eff.wave_latency_s if wave_s is None else wave_s
     blocks = None
-    if eff.wave_latency_s > 0 or eff.saturation_blocks_per_sm > 0 or eff.wave_tail > 0:
+    if wave_s > 0 or eff.saturation_blocks_per_sm > 0 or eff.wave_tail > 0:
         blocks = thread_blocks(op)
     latency_s: Num = 0.0
     if blocks is not None:
@@ -170,7 +174,7 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
         # num_splits_heuristic maximises wave efficiency), so splitting never adds a wave:
         # count the waves of the unsplit programs (a stated grid of kv_splits per program).
         splits = np.maximum(np.asarray(op.shape.get("kv_splits", 1.0), dtype=np.float64), 1.0)
-        latency_s = eff.wave_latency_s * np.ceil(np.maximum(blocks / splits, 1.0) / sm_count)
+        latency_s = wave_s * np.ceil(np.maximum(blocks / splits, 1.0) / sm_count)
     # a GEMM's CUDA-core work (dequantization, a fused epilogue) overlaps its MMAs; an
     # attention op's (split-KV combine) runs after them
     compute_s = np.maximum(compute_s, vector_s) if op.kind == "gemm" else compute_s + vector_s
@@ -227,7 +231,8 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     if streamed_bytes is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
             streamed = np.where(op.bytes > 0, streamed_bytes / op.bytes, 1.0)
-    busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed, vector_s) + comm_s
+    wave_s = per_wave_s(eff, gpu)
+    busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed, vector_s, wave_s) + comm_s
     busy = busy + input_pass_s(op, eff, gpu)
     # A collective's fixed cost is its protocol's base latency (model/pricing/comm.py; fitted on
     # NCCL
@@ -258,6 +263,14 @@ def launch_floor_s(op: Op, profile: Profile, gpu: GPUSpec) -> Num:
         return 0.0
     floor = per_launch_s(kind_terms(profile, op), gpu) * kernels_per_call(op)
     return floor if np.all(works) else np.where(works, floor, 0.0)
+
+
+def per_wave_s(eff: KindEfficiency, gpu: GPUSpec) -> float:
+    """Least time of one wave of thread blocks: wave_latency_s, plus wave_latency_cycles at the
+    GPU's boost clock (CLOCK_FALLBACK_HZ where it states none)."""
+    if not eff.wave_latency_cycles:
+        return eff.wave_latency_s
+    return eff.wave_latency_s + eff.wave_latency_cycles / (gpu.boost_clock_hz or CLOCK_FALLBACK_HZ)
 
 
 def per_launch_s(eff: KindEfficiency, gpu: GPUSpec) -> float:

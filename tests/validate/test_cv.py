@@ -133,6 +133,26 @@ def test_generation_rule_fits_on_the_reference_gpus_only():
     assert same is pooled
 
 
+def test_sibling_rule_learns_from_the_gpu_of_the_same_sm_design():
+    # An H100 at 0.9 of HBM and an A100 at 0.5: an H200 (the H100's SM) learns 0.9 under the
+    # sibling rule; an L40S (Ada: no measured sibling) the pooled fit; the folds of two
+    # different SMs are scored exactly as pooled.
+    table = pd.concat([norm_rows("a100-sxm-80gb", 0.5), norm_rows("h100-sxm", 0.9)],
+                      ignore_index=True)  # fmt: skip
+    pooled = Profile(name="calibrated", kinds={}, source="pooled stand-in")
+    profile, reference = profile_for(get_gpu("h200"), table, pooled, "sibling", max_evals=400)
+    assert reference == ["h100-sxm"]
+    assert profile.kinds["norm"].memory_fraction == pytest.approx(0.9, rel=0.02)
+    same, reference = profile_for(get_gpu("l40s"), table, pooled, "sibling")
+    assert same is pooled and reference == ["a100-sxm-80gb", "h100-sxm"]
+    three = pd.concat([norm_rows(g, 0.8) for g in GPUS], ignore_index=True)
+    sibling = cross_validate(three, "sibling", max_evals=400)
+    pooled_cv = cross_validate(three, "pooled", max_evals=400)
+    assert (sibling["rule"] == "sibling").all()
+    cols = ["held_out", "op", "median", "p90", "bias"]
+    pd.testing.assert_frame_equal(sibling[cols], pooled_cv[cols])
+
+
 def test_overall_leaves_out_cells_without_training_data():
     cv = pd.DataFrame({"op": ["gemm", "norm", "moe", "moe/tuned"], "trained_rows": [5, 5, 0, 0],
                        "median": [0.1, 0.3, 0.9, 0.9], "p90": [0.2, 0.5, 1.0, 1.0]})  # fmt: skip

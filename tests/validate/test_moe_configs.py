@@ -106,7 +106,7 @@ def test_subset_summary_matches_the_fit_record_and_ideal_bounds_every_row(measur
     fit record (error_by_config); and neither profile prices a MoE call below the roofline."""
     # The file's `moe` kind (fitted on every engine's A100 rows, tuned ones where labelled),
     # not an engine's view of it: the record is that kind's.
-    profile = Profile.model_validate(read_data_file(calibration_path(A100)))
+    profile = Profile.model_validate(read_data_file(calibration_path(get_gpu(A100))))
     profile = profile.model_copy(update={"engines": {}})
     assert profile.gpu_id == A100  # the A100's own file, not generic.yaml
     rows = _a100_vllm(load_moe_kernels(measured_dir))

@@ -161,8 +161,11 @@ def test_calibrated_profiles_load_and_are_fitted(gpu_id):
     profile = get_profile("calibrated", get_gpu(gpu_id))
     assert {"gemm", "attention", "attention_decode"} <= set(profile.kinds)
     assert profile.provenance["git_commit"]
-    # Own file for the measured GPUs, the derived generic profile for the rest.
-    assert profile.gpu_id == (gpu_id if gpu_id in ("a100-sxm-80gb", "a40", "h100-sxm") else None)
+    # Own file for the measured GPUs, a measured GPU's of the same SM design for its siblings
+    # (the B200 the B300's), the derived generic profile for the rest.
+    sibling = {"b200": "b300"}.get(gpu_id)
+    own = gpu_id in ("a100-sxm-80gb", "a40", "h100-sxm")
+    assert profile.gpu_id == (gpu_id if own else sibling)
     assert all(math.isfinite(e.overhead_s) for e in profile.kinds.values())
 
 

@@ -33,7 +33,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     stack = split_stack(args.stack) if args.stack else list(DEFAULT_STACK)
     stages = waterfall(sc, stack, args.opts)
     if args.json:
-        print_json([{**s, "priced_by": priced_by(sc.profile, sc.engine)} for s in stages])
+        print_json([{**s, "priced_by": priced_by(sc.profile, sc.engine, sc.gpu)} for s in stages])
         return 0
     w = sc.workload
     rows = [
@@ -47,7 +47,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     ]  # fmt: skip
     title = (
         f"From naive to full stack: {sc.model.id} on {sc.gpu.id} "
-        f"({priced_by(sc.profile, sc.engine)}), batch "
+        f"({priced_by(sc.profile, sc.engine, sc.gpu)}), batch "
         f"{w.batch}, prompt {w.prompt_len}, output {w.output_len}"
         + (f", common opts {', '.join(args.opts)}" if args.opts else "")
     )

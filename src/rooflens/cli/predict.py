@@ -62,8 +62,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         return 0
     w, m = sc.workload, pred.memory
     title = (
-        f"{sc.model.id} on {sc.gpu.id} ({priced_by(sc.profile, sc.engine)}): batch {w.batch}, "
-        f"prompt {w.prompt_len}"
+        f"{sc.model.id} on {sc.gpu.id} ({priced_by(sc.profile, sc.engine, sc.gpu)}): "
+        f"batch {w.batch}, prompt {w.prompt_len}"
         + (f" (with {w.images_per_prompt} image(s))" if w.images_per_prompt else "")
         + ", "
         f"output {w.output_len}, precision {weights_text(sc)}, KV {sc.precision.kv_dtype}, "

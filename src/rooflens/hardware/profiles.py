@@ -5,7 +5,9 @@ turns a kernel call into seconds; this module holds only the fitted numbers and 
 `ideal` is the datasheet roofline with no overheads, a lower bound on any real kernel.
 `calibrated` scales peaks by achieved fractions and adds terms fitted from measurements
 (validate/calibrate.py writes `hardware/calibration/<gpu-id>.yaml` with its provenance). A GPU
-without its own file uses `generic.yaml`, which validate/ derives from the measured GPUs.
+without its own file uses the file of a measured GPU of the same SM design (an H200 the
+H100's), else `generic.yaml`, which validate/ derives from the measured GPUs
+(`calibration_file`).
 
 Each kind's terms (`KindEfficiency`: achieved compute and bandwidth fractions, a fixed cost
 per call (seconds, or cycles of the GPU's clock), the overlap power of the roofs, a latency
@@ -33,7 +35,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.hardware.presets import read_data_file
+from rooflens.hardware.presets import get_gpu, gpu_ids, read_data_file
 from rooflens.hardware.spec import GPUSpec
 
 CALIBRATION_DIR = Path(__file__).parent / "calibration"
@@ -155,10 +157,45 @@ def load_calibration(path: Path) -> Profile:
     return _load(path)
 
 
-def calibration_path(gpu_id: str) -> Path:
-    """The calibration file a GPU's `calibrated` profile comes from (its own, else generic)."""
-    own = CALIBRATION_DIR / f"{gpu_id}.yaml"
-    return own if own.is_file() else CALIBRATION_DIR / "generic.yaml"
+def sm_design(gpu: GPUSpec) -> str | None:
+    """The SM design a GPU's kernels are built for: its compute capability, where NVIDIA's
+    family-specific targets (CUDA 12.9, `sm_100f`, `sm_120f`) group the minor versions of a
+    major from 10 on (B200's 10.0 with B300's 10.3); None where the spec states none."""
+    cc = gpu.compute_capability
+    if cc is None:
+        return None
+    major, _, minor = cc.partition(".")
+    return f"{major}.x" if int(major) >= 10 else f"{major}.{minor}"
+
+
+def calibration_file(gpu: GPUSpec) -> tuple[Path, str]:
+    """The calibration file a GPU's `calibrated` profile comes from, and why: its own fit;
+    else the fit of a measured GPU of the same SM design (the same kernels, built for the same
+    SM: an H200 runs the H100's, a B200 the B300's; its own datasheet still sets peaks,
+    bandwidth, SM count and clock); else the fit pooled over every measured GPU (generic.yaml).
+    docs/validation.md, "Accuracy on a GPU nobody has measured", states the rule."""
+    own = CALIBRATION_DIR / f"{gpu.id}.yaml"
+    if own.is_file():
+        return own, "its own fit"
+    design = sm_design(gpu)
+    if design is not None:
+        for path in sorted(CALIBRATION_DIR.glob("*.yaml")):
+            sibling = _measured_gpu(path.stem)
+            if sibling is not None and sm_design(sibling) == design:
+                return path, (f"the fit of {sibling.id} (the same SM design, compute "
+                              f"capability {sibling.compute_capability})")  # fmt: skip
+    return CALIBRATION_DIR / "generic.yaml", "the fit pooled over the measured GPUs"
+
+
+def calibration_path(gpu: GPUSpec) -> Path:
+    """The calibration file a GPU's `calibrated` profile comes from (`calibration_file`)."""
+    return calibration_file(gpu)[0]
+
+
+def _measured_gpu(stem: str) -> GPUSpec | None:
+    """The preset a calibration file was fitted for; None for generic.yaml, the collectives'
+    files and any file named after no preset."""
+    return get_gpu(stem) if stem in gpu_ids() else None
 
 
 @cache
@@ -176,5 +213,5 @@ def get_profile(name: str, gpu: GPUSpec, engine: str | None = DEFAULT_ENGINE) ->
         return IDEAL
     if name != "calibrated":
         raise RooflensError(f"unknown profile '{name}': use one of {', '.join(PROFILES)}")
-    path = calibration_path(gpu.id)
+    path = calibration_path(gpu)
     return _load(path) if engine is None else _engine_view(path, engine)

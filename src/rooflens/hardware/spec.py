@@ -94,6 +94,13 @@ class GPUSpec(Spec):
     boost_clock_hz: float | None = Field(
         default=None, gt=0, description="SM boost clock, Hz (None = unknown): sets SM throughput"
     )
+    compute_capability: str | None = Field(
+        default=None,
+        pattern=r"^\d+\.\d+$",
+        description="CUDA compute capability, e.g. '9.0' (None: not an NVIDIA part, or "
+        "unknown): GPUs with the same SM design run the same kernels, so they share fitted "
+        "terms (hardware/profiles.py calibration_path)",
+    )
     max_threads_per_sm: int | None = Field(
         default=None,
         gt=0,

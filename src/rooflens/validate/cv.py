@@ -3,9 +3,11 @@ nobody has measured.
 
 For each measured GPU G: fit the calibration on every other GPU's rows (validate/calibrate.py,
 the fit `rooflens calibrate fit` runs), price G's rows from G's datasheet with the profile a GPU
-without measurements gets (`rule='pooled'`: the fit pooled over all other GPUs, as
-generic.yaml; `'generation'`: the nearest measured architecture generation's fit, the pooled
-one for kinds it lacks, validate/generation.py), and summarise |predicted / measured − 1| per
+without measurements gets (`rule='sibling'`, the rule `calibrated` prices with: the fit of the
+measured GPU of G's SM design where the others include one, else the fit pooled over all other
+GPUs, as generic.yaml; `'pooled'`: always the latter; `'generation'`: the nearest measured
+architecture generation's fit, the pooled one for kinds it lacks, validate/generation.py), and
+summarise |predicted / measured − 1| per
 operator class with the validator's own statistics (validate/compare.py: rows faster than the
 roofline left out). Attention is scored on the per-shape fastest implementation
 (validate/frontier.py), which is what its terms describe, as in the accuracy budget.
@@ -41,7 +43,7 @@ from rooflens.validate.generation import profile_for
 from rooflens.validate.profile_fit import fit_profile
 from rooflens.validate.store import provenance_base
 
-RULES = ("pooled", "generation")
+RULES = ("sibling", "pooled", "generation")
 CV_FILE = Path(__file__).parent / "results" / "cv.csv"  # the committed table (dashboard, README)
 COLUMNS = ("held_out", "engine", "op", "rows", "trained_rows", "median", "p90", "bias", "rule",
            "reference_gpus", "trained_on", "git_commit", "date")  # fmt: skip
@@ -70,7 +72,7 @@ def _trained_rows(train: pd.DataFrame, op: str) -> int:
 
 def cross_validate(
     table: pd.DataFrame,
-    rule: str = "pooled",
+    rule: str = "sibling",
     max_evals: int = FIT_EVALS,
     progress: Callable[[str], None] | None = None,
     calls: list[np.ndarray] | None = None,

@@ -82,9 +82,11 @@ def add_cv_parser(vsub: argparse._SubParsersAction) -> None:
         help="also train on this project's own runs (rooflens-*/; always scored)",
     )
     cv.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")
-    cv.add_argument("--rule", choices=RULES, default="pooled",
-                    help="what a held-out GPU learns from: all other GPUs pooled (the rule "
-                    "calibrate fit uses), or its nearest architecture generation's")  # fmt: skip
+    cv.add_argument("--rule", choices=RULES, default="sibling",
+                    help="what a held-out GPU learns from: the measured GPU of its SM design "
+                    "where there is one, else all other GPUs pooled (the rule calibrated "
+                    "prices with); all others pooled; or its nearest architecture "
+                    "generation's")  # fmt: skip
     cv.add_argument("--max-evals", type=int, default=FIT_EVALS, help="fit evaluations per kind")
     cv.add_argument("-o", "--output", help="write the table as CSV (atomically)")
     cv.add_argument("--json", action="store_true")

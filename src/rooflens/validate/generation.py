@@ -8,7 +8,9 @@ generation, else from the nearest one in `NEAREST` (an explicit order, not a dis
 compute capabilities: Ada's SM 8.9 is an Ampere-class SM with FP8 added, so Ada falls back to
 Ampere first; Blackwell keeps Hopper's asynchronous tensor-core pipeline and falls back to
 Hopper). Kinds the reference generation has no rows for come from the fit pooled over every
-measured GPU (`generic.yaml`). Non-NVIDIA parts take the pooled fit. docs/validation.md states
+measured GPU (`generic.yaml`). Non-NVIDIA parts take the pooled fit. The rule `calibrated`
+uses is the narrower 'sibling' one (`sibling_gpus`: the measured GPU of the same SM design,
+else the pooled fit; hardware/profiles.py calibration_file). docs/validation.md states
 the rule and the cross-validation (validate/cv.py) that decides where it is used: today the
 pooled fit (`generic.yaml`) wins it, so the rule is opt-in (`rooflens calibrate fit --rule
 generation` writes `generation_profiles` as files for the unmeasured presets).
@@ -19,7 +21,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rooflens.hardware.presets import get_gpu, gpu_ids
-from rooflens.hardware.profiles import Profile
+from rooflens.hardware.profiles import Profile, sm_design
 from rooflens.hardware.spec import GPUSpec
 from rooflens.validate.fit_terms import FIT_EVALS
 from rooflens.validate.profile_fit import fit_profile
@@ -45,6 +47,15 @@ def reference_gpus(gpu: GPUSpec, measured: list[str]) -> list[str]:
     return []
 
 
+def sibling_gpus(gpu: GPUSpec, measured: list[str]) -> list[str]:
+    """The measured GPU of `gpu`'s SM design, the first in preset order, as a list ([] if
+    none): the one whose file `calibrated` prices it with (hardware/profiles.py
+    calibration_file)."""
+    design = sm_design(gpu)
+    same = sorted(g for g in measured if design is not None and sm_design(get_gpu(g)) == design)
+    return same[:1]
+
+
 def profile_for(
     gpu: GPUSpec,
     train: pd.DataFrame,
@@ -53,9 +64,12 @@ def profile_for(
     max_evals: int = FIT_EVALS,
 ) -> tuple[Profile, list[str]]:
     """The calibrated profile a GPU without its own measurements gets from `train`, and the
-    GPUs it learned from. `pooled`: the fit over all of `train` (`rule='pooled'` returns it)."""
+    GPUs it learned from. `pooled`: the fit over all of `train` (`rule='pooled'` returns it;
+    `'sibling'` returns it where no GPU of `train` has `gpu`'s SM design)."""
     measured = sorted(train["gpu"].astype(str).unique())
-    reference = reference_gpus(gpu, measured) if rule == "generation" else []
+    reference = {"generation": reference_gpus, "sibling": sibling_gpus}.get(
+        rule, lambda _gpu, _measured: []
+    )(gpu, measured)
     if not reference or reference == measured:
         return pooled, measured
     rows = train[train["gpu"].isin(reference)]

@@ -85,10 +85,11 @@ def test_checked_only_for_a_quantized_calibrated_decode_at_small_batch() -> None
 def test_pooled_terms_inherited_from_generic_name_every_engine_s_table() -> None:
     # h100-sxm has no int4 weight-only GEMM of its own: its terms come from generic.yaml, fitted
     # on the only dense W4A16 table there is (TensorRT-LLM 1.0 on the A100)
-    tables = fitted_on("h100-sxm", "vllm", "gemm:int4_wo")
+    h100 = CALIBRATION_DIR / "h100-sxm.yaml"
+    tables = fitted_on(h100, "vllm", "gemm:int4_wo")
     assert [t.table for t in tables] == ["aiconfigurator-a100/gemm/trtllm/1.0.0/gemm_perf.parquet"]
     assert tables[0].calibration == "generic.yaml" and tables[0].dtype == "int4_wo"
-    assert fitted_on("h100-sxm", "vllm", "no-such-kind") == []
+    assert fitted_on(h100, "vllm", "no-such-kind") == []
 
 
 def _every_named_table() -> list:
@@ -97,10 +98,9 @@ def _every_named_table() -> list:
         if path.stem.startswith("comm-"):  # link fits, not profiles (model/pricing/comm.py)
             continue
         fit = load_calibration(path).provenance.get("fit", {})
-        gpu = path.stem
         for engine in ENGINES:
             for key in fit:
-                out += fitted_on(gpu, engine, key) if key.split(":")[0] in ("gemm", "moe") else []
+                out += fitted_on(path, engine, key) if key.split(":")[0] in ("gemm", "moe") else []
     return out
 
 

@@ -18,7 +18,7 @@ def scenario_line(ctx: Context, pred: Prediction) -> None:
     sc = pred.scenario
     st.caption(
         f"**{sc.model.name}** on **{sc.parallel.n_gpus} × {sc.gpu.name}** "
-        f"({priced_by(sc.profile, sc.engine)}): {workload_text(ctx.settings)}"
+        f"({priced_by(sc.profile, sc.engine, sc.gpu)}): {workload_text(ctx.settings)}"
     )
     streaming = sweeps.streaming_note(ctx.settings)
     if streaming:

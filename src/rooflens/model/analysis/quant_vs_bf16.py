@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -122,7 +123,8 @@ def quant_slower_than_bf16(
     families = sorted({kind_key(profile, p.op) for p in quantized
                        if float(np.mean(p.total_s)) > before.get(p.op.name, 0.0)})  # fmt: skip
     named = sc.profile == "calibrated"  # `ideal` is fitted on nothing
-    tables = [t for f in families for t in fitted_on(sc.gpu.id, sc.engine, f)] if named else []
+    path = calibration_path(sc.gpu)
+    tables = [t for f in families for t in fitted_on(path, sc.engine, f)] if named else []
     return QuantSlower(pred.tpot_s, twin.tpot_s, sc.precision.text, sc.engine,
                        tuple(families), tuple(tables))  # fmt: skip
 
@@ -135,10 +137,10 @@ def bf16_twin(sc: Scenario) -> Scenario:
     return sc.model_copy(update={"precision": precision})
 
 
-def fitted_on(gpu_id: str, engine: str, key: str) -> list[MeasuredTable]:
-    """The measured tables the `calibrated` terms `key` of this GPU and engine were fitted on,
-    read from the calibration provenance (the module docstring); [] where none is recorded."""
-    path = calibration_path(gpu_id)
+def fitted_on(path: Path, engine: str, key: str) -> list[MeasuredTable]:
+    """The measured tables the `calibrated` terms `key` of a calibration file (a GPU's:
+    hardware/profiles.py calibration_path) were fitted on for this engine, read from its
+    provenance (the module docstring); [] where none is recorded."""
     own = key in load_calibration(path).engines.get(engine, {})
     fit = load_calibration(path).provenance.get("fit", {}).get(key, {})
     if "inherited" in fit:  # pooled terms copied from another file (generic.yaml)

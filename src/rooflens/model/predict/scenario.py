@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from rooflens.hardware.errors import FieldError
-from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINE_NAMES
+from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINE_NAMES, calibration_file
 from rooflens.hardware.spec import GPUSpec, Spec, SystemSpec
 from rooflens.model.specs.dtypes import ACTIVATION_DTYPES, FP4_DTYPES, STORAGE_DTYPES
 from rooflens.model.specs.quant import SCHEMES, family_of, scheme_text
@@ -22,13 +22,22 @@ DEFAULT_PREFILL_CHUNK_TOKENS = 8192
 DEFAULT_PROFILE = "calibrated"
 
 
-def priced_by(profile: str, engine: str = DEFAULT_ENGINE) -> str:
+def priced_by(profile: str, engine: str = DEFAULT_ENGINE, gpu: GPUSpec | None = None) -> str:
     """What produced a prediction's numbers, in the words every table, JSON and page print: the
-    pricing profile and, for a fitted one, the engine whose kernels it was fitted on; `ideal`
-    named as the lower bound it is (no engine reaches it)."""
+    pricing profile and, for a fitted one, the engine whose kernels it was fitted on, and (with
+    `gpu`) where a GPU without measurements of its own takes its terms from; `ideal` named as
+    the lower bound it is (no engine reaches it)."""
     if profile == "ideal":
         return "ideal profile (datasheet lower bound)"
-    return f"{profile} profile, {ENGINE_NAMES.get(engine, engine)} kernels"
+    text = f"{profile} profile, {ENGINE_NAMES.get(engine, engine)} kernels"
+    if gpu is None:
+        return text
+    path, _ = calibration_file(gpu)
+    if path.stem == gpu.id:
+        return text
+    if path.stem == "generic":
+        return f"{text}, terms pooled over the measured GPUs"
+    return f"{text}, terms of {path.stem}, the same SM design"
 
 
 def priced_by_engines(profile: str, engines: tuple[str, ...]) -> str:

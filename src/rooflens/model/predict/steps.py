@@ -169,7 +169,7 @@ class Prediction:
             "model": sc.model.id,
             "gpu": sc.gpu.id,
             "profile": sc.profile,
-            "priced_by": priced_by(sc.profile, sc.engine),
+            "priced_by": priced_by(sc.profile, sc.engine, sc.gpu),
             "batch": sc.workload.batch,
             "prompt_len": sc.workload.prompt_len,
             "output_len": sc.workload.output_len,

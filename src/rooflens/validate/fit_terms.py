@@ -15,7 +15,7 @@ import pandas as pd
 
 from rooflens.hardware.profiles import ENGINES, INPUT_PASS_MAX_BYTES, KindEfficiency
 from rooflens.hardware.spec import GPUSpec
-from rooflens.model.pricing.roofline import eager_roof
+from rooflens.model.pricing.eager_roofs import eager_roof
 from rooflens.model.specs.quant import FAMILIES, PLAIN_FAMILIES, attention_family
 
 KIND_OPS: dict[str, tuple[str, ...]] = {

@@ -47,6 +47,14 @@ KEYS_PER_SPLIT_MIN = 128  # one K/V block: a split shorter than that has nothing
 PARTIAL_BYTES = 4.0  # split partial outputs and log-sum-exps are fp32
 
 
+# Whether a decode call's KV split is the engine heuristic's (True) or pinned by the user or a
+# transform (False); where free, pricing takes the unsplit grid when it is cheaper
+# (model/pricing/roofline.py price_op).
+SPLIT_FREE = "kv_splits_free"
+# the shape entries regrid() sets
+REGRID_KEYS = ("kv_splits", "thread_blocks", "combine_act_bytes", "combine_vector_flops", "kernels")
+
+
 def decode_splits(B: Num, T: Num, n_heads: int, n_kv_heads: int, positions: Num, sm_count: int,
                   splits: int = 0) -> Num:  # fmt: skip
     """Flash-Decoding's KV splits (Dao, Haziza, Massa, Sizov 2023): `splits`, or 0 for enough
@@ -115,6 +123,7 @@ def resplit_attention(ops: list[Op], splits_for: Any, sm_count: int) -> list[Op]
             pinned = bool(np.any(np.asarray(n) != np.asarray(op.shape["kv_splits"])))
             call = {**op.call, "kv_splits": n} if pinned else op.call
             op = replace(regrid(op, n, sm_count), call=call)
+            op = replace(op, shape={**op.shape, SPLIT_FREE: False})
         out.append(op)
     return out
 
@@ -128,11 +137,36 @@ def with_grid(op: Op, positions: Num, kv_read: Num, sm_count: int, splits: Num =
     s = op.shape
     n = decode_splits(s["batch"], s["new_tokens"], s["n_heads"], s["n_kv_heads"], positions,
                       sm_count)  # fmt: skip
+    free: Any = True  # the engine's heuristic picks the split (pricing may take the unsplit grid)
     if np.any(np.asarray(splits) > 0):
         n = np.where(np.asarray(splits) > 0, splits, n)
         n = float(n) if np.ndim(n) == 0 else n
-    op = replace(op, shape={**s, "kv_read_bytes": kv_read, "kv_splits": 1.0})
+        free = np.asarray(splits) <= 0
+    op = replace(op, shape={**s, "kv_read_bytes": kv_read, "kv_splits": 1.0, SPLIT_FREE: free})
     return regrid(op, n, sm_count)
+
+
+def unsplit_where(op: Op, unsplit: Op, take: Any) -> Op:
+    """`op` (split) where `take` is False and `unsplit` (its one-split regrid) where True, per
+    grid point: the fields and shape entries regrid changes, picked elementwise."""
+    take = np.asarray(take, dtype=bool)
+    if not take.any():
+        return op
+    if take.all():
+        return unsplit
+
+    def pick(a: Any, b: Any) -> Any:
+        return np.where(take, b, a)
+
+    shape = {k: (pick(v, unsplit.shape[k]) if k in REGRID_KEYS else v) for k, v in op.shape.items()}
+    return replace(
+        op,
+        act_bytes=pick(op.act_bytes, unsplit.act_bytes),
+        vector_flops=pick(op.vector_flops, unsplit.vector_flops),
+        live_bytes=pick(op.live_bytes, unsplit.live_bytes),
+        bandwidth_fraction=pick(op.bandwidth_fraction, unsplit.bandwidth_fraction),
+        shape=shape,
+    )
 
 
 def attention_call(op_name: str, B: Num, T: Num, L: Num, **columns: Any) -> dict[str, Any]:

@@ -14,6 +14,8 @@ Formulas, per prefill step and per decode step (arrays over a grid of batches or
     one)
     host_s    = launches · U
     step_s    = max(device_s, host_s) = device_s + max(0, host_s − device_s)
+    the lesser of that step with decode attention split as priced and unsplit (one launch fewer
+    per split call, the unsplit grid's device time): `unsplit_if_host_bound`
 The exposed part is a row of its own in the operator table (name and kind `host`, bound
 `host`), so the rows still sum to the step. Without this optimization (the default) steps are
 graph-captured, as every fast serving engine runs decode, and nothing changes. Small steps are
@@ -36,14 +38,17 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from rooflens.io.units import fmt_time
-from rooflens.model.ops.op import Num, Op
+from rooflens.model.ops.attention import SPLIT_FREE, regrid, unsplit_where
+from rooflens.model.ops.op import Num, Op, kernels_per_call
 from rooflens.model.optimizations._timing import decode_tpot_s, scalar_timing
 from rooflens.model.optimizations.base import Optimization, Param
 from rooflens.model.predict.steps import Prediction, StepPricer, StepTiming
 from rooflens.model.pricing.host import EAGER_LAUNCH_S, HOST_OP, exposed_host_s, step_launches
-from rooflens.model.pricing.roofline import PricedOp
+from rooflens.model.pricing.roofline import PricedOp, price_op
 
 if TYPE_CHECKING:
+    from rooflens.hardware.profiles import Profile
+    from rooflens.hardware.spec import SystemSpec
     from rooflens.model.predict.scenario import Scenario
 
 
@@ -52,6 +57,40 @@ def host_row(phase: str, exposed_s: Num) -> PricedOp:
     op = Op(name=HOST_OP, phase=phase, kind=HOST_OP, count=1, flops=0.0, weight_bytes=0.0,
             act_bytes=0.0, kv_bytes=0.0, compute_dtype="fp32")  # fmt: skip
     return PricedOp(op, 0.0, 0.0, 0.0, exposed_s)
+
+
+def unsplit_if_host_bound(
+    priced: list[PricedOp], device_s: Num, per_launch_s: float, system: SystemSpec,
+    profile: Profile,
+) -> tuple[list[PricedOp], Num]:  # fmt: skip
+    """The step's table with its split decode attention run unsplit wherever that makes the
+    eager step shorter, and the step's device seconds. Pricing already takes the cheaper grid on
+    the GPU (model/pricing/roofline.py price_op); eagerly each split also costs the host its
+    combine launch, which only shows where the host, not the GPU, bounds the step. So the step
+    is max(device, launches · U) split or unsplit, whichever is less, per grid point: one more
+    sequence that ends the heuristic's split never makes an eager step faster."""
+    split = [i for i, p in enumerate(priced) if p.op.shape.get(SPLIT_FREE) is not None
+             and np.any(np.asarray(p.op.shape.get("kernels", 1.0)) > 1)]  # fmt: skip
+    if not split:
+        return priced, device_s
+    alt = {i: price_op(regrid(priced[i].op, 1.0, system.gpu.sm_count), system, profile)
+           for i in split}  # fmt: skip
+    extra_s = sum((priced[i].op.count * (alt[i].time_s - priced[i].time_s) for i in split), 0.0)
+    fewer = sum((priced[i].op.count * (kernels_per_call(priced[i].op) - kernels_per_call(
+        alt[i].op)) for i in split), 0.0)  # fmt: skip
+    launches = step_launches(p.op for p in priced)
+    as_is = np.maximum(device_s, launches * per_launch_s)
+    unsplit = np.maximum(device_s + extra_s, (launches - fewer) * per_launch_s)
+    take = np.asarray(unsplit < as_is)
+    if not take.any():
+        return priced, device_s
+    out = list(priced)
+    for i in split:
+        p, a = priced[i], alt[i]
+        picked = [np.where(take, getattr(a, f), getattr(p, f))
+                  for f in ("compute_s", "memory_s", "comm_s", "time_s")]  # fmt: skip
+        out[i] = PricedOp(unsplit_where(p.op, a.op, take), *picked)
+    return out, np.where(take, device_s + extra_s, device_s)
 
 
 def with_host(priced: list[PricedOp], device_s: Num, per_launch_s: float) -> tuple[Num, Num]:
@@ -79,9 +118,13 @@ class EagerLaunch(Optimization):
     def timing(self, t: StepTiming, sc: Scenario, pipeline: StepPricer) -> StepTiming:
         """Each step takes max(device, launches × per-launch); the excess is a `host` row."""
         per = self["per_launch_us"] * 1e-6
-        _, pre_exposed = with_host(t.prefill_priced, t.prefill_s, per)
-        _, dec_exposed = with_host(t.decode_priced, t.decode_step_s, per)
-        prefill_priced, decode_priced = t.prefill_priced, t.decode_priced
+        system, profile = pipeline.scenario.system, pipeline.profile
+        prefill_priced, prefill_s = unsplit_if_host_bound(t.prefill_priced, t.prefill_s, per,
+                                                          system, profile)  # fmt: skip
+        decode_priced, decode_s = unsplit_if_host_bound(t.decode_priced, t.decode_step_s, per,
+                                                        system, profile)  # fmt: skip
+        _, pre_exposed = with_host(prefill_priced, prefill_s, per)
+        _, dec_exposed = with_host(decode_priced, decode_s, per)
         if np.any(np.asarray(pre_exposed) > 0):
             prefill_priced = [*prefill_priced, host_row("prefill", pre_exposed)]
         if np.any(np.asarray(dec_exposed) > 0):
@@ -90,8 +133,8 @@ class EagerLaunch(Optimization):
             t,
             prefill_priced=prefill_priced,
             decode_priced=decode_priced,
-            prefill_s=t.prefill_s + pre_exposed,
-            decode_step_s=t.decode_step_s + dec_exposed,
+            prefill_s=prefill_s + pre_exposed,
+            decode_step_s=decode_s + dec_exposed,
         )
 
     def result(self, pred: Prediction, sc: Scenario, pipeline: StepPricer) -> Prediction:

@@ -59,8 +59,10 @@ import numpy as np
 
 from rooflens.hardware.profiles import KindEfficiency, Profile
 from rooflens.hardware.spec import GPUSpec, SystemSpec
+from rooflens.model.ops.attention import SPLIT_FREE, regrid, unsplit_where
 from rooflens.model.ops.op import Num, Op, kernels_per_call
 from rooflens.model.pricing.comm import collective_time_s
+from rooflens.model.pricing.eager_roofs import eager_roof
 
 CLOCK_FALLBACK_HZ = 1.5e9  # a launch floor's clock where a GPU states none (custom specs)
 GEMM_TILE_M = 128  # output tile of a tensor-core GEMM (CUTLASS/cuBLAS default 128x128 class)
@@ -187,26 +189,25 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
         return np.where(top > 0, top * total ** (1.0 / p), 0.0 * top)
 
 
-def sm_throughput(gpu: GPUSpec, eff: KindEfficiency) -> float:
-    """Bytes/s an eager PyTorch kernel issues: SMs × clock × bytes per SM cycle (0 if unknown)."""
-    return gpu.sm_count * (gpu.boost_clock_hz or 0.0) * eff.bytes_per_sm_cycle
-
-
-def thread_throughput(gpu: GPUSpec, eff: KindEfficiency) -> float:
-    """Bytes/s an eager PyTorch kernel keeps in flight (Little's law): resident threads (SMs ×
-    threads per SM) × bytes each moves per microsecond (0 if unknown)."""
-    threads = gpu.sm_count * (gpu.max_threads_per_sm or 0)
-    return threads * eff.bytes_per_thread_us * 1e6
-
-
-def eager_roof(gpu: GPUSpec, eff: KindEfficiency) -> float:
-    """The lesser of an eager kernel's SM-side roofs that the profile and the GPU state, bytes/s
-    (inf where none is known)."""
-    roofs = [r for r in (sm_throughput(gpu, eff), thread_throughput(gpu, eff)) if r > 0]
-    return min(roofs, default=float("inf"))
-
-
 def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
+    """One call's price. A decode call whose KV split is the engine's choice is priced on the
+    cheaper of its split grid and the unsplit one, per grid point: a split that costs more than
+    it saves (its combine launch over a nearly full grid) is not taken, so a step never gets
+    faster when one more sequence makes the heuristic stop splitting."""
+    priced = _price_one(op, system, profile)
+    free = op.shape.get(SPLIT_FREE)
+    if free is None or not np.any(np.asarray(op.shape["kv_splits"]) > 1):
+        return priced
+    unsplit = _price_one(regrid(op, 1.0, system.gpu.sm_count), system, profile)
+    take = np.asarray(free) & (np.asarray(unsplit.time_s) < np.asarray(priced.time_s))
+    if not take.any():
+        return priced
+    fields = ("compute_s", "memory_s", "comm_s", "time_s")
+    picked = [np.where(take, getattr(unsplit, f), getattr(priced, f)) for f in fields]
+    return PricedOp(unsplit_where(op, unsplit.op, take), *picked)
+
+
+def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     gpu = system.gpu
     eff = kind_terms(profile, op)
     compute_s = op.flops / (gpu.peak(op.compute_dtype) * eff.compute_fraction)

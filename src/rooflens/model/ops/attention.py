@@ -123,7 +123,8 @@ def resplit_attention(ops: list[Op], splits_for: Any, sm_count: int) -> list[Op]
             pinned = bool(np.any(np.asarray(n) != np.asarray(op.shape["kv_splits"])))
             call = {**op.call, "kv_splits": n} if pinned else op.call
             op = replace(regrid(op, n, sm_count), call=call)
-            op = replace(op, shape={**op.shape, SPLIT_FREE: False})
+            if pinned:  # the transform's split count, not the heuristic's: priced as pinned
+                op = replace(op, shape={**op.shape, SPLIT_FREE: False})
         out.append(op)
     return out
 

@@ -38,17 +38,20 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from rooflens.io.units import fmt_time
-from rooflens.model.ops.attention import SPLIT_FREE, regrid, unsplit_where
-from rooflens.model.ops.op import Num, Op, kernels_per_call
+from rooflens.model.ops.op import Num, Op
 from rooflens.model.optimizations._timing import decode_tpot_s, scalar_timing
 from rooflens.model.optimizations.base import Optimization, Param
 from rooflens.model.predict.steps import Prediction, StepPricer, StepTiming
-from rooflens.model.pricing.host import EAGER_LAUNCH_S, HOST_OP, exposed_host_s, step_launches
-from rooflens.model.pricing.roofline import PricedOp, price_op
+from rooflens.model.pricing.host import (
+    EAGER_LAUNCH_S,
+    HOST_OP,
+    exposed_host_s,
+    step_launches,
+    unsplit_if_host_bound,
+)
+from rooflens.model.pricing.roofline import PricedOp, step_time_s
 
 if TYPE_CHECKING:
-    from rooflens.hardware.profiles import Profile
-    from rooflens.hardware.spec import SystemSpec
     from rooflens.model.predict.scenario import Scenario
 
 
@@ -57,40 +60,6 @@ def host_row(phase: str, exposed_s: Num) -> PricedOp:
     op = Op(name=HOST_OP, phase=phase, kind=HOST_OP, count=1, flops=0.0, weight_bytes=0.0,
             act_bytes=0.0, kv_bytes=0.0, compute_dtype="fp32")  # fmt: skip
     return PricedOp(op, 0.0, 0.0, 0.0, exposed_s)
-
-
-def unsplit_if_host_bound(
-    priced: list[PricedOp], device_s: Num, per_launch_s: float, system: SystemSpec,
-    profile: Profile,
-) -> tuple[list[PricedOp], Num]:  # fmt: skip
-    """The step's table with its split decode attention run unsplit wherever that makes the
-    eager step shorter, and the step's device seconds. Pricing already takes the cheaper grid on
-    the GPU (model/pricing/roofline.py price_op); eagerly each split also costs the host its
-    combine launch, which only shows where the host, not the GPU, bounds the step. So the step
-    is max(device, launches · U) split or unsplit, whichever is less, per grid point: one more
-    sequence that ends the heuristic's split never makes an eager step faster."""
-    split = [i for i, p in enumerate(priced) if p.op.shape.get(SPLIT_FREE) is not None
-             and np.any(np.asarray(p.op.shape.get("kernels", 1.0)) > 1)]  # fmt: skip
-    if not split:
-        return priced, device_s
-    alt = {i: price_op(regrid(priced[i].op, 1.0, system.gpu.sm_count), system, profile)
-           for i in split}  # fmt: skip
-    extra_s = sum((priced[i].op.count * (alt[i].time_s - priced[i].time_s) for i in split), 0.0)
-    fewer = sum((priced[i].op.count * (kernels_per_call(priced[i].op) - kernels_per_call(
-        alt[i].op)) for i in split), 0.0)  # fmt: skip
-    launches = step_launches(p.op for p in priced)
-    as_is = np.maximum(device_s, launches * per_launch_s)
-    unsplit = np.maximum(device_s + extra_s, (launches - fewer) * per_launch_s)
-    take = np.asarray(unsplit < as_is)
-    if not take.any():
-        return priced, device_s
-    out = list(priced)
-    for i in split:
-        p, a = priced[i], alt[i]
-        picked = [np.where(take, getattr(a, f), getattr(p, f))
-                  for f in ("compute_s", "memory_s", "comm_s", "time_s")]  # fmt: skip
-        out[i] = PricedOp(unsplit_where(p.op, a.op, take), *picked)
-    return out, np.where(take, device_s + extra_s, device_s)
 
 
 def with_host(priced: list[PricedOp], device_s: Num, per_launch_s: float) -> tuple[Num, Num]:
@@ -120,9 +89,9 @@ class EagerLaunch(Optimization):
         per = self["per_launch_us"] * 1e-6
         system, profile = pipeline.scenario.system, pipeline.profile
         prefill_priced, prefill_s = unsplit_if_host_bound(t.prefill_priced, t.prefill_s, per,
-                                                          system, profile)  # fmt: skip
+                                                          system, profile, True)  # fmt: skip
         decode_priced, decode_s = unsplit_if_host_bound(t.decode_priced, t.decode_step_s, per,
-                                                        system, profile)  # fmt: skip
+                                                        system, profile, True)  # fmt: skip
         _, pre_exposed = with_host(prefill_priced, prefill_s, per)
         _, dec_exposed = with_host(decode_priced, decode_s, per)
         if np.any(np.asarray(pre_exposed) > 0):
@@ -144,10 +113,9 @@ class EagerLaunch(Optimization):
         ttft = float(t.prefill_s)
         tpot = decode_tpot_s(t, pipeline) if O > 1 else pred.tpot_s
         per = self["per_launch_us"] * 1e-6
-        notes = [
-            self._note("prefill", base.prefill_priced, float(base.prefill_s), per),
-            self._note("decode", base.decode_priced, float(np.mean(base.decode_step_s)), per),
-        ]
+        notes = [self._note(phase, [p for p in priced if p.op.kind != HOST_OP], per)
+                 for phase, priced in (("prefill", t.prefill_priced),
+                                       ("decode", t.decode_priced))]  # fmt: skip
         return replace(
             pred,
             prefill=replace(pred.prefill, priced=t.prefill_priced, time_s=ttft),
@@ -159,7 +127,9 @@ class EagerLaunch(Optimization):
             timing=t,
         )
 
-    def _note(self, phase: str, priced: list[PricedOp], device_s: float, per: float) -> str:
+    def _note(self, phase: str, priced: list[PricedOp], per: float) -> str:
+        """What the host costs one step of the table as priced (after unsplit_if_host_bound)."""
+        device_s = float(np.mean(step_time_s(priced)))
         n = float(np.mean(step_launches(p.op for p in priced)))
         host_s = n * per
         head = (

@@ -24,8 +24,11 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from rooflens.hardware.profiles import Profile
+from rooflens.hardware.spec import SystemSpec
+from rooflens.model.ops.attention import SPLIT_FREE, regrid, unsplit_where
 from rooflens.model.ops.op import Num, Op, kernels_per_call
-from rooflens.model.pricing.roofline import does_work
+from rooflens.model.pricing.roofline import PricedOp, does_work, price_op
 
 # Host cost per eagerly launched kernel in PyTorch on a current x86 server: 5-10 µs (PyTorch
 # "Performance Tuning Guide" and the CUDA-graphs blog post, "Accelerating PyTorch with CUDA
@@ -69,3 +72,41 @@ def exposed_host_s(host_s: Num, device_s: Num, overlapped: bool) -> Num:
         return host_s
     out = np.maximum(0.0, np.subtract(host_s, device_s))
     return float(out) if np.ndim(out) == 0 else out
+
+
+def unsplit_if_host_bound(
+    priced: list[PricedOp], device_s: Num, per_launch_s: float, system: SystemSpec,
+    profile: Profile, overlapped: bool,
+) -> tuple[list[PricedOp], Num]:  # fmt: skip
+    """A step's table with its split decode attention run unsplit wherever that makes the
+    eager step shorter, and the step's device seconds then. Pricing already takes the cheaper
+    grid on the GPU (roofline.py price_op); eagerly each split call also costs the host its
+    combine launch, which shows where the host bounds the step. So the step is device +
+    exposed host time with the attention split as priced or unsplit (one launch fewer a split
+    call), whichever is less, per grid point, and never where the user or a transform pinned
+    the split: one more sequence that ends the heuristic's split never makes a step faster."""
+    split = [i for i, p in enumerate(priced) if np.any(
+        np.asarray(p.op.shape.get(SPLIT_FREE, False)) & (np.asarray(kernels_per_call(p.op)) > 1)
+        & (np.asarray(p.op.shape.get("kernels", 1.0)) > 1))]  # fmt: skip
+    if not split:
+        return priced, device_s
+    alt = {i: price_op(regrid(priced[i].op, 1.0, system.gpu.sm_count), system, profile)
+           for i in split}  # fmt: skip
+    extra_s = sum((priced[i].op.count * (alt[i].time_s - priced[i].time_s) for i in split), 0.0)
+    drop = {i: kernels_per_call(priced[i].op) - kernels_per_call(alt[i].op) for i in split}
+    fewer = sum((priced[i].op.count * drop[i] for i in split), 0.0)
+    launches = step_launches(p.op for p in priced)
+    as_is = device_s + exposed_host_s(launches * per_launch_s, device_s, overlapped)
+    unsplit_s = device_s + extra_s
+    unsplit = unsplit_s + exposed_host_s((launches - fewer) * per_launch_s, unsplit_s, overlapped)
+    take = np.asarray(unsplit < as_is)
+    if not take.any():
+        return priced, device_s
+    out = list(priced)
+    for i in split:
+        p, a = priced[i], alt[i]
+        here = take & np.asarray(p.op.shape[SPLIT_FREE], dtype=bool)
+        picked = [np.where(here, getattr(a, f), getattr(p, f))
+                  for f in ("compute_s", "memory_s", "comm_s", "time_s")]  # fmt: skip
+        out[i] = PricedOp(unsplit_where(p.op, a.op, here), *picked)
+    return out, np.where(take, unsplit_s, device_s)

@@ -35,7 +35,13 @@ from rooflens.model.predict.scenario import (
     Scenario,
 )
 from rooflens.model.predict.steps import Step
-from rooflens.model.pricing.host import HOST_OP, exposed_host_s, host_time_s, launches
+from rooflens.model.pricing.host import (
+    HOST_OP,
+    exposed_host_s,
+    host_time_s,
+    launches,
+    unsplit_if_host_bound,
+)
 from rooflens.model.specs.spec import ModelSpec
 from rooflens.validate.e2e.layout import with_layers
 
@@ -124,6 +130,11 @@ def predict_phase(
     else:
         steps = [Step("decode", float(batch), 1.0, P + 1.0)]
     priced = [p for step in steps for p in pipeline.price_step(step)]
+    if not graphed:  # eagerly, split decode attention runs unsplit where the host bounds it
+        sc = pipeline.scenario
+        priced, _ = unsplit_if_host_bound(priced, float(sum(float(p.total_s) for p in priced)),
+                                          setup.per_launch_s, sc.system, pipeline.profile,
+                                          setup.overlapped)  # fmt: skip
     ops: dict[str, float] = {}
     for p in priced:
         ops[p.op.name] = ops.get(p.op.name, 0.0) + float(p.total_s)

@@ -178,12 +178,12 @@ def calibration_file(gpu: GPUSpec) -> tuple[Path, str]:
     if own.is_file():
         return own, "its own fit"
     design = sm_design(gpu)
-    if design is not None:
-        for path in sorted(CALIBRATION_DIR.glob("*.yaml")):
-            sibling = _measured_gpu(path.stem)
-            if sibling is not None and sm_design(sibling) == design:
-                return path, (f"the fit of {sibling.id} (the same SM design, compute "
-                              f"capability {sibling.compute_capability})")  # fmt: skip
+    if design is not None and design in _measured_designs():
+        sibling = _measured_designs()[design]
+        return CALIBRATION_DIR / f"{sibling.id}.yaml", (
+            f"the fit of {sibling.id} (the same SM design, compute capability "
+            f"{sibling.compute_capability})"
+        )
     return CALIBRATION_DIR / "generic.yaml", "the fit pooled over the measured GPUs"
 
 
@@ -192,10 +192,18 @@ def calibration_path(gpu: GPUSpec) -> Path:
     return calibration_file(gpu)[0]
 
 
-def _measured_gpu(stem: str) -> GPUSpec | None:
-    """The preset a calibration file was fitted for; None for generic.yaml, the collectives'
-    files and any file named after no preset."""
-    return get_gpu(stem) if stem in gpu_ids() else None
+@cache
+def _measured_designs() -> dict[str, GPUSpec]:
+    """SM design -> the first measured GPU (a preset with a calibration file of its own) of
+    that design, in file order; generic.yaml and the collectives' files name no preset."""
+    out: dict[str, GPUSpec] = {}
+    for path in sorted(CALIBRATION_DIR.glob("*.yaml")):
+        if path.stem in gpu_ids():
+            gpu = get_gpu(path.stem)
+            design = sm_design(gpu)
+            if design is not None:
+                out.setdefault(design, gpu)
+    return out
 
 
 @cache

@@ -43,7 +43,14 @@ from rooflens.validate.generation import profile_for
 from rooflens.validate.profile_fit import fit_profile
 from rooflens.validate.store import provenance_base
 
-RULES = ("sibling", "pooled", "generation")
+# what a held-out GPU learns from under each rule (the CLI's help, the dashboard's caption)
+RULE_TEXT = {
+    "sibling": "the measured GPU of its SM design where there is one, else every other GPU "
+    "pooled (what `calibrated` prices a GPU nobody measured with)",
+    "pooled": "every other GPU pooled",
+    "generation": "the measured GPUs of its nearest architecture generation",
+}
+RULES = tuple(RULE_TEXT)
 CV_FILE = Path(__file__).parent / "results" / "cv.csv"  # the committed table (dashboard, README)
 COLUMNS = ("held_out", "engine", "op", "rows", "trained_rows", "median", "p90", "bias", "rule",
            "reference_gpus", "trained_on", "git_commit", "date")  # fmt: skip

@@ -69,7 +69,7 @@ def _against(value: float, target: float | None) -> str:
 
 
 def add_cv_parser(vsub: argparse._SubParsersAction) -> None:
-    from rooflens.validate.cv import RULES
+    from rooflens.validate.cv import RULE_TEXT, RULES
     from rooflens.validate.fit_terms import FIT_EVALS
     from rooflens.validate.store import RESULTS_DIR
 
@@ -83,10 +83,8 @@ def add_cv_parser(vsub: argparse._SubParsersAction) -> None:
     )
     cv.add_argument("--results", default=str(RESULTS_DIR), help="results store folder")
     cv.add_argument("--rule", choices=RULES, default="sibling",
-                    help="what a held-out GPU learns from: the measured GPU of its SM design "
-                    "where there is one, else all other GPUs pooled (the rule calibrated "
-                    "prices with); all others pooled; or its nearest architecture "
-                    "generation's")  # fmt: skip
+                    help="what a held-out GPU learns from: " + "; ".join(
+                        f"{rule}: {text}" for rule, text in RULE_TEXT.items()))  # fmt: skip
     cv.add_argument("--max-evals", type=int, default=FIT_EVALS, help="fit evaluations per kind")
     cv.add_argument("-o", "--output", help="write the table as CSV (atomically)")
     cv.add_argument("--json", action="store_true")

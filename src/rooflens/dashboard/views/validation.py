@@ -104,7 +104,7 @@ def _measurements(source: str, section: str) -> None:
 
 def _cross_validation() -> None:
     """The committed leave-one-GPU-out table (`rooflens validate cv -o`): read, not recomputed."""
-    from rooflens.validate.cv import CV_FILE
+    from rooflens.validate.cv import CV_FILE, RULE_TEXT
 
     st.subheader("Accuracy on a GPU nobody has measured")
     if not CV_FILE.is_file():
@@ -115,7 +115,8 @@ def _cross_validation() -> None:
     first = cv.iloc[0]
     st.caption(
         "Each measured GPU left out in turn: calibration fitted on the others "
-        f"({first['rule']} rule), the left-out GPU predicted from its datasheet, each call "
+        f"({first['rule']} rule: {RULE_TEXT.get(str(first['rule']), 'as recorded')}), the "
+        "left-out GPU predicted from its datasheet, each call "
         "priced as the engine that ran it (vLLM, SGLang, TensorRT-LLM). Attention on "
         f"the fastest implementation per shape. From `rooflens validate cv` at commit "
         f"{str(first['git_commit'])[:10]}, {str(first['date'])[:10]}."

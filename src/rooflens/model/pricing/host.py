@@ -26,7 +26,7 @@ import numpy as np
 
 from rooflens.hardware.profiles import Profile
 from rooflens.hardware.spec import SystemSpec
-from rooflens.model.ops.attention import SPLIT_FREE, regrid, unsplit_where
+from rooflens.model.ops.attention import SPLIT_FREE, regrid
 from rooflens.model.ops.op import Num, Op, kernels_per_call
 from rooflens.model.pricing.roofline import PricedOp, does_work, price_op
 
@@ -86,7 +86,7 @@ def unsplit_if_host_bound(
     call), whichever is less, per grid point, and never where the user or a transform pinned
     the split: one more sequence that ends the heuristic's split never makes a step faster."""
     split = [i for i, p in enumerate(priced) if np.any(
-        np.asarray(p.op.shape.get(SPLIT_FREE, False)) & (np.asarray(kernels_per_call(p.op)) > 1)
+        np.asarray(p.op.shape.get(SPLIT_FREE, False))
         & (np.asarray(p.op.shape.get("kernels", 1.0)) > 1))]  # fmt: skip
     if not split:
         return priced, device_s
@@ -104,9 +104,6 @@ def unsplit_if_host_bound(
         return priced, device_s
     out = list(priced)
     for i in split:
-        p, a = priced[i], alt[i]
-        here = take & np.asarray(p.op.shape[SPLIT_FREE], dtype=bool)
-        picked = [np.where(here, getattr(a, f), getattr(p, f))
-                  for f in ("compute_s", "memory_s", "comm_s", "time_s")]  # fmt: skip
-        out[i] = PricedOp(unsplit_where(p.op, a.op, here), *picked)
+        here = take & np.asarray(priced[i].op.shape[SPLIT_FREE], dtype=bool)
+        out[i] = priced[i].unsplit_where(alt[i], here)
     return out, np.where(take, unsplit_s, device_s)

@@ -99,6 +99,12 @@ class PricedOp:
             else "memory"
         )
 
+    def unsplit_where(self, unsplit: PricedOp, take: np.ndarray) -> PricedOp:
+        """This price where `take` is False, its one-split regrid's where True, per grid point."""
+        times = ("compute_s", "memory_s", "comm_s", "time_s")
+        picked = [np.where(take, getattr(unsplit, f), getattr(self, f)) for f in times]
+        return PricedOp(unsplit_where(self.op, unsplit.op, take), *picked)
+
 
 def kind_terms(profile: Profile, op: Op) -> KindEfficiency:
     """The profile's terms for one op: those under its `kind_key`."""
@@ -190,21 +196,16 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
 
 
 def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
-    """One call's price. A decode call whose KV split is the engine's choice is priced on the
-    cheaper of its split grid and the unsplit one, per grid point: a split that costs more than
-    it saves (its combine launch over a nearly full grid) is not taken, so a step never gets
-    faster when one more sequence makes the heuristic stop splitting."""
+    """One call's price; a decode call whose KV split is the engine's choice, at the cheaper of
+    its split and unsplit grids per grid point (a split that costs more than it saves is not
+    taken: one more sequence that ends the heuristic's split never makes a step faster)."""
     priced = _price_one(op, system, profile)
     free = op.shape.get(SPLIT_FREE)
     if free is None or not np.any(np.asarray(op.shape["kv_splits"]) > 1):
         return priced
     unsplit = _price_one(regrid(op, 1.0, system.gpu.sm_count), system, profile)
     take = np.asarray(free) & (np.asarray(unsplit.time_s) < np.asarray(priced.time_s))
-    if not take.any():
-        return priced
-    fields = ("compute_s", "memory_s", "comm_s", "time_s")
-    picked = [np.where(take, getattr(unsplit, f), getattr(priced, f)) for f in fields]
-    return PricedOp(unsplit_where(op, unsplit.op, take), *picked)
+    return priced.unsplit_where(unsplit, take) if take.any() else priced
 
 
 def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
@@ -236,8 +237,7 @@ def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed, vector_s, wave_s) + comm_s
     busy = busy + input_pass_s(op, eff, gpu)
     # A collective's fixed cost is its protocol's base latency (model/pricing/comm.py; fitted on
-    # NCCL
-    # under `calibrated`): a kernel's per-call overhead on top would count it twice.
+    # NCCL under `calibrated`): a kernel's per-call overhead on top would count it twice.
     # Per grid point: an op emitted for a whole grid (Flash-Decoding's combine where some
     # points split) costs nothing where it does no work, as a scalar call would not emit it.
     return PricedOp(op, compute_s, memory_s, comm_s, busy + launch_floor_s(op, profile, gpu))

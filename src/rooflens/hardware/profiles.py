@@ -177,14 +177,22 @@ def calibration_file(gpu: GPUSpec) -> tuple[Path, str]:
     own = CALIBRATION_DIR / f"{gpu.id}.yaml"
     if own.is_file():
         return own, "its own fit"
-    design = sm_design(gpu)
-    if design is not None and design in _measured_designs():
-        sibling = _measured_designs()[design]
-        return CALIBRATION_DIR / f"{sibling.id}.yaml", (
-            f"the fit of {sibling.id} (the same SM design, compute capability "
-            f"{sibling.compute_capability})"
+    sibling = sibling_of(gpu, _calibrated_gpus())
+    if sibling is not None:
+        return CALIBRATION_DIR / f"{sibling}.yaml", (
+            f"the fit of {sibling} (the same SM design, compute capability "
+            f"{get_gpu(sibling).compute_capability})"
         )
     return CALIBRATION_DIR / "generic.yaml", "the fit pooled over the measured GPUs"
+
+
+def sibling_of(gpu: GPUSpec, measured: tuple[str, ...]) -> str | None:
+    """The first of the `measured` presets (sorted) with `gpu`'s SM design; None if none, or
+    if `gpu` states no compute capability. `calibrated` prices a GPU without measurements with
+    that GPU's fit; `rooflens validate cv --rule sibling` tests the rule."""
+    design = sm_design(gpu)
+    same = (g for g in sorted(measured) if design and sm_design(get_gpu(g)) == design)
+    return next(same, None)
 
 
 def calibration_path(gpu: GPUSpec) -> Path:
@@ -193,17 +201,10 @@ def calibration_path(gpu: GPUSpec) -> Path:
 
 
 @cache
-def _measured_designs() -> dict[str, GPUSpec]:
-    """SM design -> the first measured GPU (a preset with a calibration file of its own) of
-    that design, in file order; generic.yaml and the collectives' files name no preset."""
-    out: dict[str, GPUSpec] = {}
-    for path in sorted(CALIBRATION_DIR.glob("*.yaml")):
-        if path.stem in gpu_ids():
-            gpu = get_gpu(path.stem)
-            design = sm_design(gpu)
-            if design is not None:
-                out.setdefault(design, gpu)
-    return out
+def _calibrated_gpus() -> tuple[str, ...]:
+    """The presets with a calibration file of their own (generic.yaml and the collectives'
+    files name none)."""
+    return tuple(sorted(p.stem for p in CALIBRATION_DIR.glob("*.yaml") if p.stem in gpu_ids()))
 
 
 @cache

@@ -21,7 +21,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rooflens.hardware.presets import get_gpu, gpu_ids
-from rooflens.hardware.profiles import Profile, sm_design
+from rooflens.hardware.profiles import Profile, sibling_of
 from rooflens.hardware.spec import GPUSpec
 from rooflens.validate.fit_terms import FIT_EVALS
 from rooflens.validate.profile_fit import fit_profile
@@ -51,9 +51,8 @@ def sibling_gpus(gpu: GPUSpec, measured: list[str]) -> list[str]:
     """The measured GPU of `gpu`'s SM design, the first in preset order, as a list ([] if
     none): the one whose file `calibrated` prices it with (hardware/profiles.py
     calibration_file)."""
-    design = sm_design(gpu)
-    same = sorted(g for g in measured if design is not None and sm_design(get_gpu(g)) == design)
-    return same[:1]
+    sibling = sibling_of(gpu, tuple(measured))
+    return [sibling] if sibling is not None else []
 
 
 def profile_for(

@@ -54,3 +54,20 @@ def test_a_pricer_for_another_scenario_is_a_fresh_pipeline() -> None:
     draft = target.for_scenario(draft_sc, target.opts)
     assert isinstance(draft, Pipeline) and draft.scenario == draft_sc
     assert draft.predict().tpot_s == make_pipeline(draft_sc, ["flash-decoding"]).predict().tpot_s
+
+
+def test_a_scenario_built_with_optimizations_is_priced_with_them() -> None:
+    """`make_scenario(..., opts=...)` records them and `run` applies them: the same prediction as
+    naming them to `run`, and not the plain one (an API user once got the plain step silently)."""
+    from rooflens.model.predict.api import run
+
+    opts = ["quant:scheme=awq", "fusion"]
+    built = make_scenario("llama-3-8b", "h100-sxm", batch=4, opts=tuple(opts))
+    plain = make_scenario("llama-3-8b", "h100-sxm", batch=4)
+    assert built.opts == tuple(opts)
+    given = run(plain, opts)
+    assert run(built).tpot_s == given.tpot_s
+    assert run(built).ttft_s == given.ttft_s
+    assert run(built).tpot_s < 0.7 * run(plain).tpot_s  # AWQ: a quarter of the weight bytes
+    # an analysis may still price the scenario under a subset of its optimizations
+    assert run(built, ["fusion"]).tpot_s == run(plain, ["fusion"]).tpot_s

@@ -100,6 +100,7 @@ def scenario_of(request: ScenarioRequest, spec: ModelSpec | None = None) -> Scen
             profile=r.profile,
             engine=r.engine,
             overhead_bytes=overhead,
+            opts=tuple(r.opts),
         )
     except ValidationError as exc:
         raise _structured(exc, "scenario") from None
@@ -157,9 +158,13 @@ def _precision(r: ScenarioRequest, spec: ModelSpec, system: Any) -> tuple[str, s
     return weight, act, experts, scheme_of(weight, act, experts, block), native
 
 
-def make_pipeline(scenario: Scenario, opts: Sequence[str | Optimization] = ()) -> Pipeline:
-    """The pipeline of `scenario` under `opts`; a bad optimization is an error about `opts`."""
-    parsed = parse_opts(opts)
+def make_pipeline(
+    scenario: Scenario, opts: Sequence[str | Optimization] | None = None
+) -> Pipeline:
+    """The pipeline of `scenario` under `opts`, by default (None) the optimizations it was built
+    with (`make_scenario(..., opts=...)`); the analyses price it under a subset of those
+    (`compare`'s waterfall). A bad optimization is an error about `opts`."""
+    parsed = parse_opts(scenario.opts if opts is None else opts)
     try:
         return Pipeline(scenario, parsed)
     except ValidationError as exc:
@@ -168,5 +173,6 @@ def make_pipeline(scenario: Scenario, opts: Sequence[str | Optimization] = ()) -
         raise _about_opts(exc) from None
 
 
-def run(scenario: Scenario, opts: Sequence[str | Optimization] = ()) -> Prediction:
+def run(scenario: Scenario, opts: Sequence[str | Optimization] | None = None) -> Prediction:
+    """The prediction of `scenario` under `opts`, by default the ones it was built with."""
     return make_pipeline(scenario, opts).predict()

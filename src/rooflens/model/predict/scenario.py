@@ -179,6 +179,11 @@ class Scenario(Spec):
     profile: str = "ideal"
     engine: str = Field(default=DEFAULT_ENGINE, description="serving engine (hardware/profiles.py)")
     overhead_bytes: float = Field(default=DEFAULT_OVERHEAD_BYTES, ge=0)
+    opts: tuple[str, ...] = Field(
+        default=(),
+        description="the optimizations it was built with (ScenarioRequest.opts), which "
+        "model/predict/api.py `run` applies unless told others",
+    )
     applied: Applied = Field(
         default=Applied(),
         description="what optimizations' scenario hooks leave for later stages (never user input)",

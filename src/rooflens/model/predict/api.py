@@ -158,9 +158,7 @@ def _precision(r: ScenarioRequest, spec: ModelSpec, system: Any) -> tuple[str, s
     return weight, act, experts, scheme_of(weight, act, experts, block), native
 
 
-def make_pipeline(
-    scenario: Scenario, opts: Sequence[str | Optimization] | None = None
-) -> Pipeline:
+def make_pipeline(scenario: Scenario, opts: Sequence[str | Optimization] | None = None) -> Pipeline:
     """The pipeline of `scenario` under `opts`, by default (None) the optimizations it was built
     with (`make_scenario(..., opts=...)`); the analyses price it under a subset of those
     (`compare`'s waterfall). A bad optimization is an error about `opts`."""

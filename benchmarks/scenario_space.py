@@ -2,7 +2,8 @@
 from Llama to DeepSeek-V3, GPUs from A10 to B200, TP 1–8, batch 1–512, prompt 128–16k, native,
 bf16, W8A8 fp8, W4A16, W8A16, common optimizations), each checked by
 rooflens.validate.scenario_space.check. Prints the counts of crashes, broken physics, operators
-priced by `calibrated` at more than 20× their ideal time, and quantized decode slower than bf16
+priced by `calibrated` at more than 20× their ideal time (and those whose grid's waves, as the
+engines' attention tables measure them, explain it), and quantized decode slower than bf16
 at batch ≤ 16 under `calibrated`, with and without a measured table named for it
 (model/analysis/quant_vs_bf16.py), then the first few of each.
 
@@ -33,7 +34,7 @@ def main() -> None:
     for r in reports:
         counts["refused (one-line error)"] += bool(r.refused)
         counts["does not fit (exit 3)"] += not r.fits and not r.refused
-        for kind in ("crash", "physics", "ratio"):
+        for kind in ("crash", "physics", "ratio", "ratio_measured"):
             counts[kind] += bool(getattr(r, kind))
         counts["quant"] += any(q.startswith("calibrated") for q in r.quant)
         counts["quant_named"] += any(q.startswith("calibrated") for q in r.quant_named)
@@ -41,12 +42,13 @@ def main() -> None:
     print(f"  crashes:                               {counts['crash']}")
     print(f"  broken physics:                        {counts['physics']}")
     print(f"  op > 20× ideal and > 10 % of its step: {counts['ratio']}")
+    print(f"  the same, its grid's measured waves:   {counts['ratio_measured']}")
     print(f"  calibrated int4/fp8 decode > bf16 without a named table: {counts['quant']}")
     print(f"  calibrated int4/fp8 decode > bf16, measured table named: {counts['quant_named']}")
     # every sampled scenario is valid: a refusal (exit 2) is a failure too
     print(f"  refused (exit 2 on a valid scenario):  {counts['refused (one-line error)']}")
     print(f"  does not fit (exit 3):                 {counts['does not fit (exit 3)']}")
-    for kind in ("crash", "physics", "ratio", "quant", "quant_named", "refused"):
+    for kind in ("crash", "physics", "ratio", "ratio_measured", "quant", "quant_named", "refused"):
         shown = [r for r in reports if getattr(r, kind)][: args.show]
         for r in shown:
             s = {k: v for k, v in r.scenario.items() if v not in ((), None)}

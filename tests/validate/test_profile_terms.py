@@ -17,7 +17,8 @@ from rooflens.hardware.profiles import IDEAL, KindEfficiency, Profile, get_profi
 from rooflens.hardware.systems import default_system
 from rooflens.model.ops.attention import attention_op
 from rooflens.model.ops.op import Op, gemm_op
-from rooflens.model.pricing.roofline import busy_s, kind_terms, price_op, thread_blocks
+from rooflens.model.pricing.grid import thread_blocks
+from rooflens.model.pricing.roofline import busy_s, kind_terms, price_op
 
 A100 = get_gpu("a100-sxm-80gb")
 SYSTEM = default_system(A100)

@@ -41,10 +41,10 @@ without a fitted s, the op's structural share min(1, blocks / SMs) applies (mode
 W is the wave quantization of a grid over the SMs (NVIDIA Deep Learning Performance Guide,
 "Tile quantization", "Wave quantization"); for a GEMM, Q = ⌈tiles / SMs⌉ · SMs · 128² / (m·n)
 is the work its grid really does (whole tiles, whole waves) over the work it needs, and q
-charges the share `wave_tail` of it (cuBLAS picks smaller tiles and split-K to keep it small,
-so the fit decides); `thread_blocks` gives a GEMM's grid from its
-shape, norms and attention ops state theirs (model/ops/op.py, model/ops/attention.py). A collective
-does not overlap compute (model/pricing/comm.py).
+charges the share `wave_tail` of it (cuBLAS picks smaller tiles to keep it small, so the fit
+decides); a tile-starved 16-bit GEMM splits K (model/pricing/grid.py holds the grid, the split
+and Q). Norms and attention ops state their grids (model/ops/op.py, model/ops/attention.py). A
+collective does not overlap compute (model/pricing/comm.py).
 overhead_s (+ overhead_cycles at the GPU's clock) is the floor of one kernel launch (under a
 CUDA graph: the graph node's launch and the kernel's ramp-up and tail); an op that launches
 more than one kernel states how many (`kernels` in its shape: split-KV attention adds its
@@ -63,10 +63,9 @@ from rooflens.model.ops.attention import SPLIT_FREE, regrid, unsplit_where
 from rooflens.model.ops.op import Num, Op, kernels_per_call
 from rooflens.model.pricing.comm import collective_time_s
 from rooflens.model.pricing.eager_roofs import eager_roof
+from rooflens.model.pricing.grid import thread_blocks, tile_quantization
 
 CLOCK_FALLBACK_HZ = 1.5e9  # a launch floor's clock where a GPU states none (custom specs)
-GEMM_TILE_M = 128  # output tile of a tensor-core GEMM (CUTLASS/cuBLAS default 128x128 class)
-GEMM_TILE_N = 128
 
 
 @dataclass(frozen=True)
@@ -135,26 +134,6 @@ def kind_key(profile: Profile, op: Op) -> str:
     return op.kind
 
 
-def thread_blocks(op: Op) -> Num | None:
-    """Programs in the grid of the kernel that runs an op; None if unknown. An op may state its
-    grid (attention, model/ops/attention.py); a GEMM Y[m,n] has one program per 128x128 tile."""
-    shape = op.shape
-    if "thread_blocks" in shape:
-        return np.asarray(shape["thread_blocks"], float)
-    if op.kind == "gemm" and {"m", "n"} <= shape.keys():
-        m, n = np.asarray(shape["m"], float), np.asarray(shape["n"], float)
-        return np.ceil(m / GEMM_TILE_M) * np.ceil(n / GEMM_TILE_N)
-    return None
-
-
-def _tile_quantization(op: Op, sm_count: int) -> Num:
-    """Work a GEMM's grid really does over the work it needs: whole 128x128 tiles, in whole
-    waves over the SMs, ceil(tiles / SMs) · SMs · 128² / (m · n) ≥ 1."""
-    m, n = np.asarray(op.shape["m"], float), np.asarray(op.shape["n"], float)
-    tiles = np.ceil(m / GEMM_TILE_M) * np.ceil(n / GEMM_TILE_N)
-    return np.ceil(tiles / sm_count) * sm_count * GEMM_TILE_M * GEMM_TILE_N / (m * n)
-
-
 def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count: int,
            streamed_share: Num = 1.0, vector_s: Num = 0.0,
            wave_s: float | None = None) -> Num:  # fmt: skip
@@ -173,7 +152,7 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
     if blocks is not None:
         blocks = np.maximum(blocks, 1.0)
         if eff.wave_tail > 0 and {"m", "n"} <= op.shape.keys():
-            compute_s = compute_s * (1.0 + eff.wave_tail * (_tile_quantization(op, sm_count) - 1))
+            compute_s = compute_s * (1.0 + eff.wave_tail * (tile_quantization(op, sm_count) - 1))
         if eff.saturation_blocks_per_sm > 0:
             with np.errstate(over="ignore"):  # a vanishing saturation means "always full"
                 used = np.minimum(1.0, blocks / (sm_count * eff.saturation_blocks_per_sm))

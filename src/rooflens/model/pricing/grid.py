@@ -1,0 +1,60 @@
+"""A kernel call's grid on the GPU: its programs (thread blocks) and, for a GEMM, the work its
+whole tiles and whole waves really do (model/pricing/roofline.py prices both).
+
+A GEMM Y[m,n] runs one program per 128x128 output tile (the CUTLASS/cuBLAS default class), in
+waves of one program per SM. Its tile quantization Q = ⌈tiles · S / SMs⌉ · SMs · 128² / (S·m·n)
+is the work the grid does over the work it needs (NVIDIA Deep Learning Performance Guide, "Tile
+quantization", "Wave quantization"), where S is the number of K splits.
+
+A tile-starved 16-bit GEMM (fewer tiles than SMs) over a deep K is split along K: cuBLAS gives
+the idle SMs slices of K at least SPLIT_K_MIN deep, so S = min(⌊SMs / tiles⌋, ⌊k / 4,096⌋).
+Without the split, one tile on one SM prices a 1x32 output over k = 65,536 at 76 µs on an RTX
+PRO 6000 where every engine measures 8 µs; the engines' 16-bit GEMMs with n ≤ 64 and k > 8,192
+were priced 1.3–4.5x slow in sample. The engines' quantized kernels (CUTLASS FP8, NVFP4) do not
+split: the same shapes take 17–400 µs where bf16 takes 6–14 µs, so S = 1 there, and for a
+grouped MoE GEMM. Split depths of 2,048, 4,096, 8,192 and 16,384 were tried on the engines'
+bf16 GEMM tables; 4,096 fitted best in sample (median / p90 |error| 7.4 / 24.3 % → 6.6 /
+21.6 %) and held out (10.9 / 33.6 → 10.4 / 32.3 %).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rooflens.model.ops.op import Num, Op
+
+GEMM_TILE_M = 128  # output tile of a tensor-core GEMM (CUTLASS/cuBLAS default 128x128 class)
+GEMM_TILE_N = 128
+SPLIT_K_MIN = 4096  # the shallowest K slice a split 16-bit GEMM gives an SM (module docstring)
+SIXTEEN_BIT = ("bf16", "fp16")
+
+
+def thread_blocks(op: Op) -> Num | None:
+    """Programs in the grid of the kernel that runs an op; None if unknown. An op may state its
+    grid (attention, model/ops/attention.py); a GEMM Y[m,n] has one program per 128x128 tile."""
+    shape = op.shape
+    if "thread_blocks" in shape:
+        return np.asarray(shape["thread_blocks"], float)
+    if op.kind == "gemm" and {"m", "n"} <= shape.keys():
+        m, n = np.asarray(shape["m"], float), np.asarray(shape["n"], float)
+        return np.ceil(m / GEMM_TILE_M) * np.ceil(n / GEMM_TILE_N)
+    return None
+
+
+def k_splits(op: Op, tiles: Num, sm_count: int) -> Num:
+    """K splits of a GEMM's grid: a plain 16-bit GEMM fills idle SMs with slices of K at least
+    SPLIT_K_MIN deep; a quantized family or a grouped MoE GEMM does not split (1)."""
+    plain = "family" not in op.shape and "experts_read" not in op.shape
+    if not plain or op.compute_dtype not in SIXTEEN_BIT or "k" not in op.shape:
+        return np.ones_like(tiles)
+    deep = np.maximum(np.floor(np.asarray(op.shape["k"], float) / SPLIT_K_MIN), 1.0)
+    return np.clip(np.floor(sm_count / tiles), 1.0, deep)
+
+
+def tile_quantization(op: Op, sm_count: int) -> Num:
+    """Work a GEMM's grid really does over the work it needs: whole 128x128 tiles of S splits,
+    in whole waves over the SMs, ⌈tiles · S / SMs⌉ · SMs · 128² / (S · m · n) ≥ 1."""
+    m, n = np.asarray(op.shape["m"], float), np.asarray(op.shape["n"], float)
+    tiles = np.ceil(m / GEMM_TILE_M) * np.ceil(n / GEMM_TILE_N)
+    s = k_splits(op, tiles, sm_count)
+    return np.ceil(tiles * s / sm_count) * sm_count * GEMM_TILE_M * GEMM_TILE_N / (s * m * n)

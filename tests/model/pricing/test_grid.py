@@ -1,0 +1,65 @@
+"""A GEMM's grid and its tile padding (model/pricing/grid.py): a tile-starved 16-bit GEMM
+splits its K over the idle SMs; quantized families and grouped MoE GEMMs keep one program per
+tile, as their tables measure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import KindEfficiency, Profile
+from rooflens.hardware.systems import default_system
+from rooflens.model.ops.op import gemm_op
+from rooflens.model.pricing.grid import SPLIT_K_MIN, k_splits, tile_quantization
+from rooflens.model.pricing.roofline import price_op
+
+RTX = get_gpu("rtx-pro-6000")  # 188 SMs
+
+
+def test_a_tall_k_16_bit_gemm_splits_its_k_over_the_idle_sms():
+    # Y[8, 32] = X[8, 65536] · W: one 128x128 tile. Split 16 ways (65,536 / 4,096), it runs 16
+    # programs in one wave: the grid does 188 · 128² / (16 · 8 · 32) = 752x the needed work,
+    # where one program alone on 188 SMs does 188 · 128² / (8 · 32) = 12,032x.
+    tall = gemm_op("g", "decode", 1, 8.0, 32.0, 65536.0, "bf16", "bf16")
+    assert float(k_splits(tall, np.asarray(1.0), 188)) == 65536 / SPLIT_K_MIN == 16
+    assert float(tile_quantization(tall, 188)) == pytest.approx(188 * 128**2 / (16 * 8 * 32))
+    # never more splits than idle SMs: 40 tiles on 188 SMs take 4 splits, not 16
+    wide = gemm_op("g", "decode", 1, 8.0, 40 * 128.0, 65536.0, "bf16", "bf16")
+    assert float(k_splits(wide, np.asarray(40.0), 188)) == 4
+    # a shallow K does not split: one tile of K = 4,095 stays one program
+    shallow = gemm_op("g", "decode", 1, 8.0, 32.0, 4095.0, "bf16", "bf16")
+    assert float(tile_quantization(shallow, 188)) == 188 * 128**2 / (8 * 32)
+
+
+def test_quantized_gemms_do_not_split():
+    for weights, acts in (("fp8", "fp8"), ("int4", "bf16"), ("nvfp4", "nvfp4")):
+        op = gemm_op("g", "decode", 1, 8.0, 32.0, 65536.0, weights, acts)
+        assert float(tile_quantization(op, 188)) == 188 * 128**2 / (8 * 32), weights
+
+
+def test_the_split_is_priced_through_the_padding_of_the_compute_roof():
+    tall = gemm_op("g", "decode", 1, 8.0, 32.0, 65536.0, "bf16", "bf16")
+    eff = KindEfficiency(wave_tail=0.25, overhead_s=2e-6)
+    profile = Profile(name="calibrated", kinds={"gemm": eff}, source="test")
+    time_s = float(price_op(tall, default_system(RTX), profile).time_s)
+    flops_s = 2 * 8 * 32 * 65536 / RTX.peak("bf16")
+    read_s = 2 * (8 * 65536 + 32 * 65536 + 8 * 32) / RTX.hbm_bytes_per_s
+    padded = 1 + 0.25 * (188 * 128**2 / (16 * 8 * 32) - 1)
+    assert time_s == pytest.approx(2e-6 + max(flops_s * padded, read_s), rel=1e-9)
+
+
+def test_calibrated_prices_a_tall_k_gemm_as_every_engine_measures_it():
+    # every engine's bf16 Y[8, 32] over k = 65,536 (aiconfigurator tables, four GPUs): 6.5-13 µs.
+    # Unsplit, the held-out RTX PRO 6000 priced it at 76 µs.
+    from rooflens.hardware.profiles import get_profile
+    from rooflens.validate.aiconfigurator import load_aiconfigurator_gemm
+
+    rows = load_aiconfigurator_gemm()
+    rows = rows[(rows.m == 8) & (rows.n == 32) & (rows.k == 65536) & (rows.quant == "bfloat16")]
+    assert len(rows) >= 12
+    for row in rows.itertuples():
+        gpu, engine = get_gpu(row.gpu), row.impl.split("-")[0]
+        op = gemm_op("g", "decode", 1, 8.0, 32.0, 65536.0, "bf16", "bf16")
+        priced = price_op(op, default_system(gpu), get_profile("calibrated", gpu, engine))
+        assert 0.6 < float(priced.time_s) / row.measured_s < 1.4, (row.gpu, row.impl)

@@ -39,8 +39,8 @@ parallelism: a thread block keeps a bounded number of bytes in flight, so bandwi
 s blocks per SM (Little's law; Volkov, "Better performance at lower occupancy", GTC 2010);
 without a fitted s, the op's structural share min(1, blocks / SMs) applies (model/ops/attention.py).
 W is the wave quantization of a grid over the SMs (NVIDIA Deep Learning Performance Guide,
-"Tile quantization", "Wave quantization"); for a GEMM, Q = ⌈tiles / SMs⌉ · SMs · 128² / (m·n)
-is the work its grid really does (whole tiles, whole waves) over the work it needs, and q
+"Tile quantization", "Wave quantization"); for a GEMM, Q = ⌈tiles·S / SMs⌉ · SMs · 128² / (S·m·n)
+over S splits of K is the work its grid does (whole tiles, whole waves) over the work it needs; q
 charges the share `wave_tail` of it (cuBLAS picks smaller tiles to keep it small, so the fit
 decides); a tile-starved 16-bit GEMM splits K (model/pricing/grid.py holds the grid, the split
 and Q). Norms and attention ops state their grids (model/ops/op.py, model/ops/attention.py). A

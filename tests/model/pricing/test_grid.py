@@ -18,16 +18,19 @@ RTX = get_gpu("rtx-pro-6000")  # 188 SMs
 
 
 def test_a_tall_k_16_bit_gemm_splits_its_k_over_the_idle_sms():
-    # Y[8, 32] = X[8, 65536] · W: one 128x128 tile. Split 16 ways (65,536 / 4,096), it runs 16
-    # programs in one wave: the grid does 188 · 128² / (16 · 8 · 32) = 752x the needed work,
+    # Y[8, 32] = X[8, 65536] · W: one 128x128 tile. Split 32 ways (65,536 / 2,048), it runs 32
+    # programs in one wave: the grid does 188 · 128² / (32 · 8 · 32) = 376x the needed work,
     # where one program alone on 188 SMs does 188 · 128² / (8 · 32) = 12,032x.
     tall = gemm_op("g", "decode", 1, 8.0, 32.0, 65536.0, "bf16", "bf16")
-    assert float(k_splits(tall, np.asarray(1.0), 188)) == 65536 / SPLIT_K_MIN == 16
-    assert float(tile_quantization(tall, 188)) == pytest.approx(188 * 128**2 / (16 * 8 * 32))
-    # never more splits than idle SMs: 40 tiles on 188 SMs take 4 splits, not 16
+    assert float(k_splits(tall, np.asarray(1.0), 188)) == 65536 / SPLIT_K_MIN == 32
+    assert float(tile_quantization(tall, 188)) == pytest.approx(188 * 128**2 / (32 * 8 * 32))
+    # never more splits than idle SMs: 40 tiles on 188 SMs take 4 splits, not 32
     wide = gemm_op("g", "decode", 1, 8.0, 40 * 128.0, 65536.0, "bf16", "bf16")
     assert float(k_splits(wide, np.asarray(40.0), 188)) == 4
-    # a shallow K does not split: one tile of K = 4,095 stays one program
+    # slices are at least 2,048 deep: K = 4,096 makes two, K = 4,095 one (no split)
+    for k, splits in ((4096.0, 2), (4095.0, 1)):
+        op = gemm_op("g", "decode", 1, 8.0, 32.0, k, "bf16", "bf16")
+        assert float(k_splits(op, np.asarray(1.0), 188)) == splits
     shallow = gemm_op("g", "decode", 1, 8.0, 32.0, 4095.0, "bf16", "bf16")
     assert float(tile_quantization(shallow, 188)) == 188 * 128**2 / (8 * 32)
 
@@ -45,7 +48,7 @@ def test_the_split_is_priced_through_the_padding_of_the_compute_roof():
     time_s = float(price_op(tall, default_system(RTX), profile).time_s)
     flops_s = 2 * 8 * 32 * 65536 / RTX.peak("bf16")
     read_s = 2 * (8 * 65536 + 32 * 65536 + 8 * 32) / RTX.hbm_bytes_per_s
-    padded = 1 + 0.25 * (188 * 128**2 / (16 * 8 * 32) - 1)
+    padded = 1 + 0.25 * (188 * 128**2 / (32 * 8 * 32) - 1)
     assert time_s == pytest.approx(2e-6 + max(flops_s * padded, read_s), rel=1e-9)
 
 

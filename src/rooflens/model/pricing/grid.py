@@ -7,14 +7,22 @@ is the work the grid does over the work it needs (NVIDIA Deep Learning Performan
 quantization", "Wave quantization"), where S is the number of K splits.
 
 A tile-starved 16-bit GEMM (fewer tiles than SMs) over a deep K is split along K: cuBLAS gives
-the idle SMs slices of K at least SPLIT_K_MIN deep, so S = min(⌊SMs / tiles⌋, ⌊k / 4,096⌋).
-Without the split, one tile on one SM prices a 1x32 output over k = 65,536 at 76 µs on an RTX
+the idle SMs slices of K at least SPLIT_K_MIN deep, so S = min(⌊SMs / tiles⌋, ⌊k / 2,048⌋).
+Without the split, one tile on one SM prices an 8x32 output over k = 65,536 at 76 µs on an RTX
 PRO 6000 where every engine measures 8 µs; the engines' 16-bit GEMMs with n ≤ 64 and k > 8,192
 were priced 1.3–4.5x slow in sample. The engines' quantized kernels (CUTLASS FP8, NVFP4) do not
 split: the same shapes take 17–400 µs where bf16 takes 6–14 µs, so S = 1 there, and for a
-grouped MoE GEMM. Split depths of 2,048, 4,096, 8,192 and 16,384 were tried on the engines'
-bf16 GEMM tables; 4,096 fitted best in sample (median / p90 |error| 7.4 / 24.3 % → 6.6 /
-21.6 %) and held out (10.9 / 33.6 → 10.4 / 32.3 %).
+grouped MoE GEMM. Split depths from 512 to 16,384 were tried on the engines' bf16 GEMM tables
+(one fit per GPU, four GPUs; mean over GPUs of median / p90 |error|):
+
+    depth     in sample, all    in sample, decode m ≤ 16, n ≤ 256, k 1–8k    held out, all
+    none      7.3 / 23.8 %      17.8 / 42.3 %                                11.0 / 33.0 %
+    1,024     7.6 / 23.4 %      16.1 / 43.5 %                                11.1 / 31.7 %
+    2,048     6.7 / 21.6 %      15.8 / 37.7 %                                10.8 / 34.4 %
+    4,096     6.6 / 21.0 %      20.0 / 59.0 %                                10.6 / 34.2 %
+
+2,048 is kept: the narrow decode GEMMs (routers, tensor-parallel slices) fit best with it, the
+rest about as well as with 4,096.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from rooflens.model.ops.op import Num, Op
 
 GEMM_TILE_M = 128  # output tile of a tensor-core GEMM (CUTLASS/cuBLAS default 128x128 class)
 GEMM_TILE_N = 128
-SPLIT_K_MIN = 4096  # the shallowest K slice a split 16-bit GEMM gives an SM (module docstring)
+SPLIT_K_MIN = 2048  # the shallowest K slice a split 16-bit GEMM gives an SM (module docstring)
 SIXTEEN_BIT = ("bf16", "fp16")
 
 

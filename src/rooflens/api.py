@@ -31,7 +31,7 @@ def predict(model: str, gpu: str, **fields: Any) -> Prediction:
     from rooflens.model.predict.api import make_pipeline
 
     request = _request(model, gpu, fields)
-    return make_pipeline(_scenario(request), request.opts).predict()
+    return make_pipeline(_scenario(request)).predict()
 
 
 def memory(model: str, gpu: str, **fields: Any) -> MemoryBreakdown:
@@ -40,7 +40,7 @@ def memory(model: str, gpu: str, **fields: Any) -> MemoryBreakdown:
     from rooflens.model.predict.api import make_pipeline
 
     request = _request(model, gpu, fields)
-    return make_pipeline(_scenario(request), request.opts).memory()
+    return make_pipeline(_scenario(request)).memory()
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ def add_parser(sub: Any) -> None:
 
 def cmd_memory(args: argparse.Namespace) -> int:
     sc = scenario_from_args(args, memory_only=True)
-    pipeline = make_pipeline(sc, args.opts)
+    pipeline = make_pipeline(sc)  # the optimizations the scenario was built with
     mem = pipeline.memory()
     if args.json:
         print_json(mem.to_dict())

@@ -36,7 +36,7 @@ def add_parser(sub: Any) -> None:
 
 def cmd_predict(args: argparse.Namespace) -> int:
     sc = scenario_from_args(args)
-    pipeline = make_pipeline(sc, args.opts)
+    pipeline = make_pipeline(sc)  # the optimizations the scenario was built with
     pred = pipeline.predict()
     if not pred.memory.fits and not args.ignore_memory:
         complain_does_not_fit(pipeline.scenario, pred.memory, args.opts)

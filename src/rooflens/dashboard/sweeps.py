@@ -42,7 +42,7 @@ def streaming_note(s: Settings) -> str:
 
 
 def predict(s: Settings) -> Prediction:
-    return run(scenario(s), s.opts)
+    return run(scenario(s))  # with the optimizations it was built with
 
 
 def _row(pred: Prediction) -> dict[str, object]:
@@ -108,7 +108,7 @@ def tp_sweep(s: Settings) -> pd.DataFrame:
             sc = scenario_of(s.with_(tp=tp).request())
         except RooflensError:
             continue  # this TP does not divide the heads: not a valid point, left out
-        rows.append(_row(run(sc, s.opts)))
+        rows.append(_row(run(sc)))
     return pd.DataFrame(rows)
 
 
@@ -131,7 +131,7 @@ def max_batch_grid(s: Settings) -> pd.DataFrame:
     for context in context_grid(get_model(s.model_ref).max_context):
         for kv in dtypes:
             cell = s.with_(prompt_len=context, output_len=1, kv_dtype=kv, batch=1)
-            pipeline = make_pipeline(scenario(cell), cell.opts)
+            pipeline = make_pipeline(scenario(cell))
             mem = pipeline.memory()
             rows.append(
                 {
@@ -155,4 +155,4 @@ def fit_advice(s: Settings) -> FitAdvice:
         except RooflensError:
             return False
 
-    return fit_fixes(sc, make_pipeline(sc, s.opts).memory(), fits)
+    return fit_fixes(sc, make_pipeline(sc).memory(), fits)

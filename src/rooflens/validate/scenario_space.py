@@ -143,9 +143,10 @@ def _step_shares(pred: Prediction) -> Iterator[Share]:
                 eff = kind_terms(profile, p.op)
                 wave = per_wave_s(eff, sc.gpu)
                 floor = float(np.mean(launch_floor_s(p.op, profile, sc.gpu))) + wave
-                # the latency roof alone: the busy time of the same grid with no work
-                grid = busy_s(eff, 0.0, 0.0, p.op, sc.gpu.sm_count, wave_s=wave)
-                waves = max(float(np.mean(grid)) - wave, 0.0) * p.op.count
+                if key.startswith("attention"):  # the only kind `_ratios` reads it for
+                    # the latency roof alone: the busy time of the same grid with no work
+                    grid = busy_s(eff, 0.0, 0.0, p.op, sc.gpu.sm_count, wave_s=wave)
+                    waves = max(float(np.mean(grid)) - wave, 0.0) * p.op.count
             share = seconds / phase.time_s if phase.time_s > 0 else 0.0
             yield Share(f"{phase.phase}.{p.op.name}", seconds, floor * p.op.count, waves, share,
                         key)  # fmt: skip

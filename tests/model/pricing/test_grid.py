@@ -11,8 +11,14 @@ from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import KindEfficiency, Profile
 from rooflens.hardware.systems import default_system
 from rooflens.model.ops.op import gemm_op
-from rooflens.model.pricing.grid import SPLIT_K_MIN, k_splits, tile_quantization
-from rooflens.model.pricing.roofline import price_op
+from rooflens.model.pricing.grid import (
+    MMA_REF_FLOP_PER_SM_CYCLE,
+    SPLIT_K_MIN,
+    k_splits,
+    padding,
+    tile_quantization,
+)
+from rooflens.model.pricing.roofline import price_op, sm_mma_rate
 
 RTX = get_gpu("rtx-pro-6000")  # 188 SMs
 
@@ -48,8 +54,36 @@ def test_the_split_is_priced_through_the_padding_of_the_compute_roof():
     time_s = float(price_op(tall, default_system(RTX), profile).time_s)
     flops_s = 2 * 8 * 32 * 65536 / RTX.peak("bf16")
     read_s = 2 * (8 * 65536 + 32 * 65536 + 8 * 32) / RTX.hbm_bytes_per_s
-    padded = 1 + 0.25 * (188 * 128**2 / (32 * 8 * 32) - 1)
+    # 32 programs on 188 SMs: the wave is 188 / 32 of the programs it runs; each program's
+    # tile is 128² / (8 · 32) = 64x its output, that padding at the reference rate per cycle
+    rate = RTX.peak("bf16") / 188 / RTX.boost_clock_hz
+    waves, in_tile = 188 / 32, 128**2 / (8 * 32)
+    padded = 1 + 0.25 * ((waves - 1) + (in_tile - 1) * waves * rate / MMA_REF_FLOP_PER_SM_CYCLE)
     assert time_s == pytest.approx(2e-6 + max(flops_s * padded, read_s), rel=1e-9)
+
+
+def test_in_tile_padding_of_a_16_bit_gemm_costs_sm_cycles_not_the_sms_tensor_rate():
+    # A router Y[1, 128] over k = 2,048: one tile, one program, 127/128 of the tile wasted.
+    # Its padding is charged at the reference MMA rate per SM cycle on every GPU, so its time
+    # follows the clock, not the tensor width (an RTX 3090 SM does 1/7 of an H100 SM's MMAs
+    # per cycle); a quantized kernel's padding stays at its SM's own rate (Q - 1).
+    router = gemm_op("moe.router", "decode", 1, 1.0, 128.0, 2048.0, "bf16", "bf16")
+    fp8 = gemm_op("g", "decode", 1, 1.0, 128.0, 2048.0, "fp8", "fp8")
+    for gpu_id in ("rtx-3090", "h100-sxm", "b300"):
+        gpu = get_gpu(gpu_id)
+        rate = sm_mma_rate(gpu, "bf16")
+        assert rate == pytest.approx(gpu.peak("bf16") / gpu.sm_count / gpu.boost_clock_hz)
+        waves = float(gpu.sm_count)  # one program in a wave of sm_count slots
+        pad = float(padding(router, gpu.sm_count, rate))
+        assert pad == pytest.approx((waves - 1) + 127 * waves * rate / MMA_REF_FLOP_PER_SM_CYCLE)
+        # the padded work's time, flops · pad / peak: the tile's 127 unused rows on its one SM at
+        # the reference rate per cycle, plus the wave's idle SMs at the GPU's own rate
+        pad_s = 2 * 128 * 2048 * pad / gpu.peak("bf16")
+        in_tile_s = 2 * 127 * 128 * 2048 / (MMA_REF_FLOP_PER_SM_CYCLE * gpu.boost_clock_hz)
+        assert pad_s == pytest.approx(in_tile_s + 2 * 128 * 2048 * (waves - 1) / gpu.peak("bf16"))
+        assert float(padding(fp8, gpu.sm_count, rate)) == pytest.approx(
+            float(tile_quantization(fp8, gpu.sm_count)) - 1
+        )
 
 
 def test_calibrated_prices_a_tall_k_gemm_as_every_engine_measures_it():

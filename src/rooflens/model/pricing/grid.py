@@ -23,6 +23,21 @@ grouped MoE GEMM. Split depths from 512 to 16,384 were tried on the engines' bf1
 
 2,048 is kept: the narrow decode GEMMs (routers, tensor-parallel slices) fit best with it, the
 rest about as well as with 4,096.
+
+Q splits into the padding inside the tiles (a skinny output's unused rows and columns) and the
+idle SMs of the last wave. The wave's share is tensor-core work at the SM's own rate. Inside the
+tiles of a 16-bit GEMM it is not: cuBLAS runs a skinny output with small tiles and a K loop
+bound by its loads, so the in-tile padding costs a number of SM cycles per K step that does not
+follow the width of the SM's tensor cores. Fitted per GPU on the engines' bf16 GEMMs with the
+padding at the SM's own rate, the padding charged for one tile over k = 2,048 is 1.8-2.3 µs on
+the A100, H100, B300 and RTX PRO 6000, whose SMs do 2.6-15 TFLOP/s (the fitted `wave_tail` runs
+0.08-0.40 to make up for it); at that rate an RTX 3090's SM (0.9 TFLOP/s) paid 25 µs for a MoE
+router. So a 16-bit GEMM's in-tile padding is charged at MMA_REF_FLOP_PER_SM_CYCLE per cycle of
+its SM clock (`padding`). Leave-one-GPU-out over the five GPUs' bf16 GEMMs (one fit per fold,
+median / p90 |error|): 9.2 / 29.2 % → 9.1 / 27.1 % (RTX PRO 6000 13.7 / 61.0 → 12.7 / 39.0 %),
+in sample 6.3 / 20.9 → 6.4 / 20.8 %; at the SM's time instead of its cycles, 9.2 / 27.4 %. The
+quantized CUTLASS kernels keep their tiles (they do not split either), so their padding stays
+at the SM's own rate.
 """
 
 from __future__ import annotations
@@ -35,6 +50,9 @@ GEMM_TILE_M = 128  # output tile of a tensor-core GEMM (CUTLASS/cuBLAS default 1
 GEMM_TILE_N = 128
 SPLIT_K_MIN = 2048  # the shallowest K slice a split 16-bit GEMM gives an SM (module docstring)
 SIXTEEN_BIT = ("bf16", "fp16")
+# the rate a 16-bit GEMM's in-tile padding is charged at, FLOP per SM cycle: a Hopper SM's dense
+# 16-bit MMA rate (989 TFLOP/s = 132 SMs x 4,096 x 1.83 GHz); module docstring
+MMA_REF_FLOP_PER_SM_CYCLE = 4096.0
 
 
 def thread_blocks(op: Op) -> Num | None:
@@ -49,11 +67,16 @@ def thread_blocks(op: Op) -> Num | None:
     return None
 
 
+def plain_16_bit(op: Op) -> bool:
+    """A cuBLAS-class 16-bit GEMM: no quantized kernel family, not a grouped MoE GEMM."""
+    plain = "family" not in op.shape and "experts_read" not in op.shape
+    return plain and op.compute_dtype in SIXTEEN_BIT
+
+
 def k_splits(op: Op, tiles: Num, sm_count: int) -> Num:
     """K splits of a GEMM's grid: a plain 16-bit GEMM fills idle SMs with slices of K at least
     SPLIT_K_MIN deep; a quantized family or a grouped MoE GEMM does not split (1)."""
-    plain = "family" not in op.shape and "experts_read" not in op.shape
-    if not plain or op.compute_dtype not in SIXTEEN_BIT or "k" not in op.shape:
+    if not plain_16_bit(op) or "k" not in op.shape:
         return np.ones_like(tiles)
     deep = np.maximum(np.floor(np.asarray(op.shape["k"], float) / SPLIT_K_MIN), 1.0)
     return np.clip(np.floor(sm_count / tiles), 1.0, deep)
@@ -66,3 +89,16 @@ def tile_quantization(op: Op, sm_count: int) -> Num:
     tiles = np.ceil(m / GEMM_TILE_M) * np.ceil(n / GEMM_TILE_N)
     s = k_splits(op, tiles, sm_count)
     return np.ceil(tiles * s / sm_count) * sm_count * GEMM_TILE_M * GEMM_TILE_N / (s * m * n)
+
+
+def padding(op: Op, sm_count: int, mma_flop_per_sm_cycle: float) -> Num:
+    """Q − 1 in units of the op's compute time at its SM's rate: the idle SMs of the last wave
+    at that rate, and for a 16-bit GEMM the padding inside its tiles at
+    MMA_REF_FLOP_PER_SM_CYCLE per SM cycle (module docstring); Q − 1 for any other GEMM."""
+    m, n = np.asarray(op.shape["m"], float), np.asarray(op.shape["n"], float)
+    tiles = np.ceil(m / GEMM_TILE_M) * np.ceil(n / GEMM_TILE_N)
+    s = k_splits(op, tiles, sm_count)
+    in_tiles = tiles * GEMM_TILE_M * GEMM_TILE_N / (m * n)  # ≥ 1
+    waves = np.ceil(tiles * s / sm_count) * sm_count / (tiles * s)  # ≥ 1 unsplit
+    scale = mma_flop_per_sm_cycle / MMA_REF_FLOP_PER_SM_CYCLE if plain_16_bit(op) else 1.0
+    return (waves - 1.0) + (in_tiles - 1.0) * waves * scale

@@ -8,7 +8,8 @@ predict` and the validator (model/pricing/kernel_table.py) and the calibration f
 
 The time of one kernel call under a profile's terms for its kind:
 
-    C = FLOPs / (peak · compute_fraction) · q         compute roof, q = 1 + wave_tail · (Q − 1)
+    C = FLOPs / (peak · compute_fraction) · q         compute roof, q = 1 + wave_tail · (Q − 1),
+                                                       16-bit GEMMs: in-tile padding at r per cycle
     M = bytes / (bandwidth · memory_fraction · u)     memory roof, u = min(1, blocks / (SMs · s))
     W = w · ceil(blocks / SMs)                        latency roof: each wave of thread blocks
                                                        costs at least one dependent-load chain
@@ -42,8 +43,9 @@ W is the wave quantization of a grid over the SMs (NVIDIA Deep Learning Performa
 "Tile quantization", "Wave quantization"); for a GEMM, Q = ⌈tiles·S / SMs⌉ · SMs · 128² / (S·m·n)
 over S splits of K is the work its grid does (whole tiles, whole waves) over the work it needs; q
 charges the share `wave_tail` of it (cuBLAS picks smaller tiles to keep it small, so the fit
-decides); a tile-starved 16-bit GEMM splits K (model/pricing/grid.py holds the grid, the split
-and Q). Norms and attention ops state their grids (model/ops/op.py, model/ops/attention.py). A
+decides); a tile-starved 16-bit GEMM splits K, and its padding inside the tiles costs SM cycles
+at a fixed rate r, not the SM's tensor rate (model/pricing/grid.py holds the grid, the split, Q
+and `padding`). Norms and attention ops state their grids (model/ops/op.py, model/ops/attention.py). A
 collective does not overlap compute (model/pricing/comm.py).
 overhead_s (+ overhead_cycles at the GPU's clock) is the floor of one kernel launch (under a
 CUDA graph: the graph node's launch and the kernel's ramp-up and tail); an op that launches
@@ -63,7 +65,7 @@ from rooflens.model.ops.attention import SPLIT_FREE, regrid, unsplit_where
 from rooflens.model.ops.op import Num, Op, kernels_per_call
 from rooflens.model.pricing.comm import collective_time_s
 from rooflens.model.pricing.eager_roofs import eager_roof
-from rooflens.model.pricing.grid import thread_blocks, tile_quantization
+from rooflens.model.pricing.grid import MMA_REF_FLOP_PER_SM_CYCLE, padding, thread_blocks
 
 CLOCK_FALLBACK_HZ = 1.5e9  # a launch floor's clock where a GPU states none (custom specs)
 
@@ -135,15 +137,17 @@ def kind_key(profile: Profile, op: Op) -> str:
 
 
 def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count: int,
-           streamed_share: Num = 1.0, vector_s: Num = 0.0,
-           wave_s: float | None = None) -> Num:  # fmt: skip
+           streamed_share: Num = 1.0, vector_s: Num = 0.0, wave_s: float | None = None,
+           mma_flop_per_sm_cycle: float = MMA_REF_FLOP_PER_SM_CYCLE) -> Num:  # fmt: skip
     """Busy time of one call from its compute and memory roofs (overhead not included).
 
     `streamed_share` is the part of the bytes the grid streams in parallel (an attention
     op's KV-cache reads); only it is throttled by occupancy, the rest moves at full rate.
     `vector_s` is CUDA-core work: beside a GEMM's tensor cores (dequantization) the busier unit
     bounds it, the tile padding (`wave_tail`) charged to the tensor-core work only. `wave_s`
-    is the latency per wave on the GPU at hand (`per_wave_s`; default: `wave_latency_s`)."""
+    is the latency per wave on the GPU at hand (`per_wave_s`; default: `wave_latency_s`);
+    `mma_flop_per_sm_cycle` its SM's tensor rate (`sm_mma_rate`), which prices a 16-bit GEMM's
+    in-tile padding (model/pricing/grid.py `padding`)."""
     wave_s = eff.wave_latency_s if wave_s is None else wave_s
     blocks = None
     if wave_s > 0 or eff.saturation_blocks_per_sm > 0 or eff.wave_tail > 0:
@@ -152,7 +156,8 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
     if blocks is not None:
         blocks = np.maximum(blocks, 1.0)
         if eff.wave_tail > 0 and {"m", "n"} <= op.shape.keys():
-            compute_s = compute_s * (1.0 + eff.wave_tail * (tile_quantization(op, sm_count) - 1))
+            pad = padding(op, sm_count, mma_flop_per_sm_cycle)
+            compute_s = compute_s * (1.0 + eff.wave_tail * pad)
         if eff.saturation_blocks_per_sm > 0:
             with np.errstate(over="ignore"):  # a vanishing saturation means "always full"
                 used = np.minimum(1.0, blocks / (sm_count * eff.saturation_blocks_per_sm))
@@ -213,7 +218,9 @@ def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
         with np.errstate(divide="ignore", invalid="ignore"):
             streamed = np.where(op.bytes > 0, streamed_bytes / op.bytes, 1.0)
     wave_s = per_wave_s(eff, gpu)
-    busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed, vector_s, wave_s) + comm_s
+    rate = sm_mma_rate(gpu, op.compute_dtype)
+    busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed, vector_s, wave_s, rate)
+    busy = busy + comm_s
     busy = busy + input_pass_s(op, eff, gpu)
     # A collective's fixed cost is its protocol's base latency (model/pricing/comm.py; fitted on
     # NCCL under `calibrated`): a kernel's per-call overhead on top would count it twice.
@@ -251,6 +258,11 @@ def per_wave_s(eff: KindEfficiency, gpu: GPUSpec) -> float:
     if not eff.wave_latency_cycles:
         return eff.wave_latency_s
     return eff.wave_latency_s + eff.wave_latency_cycles / (gpu.boost_clock_hz or CLOCK_FALLBACK_HZ)
+
+
+def sm_mma_rate(gpu: GPUSpec, dtype: str) -> float:
+    """FLOP per cycle of one SM at a dtype's peak, at the boost clock (CLOCK_FALLBACK_HZ)."""
+    return gpu.peak(dtype) / gpu.sm_count / (gpu.boost_clock_hz or CLOCK_FALLBACK_HZ)
 
 
 def per_launch_s(eff: KindEfficiency, gpu: GPUSpec) -> float:

@@ -35,9 +35,10 @@ def test_numbers_unchanged_and_static_loses_in_notes() -> None:
 @pytest.mark.parametrize("gpu", ["a100-sxm-80gb", "h100-sxm"])
 def test_critical_batch_is_near_the_ridge_point_e8(gpu: str) -> None:
     # E8: a bf16 decode GEMM's intensity ≈ batch, so decode turns compute-bound at B ≈ ridge
-    # (153 FLOP/byte on A100); activation bytes push it a little higher.
+    # (153 FLOP/byte on A100); activation bytes push it a little higher. The roofline's claim,
+    # so under `ideal`: a calibrated profile moves it by its fitted compute and memory fractions.
     ridge = get_gpu(gpu).ridge_point("bf16")
-    sc = make_scenario("llama-2-70b", gpu, prompt_len=512, output_len=64, tp=8)
+    sc = make_scenario("llama-2-70b", gpu, prompt_len=512, output_len=64, tp=8, profile="ideal")
     crit = critical_batch(make_pipeline(sc))
     assert ridge < crit < 1.25 * ridge
 

@@ -4,17 +4,27 @@ ratios to bf16 (issue 23's target: int4 ≤ 0.65x, fp8 ≤ 0.8x on every GPU wit
 
     python -m benchmarks.quant_decode [--model llama-3-8b] [--engine vllm] [--gpu ID]...
 
-Prints one line per GPU and engine and exits 1 where a ratio misses its target.
+Prints one line per GPU and engine and exits 1 where a ratio misses its target. Then, for each
+quantized kernel family that priced a line, what the engine's own kernels measure at batch 1 in
+the tables its terms were fitted on (`fitted_on`, model/analysis/quant_vs_bf16.py): the median
+and quartiles over the table's shapes (n, k ≥ 2,048) of the family's latency over bf16's at
+m = 1. A ratio that misses its target over a family measured at about that ratio is the kernel,
+not the model.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+import pandas as pd
 
 from rooflens.hardware.presets import get_gpu
-from rooflens.hardware.profiles import ENGINES
+from rooflens.hardware.profiles import ENGINES, calibration_path
+from rooflens.model.analysis.quant_vs_bf16 import fitted_on
 from rooflens.model.predict.api import make_scenario, run
+from rooflens.validate.measured_files import DEFAULT_ROOT
 
 GPUS = ("a100-sxm-80gb", "h100-sxm", "b300", "rtx-pro-6000", "h200", "l40s", "b200")
 TARGETS = {"int4": 0.65, "fp8": 0.80}  # at most this share of the bf16 TPOT
@@ -25,6 +35,29 @@ TARGETS = {"int4": 0.65, "fp8": 0.80}  # at most this share of the bf16 TPOT
 SCHEMES = {"bf16": {"weight_dtype": "bf16"},
            "int4": {"weight_dtype": "int4", "act_dtype": "bf16"},
            "fp8": {"weight_dtype": "fp8", "act_dtype": "fp8", "kv_dtype": "bf16"}}  # fmt: skip
+
+
+FAMILIES = {"int4": "gemm:int4_wo", "fp8": "gemm:fp8"}  # the profile keys the schemes price with
+MIN_DIM = 2048  # a decode GEMM's weight: n and k at least this
+
+
+def measured_at_batch_1(gpu: str, engine: str, dtype: str) -> list[str]:
+    """What the tables the family's terms were fitted on measure at m = 1 against bf16."""
+    lines = []
+    for t in fitted_on(calibration_path(get_gpu(gpu)), engine, FAMILIES[dtype]):
+        paths = sorted(Path(DEFAULT_ROOT).glob(t.table))
+        if not paths:
+            continue
+        rows = pd.read_parquet(paths[-1])
+        rows = rows[(rows.m == 1) & (rows.n >= MIN_DIM) & (rows.k >= MIN_DIM)]
+        pivot = rows.pivot_table(index=["n", "k"], columns="gemm_dtype", values="latency")
+        if t.dtype not in pivot or "bfloat16" not in pivot:
+            continue
+        ratio = (pivot[t.dtype] / pivot["bfloat16"]).dropna()
+        q1, median, q3 = ratio.quantile([0.25, 0.5, 0.75])
+        lines.append(f"{t.dtype}/bf16 at m = 1: median {median:.2f}x (quartiles {q1:.2f}-"
+                     f"{q3:.2f}) over {len(ratio)} shapes, {t.table}")  # fmt: skip
+    return lines
 
 
 def tpot_s(model: str, gpu: str, engine: str, scheme: str) -> float:
@@ -40,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu", action="append")
     args = parser.parse_args(argv)
     missed = 0
+    evidence: dict[str, list[str]] = {}
     print(f"{args.model}, batch 1, prompt 1024, calibrated: TPOT in ms (ratio to bf16)")
     for gpu in args.gpu or GPUS:
         for engine in args.engine or ENGINES:
@@ -52,10 +86,17 @@ def main(argv: list[str] | None = None) -> int:
                 ratio = tpot_s(args.model, gpu, engine, dtype) / bf16
                 ok = ratio <= target
                 missed += not ok
+                terms = calibration_path(get_gpu(gpu)).stem
+                evidence.setdefault(f"{dtype} {engine} (terms of {terms})",
+                                    measured_at_batch_1(gpu, engine, dtype))  # fmt: skip
                 cells.append(
                     f"{dtype} {1e3 * ratio * bf16:6.2f} ({ratio:.2f}x{'' if ok else ' MISS'})"
                 )
             print("  ".join(cells))
+    print("\nThe engines' own kernels at batch 1, in the tables the terms were fitted on:")
+    for name, lines in evidence.items():
+        for line in lines or ["no measured table named"]:
+            print(f"  {name}: {line}")
     return 1 if missed else 0
 
 

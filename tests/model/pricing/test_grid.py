@@ -54,36 +54,62 @@ def test_the_split_is_priced_through_the_padding_of_the_compute_roof():
     time_s = float(price_op(tall, default_system(RTX), profile).time_s)
     flops_s = 2 * 8 * 32 * 65536 / RTX.peak("bf16")
     read_s = 2 * (8 * 65536 + 32 * 65536 + 8 * 32) / RTX.hbm_bytes_per_s
-    # 32 programs on 188 SMs: the wave is 188 / 32 of the programs it runs; each program's
-    # tile is 128² / (8 · 32) = 64x its output, that padding at the reference rate per cycle
+    # 32 programs on 188 SMs, one wave: its time is one program's 128² tile over k / 32, whose
+    # 8 · 32 useful outputs run at the SM's rate and whose other 128² - 256 at the reference
+    # rate per cycle (a 16-bit GEMM's padding; the RTX PRO 6000's SM is below it)
     rate = RTX.peak("bf16") / 188 / RTX.boost_clock_hz
-    waves, in_tile = 188 / 32, 128**2 / (8 * 32)
-    padded = 1 + 0.25 * ((waves - 1) + (in_tile - 1) * waves * rate / MMA_REF_FLOP_PER_SM_CYCLE)
+    scale = rate / MMA_REF_FLOP_PER_SM_CYCLE
+    assert scale < 1
+    q, full = 188 * 128**2 / (32 * 8 * 32), 8 * 32 / 128**2
+    padded = 1 + 0.25 * (q * (full + (1 - full) * scale) - 1)
     assert time_s == pytest.approx(2e-6 + max(flops_s * padded, read_s), rel=1e-9)
 
 
 def test_in_tile_padding_of_a_16_bit_gemm_costs_sm_cycles_not_the_sms_tensor_rate():
-    # A router Y[1, 128] over k = 2,048: one tile, one program, 127/128 of the tile wasted.
-    # Its padding is charged at the reference MMA rate per SM cycle on every GPU, so its time
-    # follows the clock, not the tensor width (an RTX 3090 SM does 1/7 of an H100 SM's MMAs
-    # per cycle); a quantized kernel's padding stays at its SM's own rate (Q - 1).
+    # A router Y[1, 128] over k = 2,048: one tile on one SM, 127 of its 128 rows padding. The
+    # wave takes that tile's time: its useful row at the SM's tensor rate, its 127 padded rows
+    # at the reference rate per SM cycle, so the padding follows the clock, not the tensor width
+    # (an RTX 3090 SM does 1/7 of an H100 SM's MMAs per cycle). A Blackwell SM, above the
+    # reference, pays its own rate: padding never costs more than a useful row. A quantized
+    # kernel's padding stays at its SM's own rate (Q - 1).
     router = gemm_op("moe.router", "decode", 1, 1.0, 128.0, 2048.0, "bf16", "bf16")
     fp8 = gemm_op("g", "decode", 1, 1.0, 128.0, 2048.0, "fp8", "fp8")
     for gpu_id in ("rtx-3090", "h100-sxm", "b300"):
         gpu = get_gpu(gpu_id)
         rate = sm_mma_rate(gpu, "bf16")
         assert rate == pytest.approx(gpu.peak("bf16") / gpu.sm_count / gpu.boost_clock_hz)
-        waves = float(gpu.sm_count)  # one program in a wave of sm_count slots
-        pad = float(padding(router, gpu.sm_count, rate))
-        assert pad == pytest.approx((waves - 1) + 127 * waves * rate / MMA_REF_FLOP_PER_SM_CYCLE)
-        # the padded work's time, flops · pad / peak: the tile's 127 unused rows on its one SM at
-        # the reference rate per cycle, plus the wave's idle SMs at the GPU's own rate
-        pad_s = 2 * 128 * 2048 * pad / gpu.peak("bf16")
-        in_tile_s = 2 * 127 * 128 * 2048 / (MMA_REF_FLOP_PER_SM_CYCLE * gpu.boost_clock_hz)
-        assert pad_s == pytest.approx(in_tile_s + 2 * 128 * 2048 * (waves - 1) / gpu.peak("bf16"))
+        compute_s = 2 * 128 * 2048 / gpu.peak("bf16")  # the useful work over the whole GPU
+        wave_s = compute_s * (1 + float(padding(router, gpu.sm_count, rate)))
+        row_s = 2 * 128 * 2048 / (gpu.peak("bf16") / gpu.sm_count)  # one row on one SM
+        # above the reference rate (a Blackwell SM) the padding pays the SM's own rate
+        padded_rate = max(
+            MMA_REF_FLOP_PER_SM_CYCLE * gpu.boost_clock_hz, gpu.peak("bf16") / gpu.sm_count
+        )
+        padded_rows_s = 2 * 127 * 128 * 2048 / padded_rate
+        assert wave_s == pytest.approx(row_s + padded_rows_s), gpu_id
         assert float(padding(fp8, gpu.sm_count, rate)) == pytest.approx(
             float(tile_quantization(fp8, gpu.sm_count)) - 1
         )
+    b300 = get_gpu("b300")
+    assert sm_mma_rate(b300, "bf16") > MMA_REF_FLOP_PER_SM_CYCLE  # the clamp above is exercised
+    assert float(padding(router, 148, sm_mma_rate(b300, "bf16"))) == pytest.approx(
+        float(tile_quantization(router, 148)) - 1
+    )
+
+
+def test_a_16_bit_gemm_never_gets_cheaper_with_more_rows():
+    # m · (1 + padding) is the padded compute in units of one row's: a row that opens a new tile
+    # must not price the GEMM cheaper (its padding replaces idle SMs, at the cheaper rate only
+    # inside the fullest tile); from a slow SM to one above the reference rate.
+    m = np.arange(1.0, 600.0)
+    for gpu_id in ("rtx-3090", "a10", "l40s", "h100-sxm", "b300", "gb200"):
+        gpu = get_gpu(gpu_id)
+        for n, k in ((32.0, 2048.0), (200.0, 65536.0), (4096.0, 4096.0)):
+            op = gemm_op("g", "decode", 1, m, np.full_like(m, n), np.full_like(m, k), "bf16",
+                         "bf16")  # fmt: skip
+            work = m * (1 + np.asarray(padding(op, gpu.sm_count, sm_mma_rate(gpu, "bf16"))))
+            assert (np.diff(work) >= -1e-9 * work[1:]).all(), (gpu_id, n, k)
+            assert (np.asarray(padding(op, gpu.sm_count, sm_mma_rate(gpu, "bf16"))) >= 0).all()
 
 
 def test_calibrated_prices_a_tall_k_gemm_as_every_engine_measures_it():

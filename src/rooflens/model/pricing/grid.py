@@ -24,20 +24,29 @@ grouped MoE GEMM. Split depths from 512 to 16,384 were tried on the engines' bf1
 2,048 is kept: the narrow decode GEMMs (routers, tensor-parallel slices) fit best with it, the
 rest about as well as with 4,096.
 
-Q splits into the padding inside the tiles (a skinny output's unused rows and columns) and the
-idle SMs of the last wave. The wave's share is tensor-core work at the SM's own rate. Inside the
-tiles of a 16-bit GEMM it is not: cuBLAS runs a skinny output with small tiles and a K loop
-bound by its loads, so the in-tile padding costs a number of SM cycles per K step that does not
-follow the width of the SM's tensor cores. Fitted per GPU on the engines' bf16 GEMMs with the
-padding at the SM's own rate, the padding charged for one tile over k = 2,048 is 1.8-2.3 µs on
-the A100, H100, B300 and RTX PRO 6000, whose SMs do 2.6-15 TFLOP/s (the fitted `wave_tail` runs
-0.08-0.40 to make up for it); at that rate an RTX 3090's SM (0.9 TFLOP/s) paid 25 µs for a MoE
-router. So a 16-bit GEMM's in-tile padding is charged at MMA_REF_FLOP_PER_SM_CYCLE per cycle of
-its SM clock (`padding`). Leave-one-GPU-out over the five GPUs' bf16 GEMMs (one fit per fold,
-median / p90 |error|): 9.2 / 29.2 % → 9.1 / 27.1 % (RTX PRO 6000 13.7 / 61.0 → 12.7 / 39.0 %),
-in sample 6.3 / 20.9 → 6.4 / 20.8 %; at the SM's time instead of its cycles, 9.2 / 27.4 %. The
-quantized CUTLASS kernels keep their tiles (they do not split either), so their padding stays
-at the SM's own rate.
+Q prices every tile slot of every wave at the SM's tensor rate. The fullest tile of a wave sets
+its time, and inside it a 16-bit GEMM's padding (a skinny output's unused rows and columns) is
+cheaper than that: cuBLAS runs a skinny output with small tiles and a K loop paced by its loads,
+so the padding costs SM cycles per K step that do not follow the width of the SM's tensor
+cores. Fitted per GPU with all of Q at the SM's tensor rate, the padding charged for one tile
+over k = 2,048 is 1.8-2.3 µs on the A100, H100, B300 and RTX PRO 6000, whose SMs do 2.6-15
+TFLOP/s (the fitted `wave_tail` runs 0.08-0.40 to make up for it); at that rate an RTX 3090's
+SM (0.9 TFLOP/s) paid 25 µs for a MoE router. So a wave costs its fullest tile: its useful
+outputs u = min(m, 128) · min(n, 128) at the SM's rate, its 128² − u padded ones at
+MMA_REF_FLOP_PER_SM_CYCLE per cycle of the SM's clock, never dearer than a useful one
+(`padding`). Leave-one-GPU-out over the five GPUs' bf16 GEMMs (one fit per fold, median / p90
+|error|; in sample after the slash):
+
+    padding priced at                                   held out         in sample
+    the SM's tensor rate, all of Q                      9.2 / 29.2 %     6.3 / 20.9 %
+    a fixed rate per cycle, every tile's padding        9.1 / 27.1 %     6.4 / 20.8 %
+    a fixed rate per cycle, the fullest tile's          8.8 / 27.3 %     6.3 / 21.0 %
+    the longer of the tile's useful work and its K loop 9.9 / 29.5 %     6.3 / 21.0 %
+
+The third is kept: every tile's padding (the second) prices a GEMM faster when a row is added
+that opens a tile (the new tile's padding replaces idle SMs at the cheaper rate). The quantized
+CUTLASS kernels keep their tiles (they do not split K either): their padding stays at the SM's
+own rate; at the fixed rate the B300's held-out NVFP4 p90 went 63 → 156 %.
 """
 
 from __future__ import annotations
@@ -92,13 +101,14 @@ def tile_quantization(op: Op, sm_count: int) -> Num:
 
 
 def padding(op: Op, sm_count: int, mma_flop_per_sm_cycle: float) -> Num:
-    """Q − 1 in units of the op's compute time at its SM's rate: the idle SMs of the last wave
-    at that rate, and for a 16-bit GEMM the padding inside its tiles at
-    MMA_REF_FLOP_PER_SM_CYCLE per SM cycle (module docstring); Q − 1 for any other GEMM."""
+    """Q − 1 with a 16-bit GEMM's waves priced by their fullest tile: its useful outputs at the
+    SM's rate, its padding at MMA_REF_FLOP_PER_SM_CYCLE per cycle, never dearer than a useful
+    output (module docstring); Q − 1 for any other GEMM. Never below 0 (the fullest tile holds
+    at least the mean useful work of a slot), and m · (1 + padding) never falls as m grows."""
+    q = tile_quantization(op, sm_count)
+    if not plain_16_bit(op):
+        return q - 1.0
     m, n = np.asarray(op.shape["m"], float), np.asarray(op.shape["n"], float)
-    tiles = np.ceil(m / GEMM_TILE_M) * np.ceil(n / GEMM_TILE_N)
-    s = k_splits(op, tiles, sm_count)
-    in_tiles = tiles * GEMM_TILE_M * GEMM_TILE_N / (m * n)  # ≥ 1
-    waves = np.ceil(tiles * s / sm_count) * sm_count / (tiles * s)  # ≥ 1 unsplit
-    scale = mma_flop_per_sm_cycle / MMA_REF_FLOP_PER_SM_CYCLE if plain_16_bit(op) else 1.0
-    return (waves - 1.0) + (in_tiles - 1.0) * waves * scale
+    full = np.minimum(m, GEMM_TILE_M) * np.minimum(n, GEMM_TILE_N) / (GEMM_TILE_M * GEMM_TILE_N)
+    scale = min(mma_flop_per_sm_cycle / MMA_REF_FLOP_PER_SM_CYCLE, 1.0)
+    return q * (full + (1.0 - full) * scale) - 1.0

@@ -9,7 +9,7 @@ predict` and the validator (model/pricing/kernel_table.py) and the calibration f
 The time of one kernel call under a profile's terms for its kind:
 
     C = FLOPs / (peak · compute_fraction) · q         compute roof, q = 1 + wave_tail · (Q − 1),
-                                                       16-bit GEMMs: in-tile padding at r per cycle
+                                                       16-bit GEMMs: padding in SM cycles (grid.py)
     M = bytes / (bandwidth · memory_fraction · u)     memory roof, u = min(1, blocks / (SMs · s))
     W = w · ceil(blocks / SMs)                        latency roof: each wave of thread blocks
                                                        costs at least one dependent-load chain
@@ -43,10 +43,10 @@ W is the wave quantization of a grid over the SMs (NVIDIA Deep Learning Performa
 "Tile quantization", "Wave quantization"); for a GEMM, Q = ⌈tiles·S / SMs⌉ · SMs · 128² / (S·m·n)
 over S splits of K is the work its grid does (whole tiles, whole waves) over the work it needs; q
 charges the share `wave_tail` of it (cuBLAS picks smaller tiles to keep it small, so the fit
-decides); a tile-starved 16-bit GEMM splits K, and its padding inside the tiles costs SM cycles
-at a fixed rate r, not the SM's tensor rate (model/pricing/grid.py holds the grid, the split, Q
-and `padding`). Norms and attention ops state their grids (model/ops/op.py, model/ops/attention.py). A
-collective does not overlap compute (model/pricing/comm.py).
+decides); a tile-starved 16-bit GEMM splits K, and a wave costs its fullest tile, whose padding
+costs SM cycles at a fixed rate, not the SM's tensor rate (model/pricing/grid.py holds the grid,
+the split, Q and `padding`). Norms and attention ops state their grids (model/ops/op.py,
+model/ops/attention.py). A collective does not overlap compute (model/pricing/comm.py).
 overhead_s (+ overhead_cycles at the GPU's clock) is the floor of one kernel launch (under a
 CUDA graph: the graph node's launch and the kernel's ramp-up and tail); an op that launches
 more than one kernel states how many (`kernels` in its shape: split-KV attention adds its

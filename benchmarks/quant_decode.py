@@ -47,6 +47,7 @@ def measured_at_batch_1(gpu: str, engine: str, dtype: str) -> list[str]:
     for t in fitted_on(calibration_path(get_gpu(gpu)), engine, FAMILIES[dtype]):
         paths = sorted(Path(DEFAULT_ROOT).glob(t.table))
         if not paths:
+            lines.append(f"{t.table} not found under {DEFAULT_ROOT} (ROOFLENS_MEASURED)")
             continue
         rows = pd.read_parquet(paths[-1])
         rows = rows[(rows.m == 1) & (rows.n >= MIN_DIM) & (rows.k >= MIN_DIM)]

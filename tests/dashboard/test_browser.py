@@ -128,8 +128,12 @@ def test_change_a_control_and_see_the_headline_change(server: str, tmp_path: Pat
 
 
 def _settle(page: Any, sync_api: Any) -> None:
-    """Wait until Streamlit has finished the run (its 'Running…' status widget is gone)."""
-    sync_api.expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0)
+    """Wait until Streamlit has finished the run (its 'Running…' status widget is gone), as
+    long as the other waits here: under a loaded CI machine a page's run outlasts the default
+    5 s (a fresh-clone run beside a 10-minute fit failed on it)."""
+    sync_api.expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(
+        0, timeout=TIMEOUT_MS
+    )
     time.sleep(0.5)
 
 

@@ -71,9 +71,18 @@ def thread_blocks(op: Op) -> Num | None:
     if "thread_blocks" in shape:
         return np.asarray(shape["thread_blocks"], float)
     if op.kind == "gemm" and {"m", "n"} <= shape.keys():
-        m, n = np.asarray(shape["m"], float), np.asarray(shape["n"], float)
-        return np.ceil(m / GEMM_TILE_M) * np.ceil(n / GEMM_TILE_N)
+        return _tiles(*_output(op))
     return None
+
+
+def _output(op: Op) -> tuple[np.ndarray, np.ndarray]:
+    """A GEMM's output Y[m, n]."""
+    return np.asarray(op.shape["m"], float), np.asarray(op.shape["n"], float)
+
+
+def _tiles(m: Num, n: Num) -> Num:
+    """Its 128x128 output tiles, one program each (unsplit)."""
+    return np.ceil(m / GEMM_TILE_M) * np.ceil(n / GEMM_TILE_N)
 
 
 def plain_16_bit(op: Op) -> bool:
@@ -94,8 +103,8 @@ def k_splits(op: Op, tiles: Num, sm_count: int) -> Num:
 def tile_quantization(op: Op, sm_count: int) -> Num:
     """Work a GEMM's grid really does over the work it needs: whole 128x128 tiles of S splits,
     in whole waves over the SMs, ⌈tiles · S / SMs⌉ · SMs · 128² / (S · m · n) ≥ 1."""
-    m, n = np.asarray(op.shape["m"], float), np.asarray(op.shape["n"], float)
-    tiles = np.ceil(m / GEMM_TILE_M) * np.ceil(n / GEMM_TILE_N)
+    m, n = _output(op)
+    tiles = _tiles(m, n)
     s = k_splits(op, tiles, sm_count)
     return np.ceil(tiles * s / sm_count) * sm_count * GEMM_TILE_M * GEMM_TILE_N / (s * m * n)
 
@@ -108,7 +117,7 @@ def padding(op: Op, sm_count: int, mma_flop_per_sm_cycle: float) -> Num:
     q = tile_quantization(op, sm_count)
     if not plain_16_bit(op):
         return q - 1.0
-    m, n = np.asarray(op.shape["m"], float), np.asarray(op.shape["n"], float)
+    m, n = _output(op)
     full = np.minimum(m, GEMM_TILE_M) * np.minimum(n, GEMM_TILE_N) / (GEMM_TILE_M * GEMM_TILE_N)
     scale = min(mma_flop_per_sm_cycle / MMA_REF_FLOP_PER_SM_CYCLE, 1.0)
     return q * (full + (1.0 - full) * scale) - 1.0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
@@ -43,22 +44,26 @@ MIN_DIM = 2048  # a decode GEMM's weight: n and k at least this
 
 def measured_at_batch_1(gpu: str, engine: str, dtype: str) -> list[str]:
     """What the tables the family's terms were fitted on measure at m = 1 against bf16."""
-    lines = []
-    for t in fitted_on(calibration_path(get_gpu(gpu)), engine, FAMILIES[dtype]):
-        paths = sorted(Path(DEFAULT_ROOT).glob(t.table))
-        if not paths:
-            lines.append(f"{t.table} not found under {DEFAULT_ROOT} (ROOFLENS_MEASURED)")
-            continue
-        rows = pd.read_parquet(paths[-1])
-        rows = rows[(rows.m == 1) & (rows.n >= MIN_DIM) & (rows.k >= MIN_DIM)]
-        pivot = rows.pivot_table(index=["n", "k"], columns="gemm_dtype", values="latency")
-        if t.dtype not in pivot or "bfloat16" not in pivot:
-            continue
-        ratio = (pivot[t.dtype] / pivot["bfloat16"]).dropna()
-        q1, median, q3 = ratio.quantile([0.25, 0.5, 0.75])
-        lines.append(f"{t.dtype}/bf16 at m = 1: median {median:.2f}x (quartiles {q1:.2f}-"
-                     f"{q3:.2f}) over {len(ratio)} shapes, {t.table}")  # fmt: skip
-    return lines
+    path = calibration_path(get_gpu(gpu))
+    return [line for t in fitted_on(path, engine, FAMILIES[dtype])
+            for line in [_batch_1_ratio(t.table, t.dtype)] if line]  # fmt: skip
+
+
+@cache
+def _batch_1_ratio(table: str, dtype: str) -> str:
+    """One table's `dtype` latency over bf16's at m = 1 (median, quartiles); '' if it lacks one."""
+    paths = sorted(Path(DEFAULT_ROOT).glob(table))
+    if not paths:
+        return f"{table} not found under {DEFAULT_ROOT} (ROOFLENS_MEASURED)"
+    rows = pd.read_parquet(paths[-1])
+    rows = rows[(rows.m == 1) & (rows.n >= MIN_DIM) & (rows.k >= MIN_DIM)]
+    pivot = rows.pivot_table(index=["n", "k"], columns="gemm_dtype", values="latency")
+    if dtype not in pivot or "bfloat16" not in pivot:
+        return ""
+    ratio = (pivot[dtype] / pivot["bfloat16"]).dropna()
+    q1, median, q3 = ratio.quantile([0.25, 0.5, 0.75])
+    return (f"{dtype}/bf16 at m = 1: median {median:.2f}x (quartiles {q1:.2f}-{q3:.2f}) over "
+            f"{len(ratio)} shapes, {table}")  # fmt: skip
 
 
 def tpot_s(model: str, gpu: str, engine: str, scheme: str) -> float:
@@ -87,9 +92,9 @@ def main(argv: list[str] | None = None) -> int:
                 ratio = tpot_s(args.model, gpu, engine, dtype) / bf16
                 ok = ratio <= target
                 missed += not ok
-                terms = calibration_path(get_gpu(gpu)).stem
-                evidence.setdefault(f"{dtype} {engine} (terms of {terms})",
-                                    measured_at_batch_1(gpu, engine, dtype))  # fmt: skip
+                key = f"{dtype} {engine} (terms of {calibration_path(get_gpu(gpu)).stem})"
+                if key not in evidence:  # GPUs that share terms share their tables
+                    evidence[key] = measured_at_batch_1(gpu, engine, dtype)
                 cells.append(
                     f"{dtype} {1e3 * ratio * bf16:6.2f} ({ratio:.2f}x{'' if ok else ' MISS'})"
                 )

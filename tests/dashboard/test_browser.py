@@ -251,7 +251,9 @@ def test_static_tables_show_their_cells_as_written(server: str, tmp_path: Path) 
             timeout=TIMEOUT_MS
         )
         page.goto(f"{server}/?page=planner&plan_sim=0")
-        sync_api.expect(page.get_by_text("Pareto frontier")).to_be_visible(timeout=TIMEOUT_MS)
+        # the heading, not the chart's legend entry of the same name (which renders later)
+        frontier = page.get_by_role("heading", name="Pareto frontier")
+        sync_api.expect(frontier).to_be_visible(timeout=TIMEOUT_MS)
         prices = page.locator(cells).filter(has_text="$")
         sync_api.expect(prices.first).to_contain_text(" / $", timeout=TIMEOUT_MS)
         inside = '[data-testid="stTable"] li, [data-testid="stTable"] .katex'

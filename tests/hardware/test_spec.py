@@ -169,3 +169,31 @@ def test_idle_power_needs_a_source_and_must_sit_below_tdp() -> None:
     assert gpu_from_dict(data, "test.yaml").idle_watts == 50.0
     data["idle_watts"] = data["tdp_watts"]
     assert "below tdp_watts" in rejection(data)
+
+
+def test_a_kernel_peak_above_the_datasheet_is_rejected() -> None:
+    data = get_gpu("b300").model_dump()
+    data["kernel_peak_flops_per_s"]["fp4"] = 14.0e15  # above the datasheet's 13.5 PFLOP/s
+    assert "kernel_peak_flops_per_s[fp4]" in rejection(data)
+    data["kernel_peak_flops_per_s"] = {"int8": 1e15}  # a unit the part does not list
+    assert "kernel_peak_flops_per_s[int8]" in rejection(data)
+
+
+def test_a_kernel_peak_needs_a_source() -> None:
+    data = get_gpu("b300").model_dump()
+    del data["sources"]["kernel_peak_flops_per_s"]
+    assert "kernel_peak_flops_per_s" in rejection(data)
+
+
+def test_kernel_peak_caps_only_the_unit_it_names() -> None:
+    """Blackwell Ultra's FP4 runs at 2x FP8 in the engines' SM100-family kernels (the datasheet's
+    3x needs SM103-only MMA); its other units, and every part without a cap, keep the datasheet."""
+    b300, gb300 = get_gpu("b300"), get_gpu("gb300")
+    assert b300.kernel_peak("fp4") == pytest.approx(2 * b300.peak("fp8"))
+    assert gb300.kernel_peak("fp4") == pytest.approx(2 * gb300.peak("fp8"))
+    assert b300.peak("fp4") == pytest.approx(3 * b300.peak("fp8"))  # the datasheet is kept
+    for dtype in ("bf16", "fp8", "int8", "fp32"):
+        assert b300.kernel_peak(dtype) == b300.peak(dtype)
+    for gpu in ("b200", "gb200", "rtx-pro-6000", "h100-sxm", "a100-sxm-80gb"):
+        spec = get_gpu(gpu)
+        assert all(spec.kernel_peak(d) == spec.peak(d) for d in ("fp4", "fp8", "bf16", "int4"))

@@ -163,3 +163,26 @@ def test_sliding_window_rows_carry_their_window(kernels, measured_dir):
     # tables without the column measured full attention only
     old = kernels[kernels.source.str.startswith("aiconfigurator-a100/attention/vllm")]
     assert len(old) and (old["window"] == 0).all()
+
+
+def test_blackwell_ultra_nvfp4_gemms_run_at_the_sm100_kernels_rate(measured_dir):
+    """The B300's engines reach its FP4 kernel peak (2x FP8, hardware/presets/gpus/b300.yaml),
+    not its datasheet's 3x: every engine's fastest NVFP4 GEMM lies between 55 % and 100 % of the
+    kernel peak and under half the datasheet's, as the RTX PRO 6000's (whose FP4 is 2x FP8 on
+    the datasheet) lie at 55-100 % of its own."""
+    from rooflens.hardware.presets import get_gpu
+
+    for gpu, folder in (
+        ("b300", "aiconfigurator-b300"),
+        ("rtx-pro-6000", "aiconfigurator-rtx-pro-6000"),
+    ):
+        spec = get_gpu(gpu)
+        files = sorted((measured_dir / folder / "gemm").glob("*/*/gemm_perf.parquet"))
+        assert len(files) == 3, folder
+        for path in files:
+            raw = pd.read_parquet(path)
+            fp4 = raw[raw["gemm_dtype"] == "nvfp4"]
+            best = (2 * fp4["m"] * fp4["n"] * fp4["k"] / (fp4["latency"] * 1e-3)).max()
+            assert 0.55 * spec.kernel_peak("fp4") < best <= spec.kernel_peak("fp4"), (path, best)
+            if gpu == "b300":
+                assert best < 0.5 * spec.peak("fp4"), (path, best)

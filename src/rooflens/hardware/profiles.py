@@ -122,6 +122,11 @@ class Profile(BaseModel):
         description="engine -> the kinds fitted on that engine's own kernels (over `kinds`)",
     )
     engine: str | None = Field(default=None, description="engine `kinds` are resolved for")
+    datasheet_peaks: bool = Field(
+        default=False,
+        description="price tensor math at the datasheet's peaks (`ideal`), not at the rate the "
+        "engines' kernels issue (GPUSpec.kernel_peak)",
+    )
     comm_bandwidth_fraction: float = Field(default=1.0, gt=0, le=1.0)
     comm_latency_scale: float = Field(default=0.0, ge=0, description="x link latency per step")
     source: str = Field(description="how it was obtained: datasheet, or fit data and date")
@@ -143,6 +148,7 @@ class Profile(BaseModel):
 
 IDEAL = Profile(
     name="ideal",
+    datasheet_peaks=True,
     source="datasheet peaks, perfect overlap, no launch overhead: a lower bound",
 )
 

@@ -11,7 +11,7 @@ speed-up where the tensor cores have it (2.0 on Ampere and later NVIDIA parts, 1
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, cast
 
 from pydantic import (
     BaseModel,
@@ -83,6 +83,13 @@ class GPUSpec(Spec):
     hbm_bytes_per_s: float = Field(gt=0, description="peak device-memory bandwidth, bytes/s")
     peak_flops_per_s: dict[ComputeDtype, float] = Field(
         description="dense peak FLOP/s (or OP/s for int) per compute dtype, for dtypes the part has"
+    )
+    kernel_peak_flops_per_s: dict[ComputeDtype, float] = Field(
+        default_factory=dict,
+        description="dense peak FLOP/s the engines' shipped kernels reach on a unit, where below "
+        "the datasheet's: a rate only kernels built for this exact SM issue (Blackwell Ultra's "
+        "FP4, SM103-only MMA) while engines ship the SM family's kernels; `calibrated` prices "
+        "with it, `ideal` with the datasheet",
     )
     sparsity_2_4_multiplier: float = Field(
         ge=1.0,
@@ -159,6 +166,12 @@ class GPUSpec(Spec):
             if not PHYSICAL[0] <= flops <= PHYSICAL[1]:
                 raise ValueError(f"peak_flops_per_s[{dtype}] must be in [{PHYSICAL[0]:.0e}, "
                                  f"{PHYSICAL[1]:.0e}] FLOP/s, got {flops:.3g}")  # fmt: skip
+        for dtype, flops in self.kernel_peak_flops_per_s.items():
+            if not 0 < flops <= self.peak_flops_per_s.get(dtype, 0.0):  # type: ignore[call-overload]
+                raise ValueError(f"kernel_peak_flops_per_s[{dtype}] must be > 0 and at most "
+                                 f"peak_flops_per_s[{dtype}], got {flops:.3g}")  # fmt: skip
+        if self.kernel_peak_flops_per_s:
+            numeric.append("kernel_peak_flops_per_s")
         if self.idle_watts is not None and self.tdp_watts is not None:
             if self.idle_watts >= self.tdp_watts:
                 raise ValueError(
@@ -169,8 +182,8 @@ class GPUSpec(Spec):
             raise ValueError(f"every number needs a source; missing sources for {missing}")
         return self
 
-    def peak(self, dtype: str) -> float:
-        """Dense peak FLOP/s for a compute dtype; a dtype the part lacks runs on the next unit up.
+    def unit(self, dtype: str) -> ComputeDtype:
+        """The tensor unit a compute dtype runs on; a dtype the part lacks runs on the next unit up.
 
         fp8 on Ampere runs as fp16 (no fp8 tensor cores); int4 without int4 units runs as int8;
         tf32 without tf32 runs as fp32; fp4 before Blackwell runs as fp8, else fp16 (the operands
@@ -188,8 +201,18 @@ class GPUSpec(Spec):
         }
         for candidate in fallbacks.get(dtype, [dtype]):
             if candidate in self.peak_flops_per_s:
-                return self.peak_flops_per_s[candidate]  # type: ignore[index]
-        return min(self.peak_flops_per_s.values())
+                return cast(ComputeDtype, candidate)
+        return min(self.peak_flops_per_s, key=self.peak_flops_per_s.__getitem__)
+
+    def peak(self, dtype: str) -> float:
+        """Dense datasheet peak FLOP/s of the unit a compute dtype runs on (`unit`)."""
+        return self.peak_flops_per_s[self.unit(dtype)]
+
+    def kernel_peak(self, dtype: str) -> float:
+        """`peak`, or the lower rate the engines' kernels issue on that unit
+        (`kernel_peak_flops_per_s`): what `calibrated` prices with."""
+        unit = self.unit(dtype)
+        return self.kernel_peak_flops_per_s.get(unit, self.peak_flops_per_s[unit])
 
     def ridge_point(self, dtype: str = "bf16") -> float:
         """Arithmetic intensity (FLOP/byte) where compute and HBM time are equal."""

@@ -76,7 +76,7 @@ def test_in_tile_padding_of_a_16_bit_gemm_costs_sm_cycles_not_the_sms_tensor_rat
     fp8 = gemm_op("g", "decode", 1, 1.0, 128.0, 2048.0, "fp8", "fp8")
     for gpu_id in ("rtx-3090", "h100-sxm", "b300"):
         gpu = get_gpu(gpu_id)
-        rate = sm_mma_rate(gpu, "bf16")
+        rate = sm_mma_rate(gpu, gpu.peak("bf16"))
         assert rate == pytest.approx(gpu.peak("bf16") / gpu.sm_count / gpu.boost_clock_hz)
         compute_s = 2 * 128 * 2048 / gpu.peak("bf16")  # the useful work over the whole GPU
         wave_s = compute_s * (1 + float(padding(router, gpu.sm_count, rate)))
@@ -91,8 +91,9 @@ def test_in_tile_padding_of_a_16_bit_gemm_costs_sm_cycles_not_the_sms_tensor_rat
             float(tile_quantization(fp8, gpu.sm_count)) - 1
         )
     b300 = get_gpu("b300")
-    assert sm_mma_rate(b300, "bf16") > MMA_REF_FLOP_PER_SM_CYCLE  # the clamp above is exercised
-    assert float(padding(router, 148, sm_mma_rate(b300, "bf16"))) == pytest.approx(
+    b300_rate = sm_mma_rate(b300, b300.peak("bf16"))
+    assert b300_rate > MMA_REF_FLOP_PER_SM_CYCLE  # the clamp above is exercised
+    assert float(padding(router, 148, b300_rate)) == pytest.approx(
         float(tile_quantization(router, 148)) - 1
     )
 
@@ -107,9 +108,10 @@ def test_a_16_bit_gemm_never_gets_cheaper_with_more_rows():
         for n, k in ((32.0, 2048.0), (200.0, 65536.0), (4096.0, 4096.0)):
             op = gemm_op("g", "decode", 1, m, np.full_like(m, n), np.full_like(m, k), "bf16",
                          "bf16")  # fmt: skip
-            work = m * (1 + np.asarray(padding(op, gpu.sm_count, sm_mma_rate(gpu, "bf16"))))
+            pad = np.asarray(padding(op, gpu.sm_count, sm_mma_rate(gpu, gpu.peak("bf16"))))
+            work = m * (1 + pad)
             assert (np.diff(work) >= -1e-9 * work[1:]).all(), (gpu_id, n, k)
-            assert (np.asarray(padding(op, gpu.sm_count, sm_mma_rate(gpu, "bf16"))) >= 0).all()
+            assert (pad >= 0).all()
 
 
 def test_calibrated_prices_a_tall_k_gemm_as_every_engine_measures_it():

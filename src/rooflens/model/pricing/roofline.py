@@ -195,7 +195,8 @@ def price_op(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
 def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     gpu = system.gpu
     eff = kind_terms(profile, op)
-    compute_s = op.flops / (gpu.peak(op.compute_dtype) * eff.compute_fraction)
+    peak = tensor_peak(gpu, op.compute_dtype, profile)
+    compute_s = op.flops / (peak * eff.compute_fraction)
     # A GEMM's CUDA-core work (weight dequantization) runs beside the tensor cores (Frantar et
     # al. 2024, "MARLIN" §3: dequantization overlapped with the MMAs), so busy_s takes the busier
     # unit; adding them priced TensorRT-LLM's A100 W4A16/W8A16 GEMMs above their measured time.
@@ -218,7 +219,7 @@ def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
         with np.errstate(divide="ignore", invalid="ignore"):
             streamed = np.where(op.bytes > 0, streamed_bytes / op.bytes, 1.0)
     wave_s = per_wave_s(eff, gpu)
-    rate = sm_mma_rate(gpu, op.compute_dtype)
+    rate = sm_mma_rate(gpu, peak)
     busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed, vector_s, wave_s, rate)
     busy = busy + comm_s
     busy = busy + input_pass_s(op, eff, gpu)
@@ -260,9 +261,14 @@ def per_wave_s(eff: KindEfficiency, gpu: GPUSpec) -> float:
     return eff.wave_latency_s + eff.wave_latency_cycles / (gpu.boost_clock_hz or CLOCK_FALLBACK_HZ)
 
 
-def sm_mma_rate(gpu: GPUSpec, dtype: str) -> float:
-    """FLOP per cycle of one SM at a dtype's peak, at the boost clock (CLOCK_FALLBACK_HZ)."""
-    return gpu.peak(dtype) / gpu.sm_count / (gpu.boost_clock_hz or CLOCK_FALLBACK_HZ)
+def tensor_peak(gpu: GPUSpec, dtype: str, profile: Profile) -> float:
+    """A dtype's tensor peak: the datasheet's under `ideal`, else what the kernels issue."""
+    return gpu.peak(dtype) if profile.datasheet_peaks else gpu.kernel_peak(dtype)
+
+
+def sm_mma_rate(gpu: GPUSpec, peak: float) -> float:
+    """FLOP per cycle of one SM at a tensor peak, at the boost clock (CLOCK_FALLBACK_HZ)."""
+    return peak / gpu.sm_count / (gpu.boost_clock_hz or CLOCK_FALLBACK_HZ)
 
 
 def per_launch_s(eff: KindEfficiency, gpu: GPUSpec) -> float:

@@ -8,8 +8,9 @@ Prints one line per GPU and engine and exits 1 where a ratio misses its target. 
 quantized kernel family that priced a line, what the engine's own kernels measure at batch 1 in
 the tables its terms were fitted on (`fitted_on`, model/analysis/quant_vs_bf16.py): the median
 and quartiles over the table's shapes (n, k ≥ 2,048) of the family's latency over bf16's at
-m = 1. A ratio that misses its target over a family measured at about that ratio is the kernel,
-not the model.
+m = 1, as a graph replay times them (`graph_latency_ms`: TensorRT-LLM 1.0's quantized GEMMs
+were timed by TensorRT's profiler, one launch included). A ratio that misses its target over a
+family measured at about that ratio is the kernel, not the model.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import ENGINES, calibration_path
 from rooflens.model.analysis.quant_vs_bf16 import fitted_on
 from rooflens.model.predict.api import make_scenario, run
+from rooflens.validate.aiconfigurator import graph_latency_ms
 from rooflens.validate.measured_files import DEFAULT_ROOT
 
 GPUS = ("a100-sxm-80gb", "h100-sxm", "b300", "rtx-pro-6000", "h200", "l40s", "b200")
@@ -56,6 +58,7 @@ def _batch_1_ratio(table: str, dtype: str) -> str:
     if not paths:
         return f"{table} not found under {DEFAULT_ROOT} (ROOFLENS_MEASURED)"
     rows = pd.read_parquet(paths[-1])
+    rows = rows.assign(latency=graph_latency_ms(rows))
     rows = rows[(rows.m == 1) & (rows.n >= MIN_DIM) & (rows.k >= MIN_DIM)]
     pivot = rows.pivot_table(index=["n", "k"], columns="gemm_dtype", values="latency")
     if dtype not in pivot or "bfloat16" not in pivot:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from rooflens.validate.aiconfigurator import load_moe, load_nccl
+from rooflens.validate.aiconfigurator import TRT_FLOW, graph_latency_ms, load_moe, load_nccl
 from rooflens.validate.datasets import load_kernels
 
 
@@ -186,3 +186,54 @@ def test_blackwell_ultra_nvfp4_gemms_run_at_the_sm100_kernels_rate(measured_dir)
             assert 0.55 * spec.kernel_peak("fp4") < best <= spec.kernel_peak("fp4"), (path, best)
             if gpu == "b300":
                 assert best < 0.5 * spec.peak("fp4"), (path, best)
+
+
+def test_only_the_tensorrt_profiler_rows_are_single_event_timings(measured_dir):
+    """The evidence for graph_latency_ms: the A100's TensorRT-LLM 1.0 quantized GEMMs
+    (trt_flow_) all lie on the 1.024 us tick of one event pair; no graph-replayed table does."""
+    for path in sorted(measured_dir.glob("aiconfigurator-*/gemm/*/*/gemm_perf.parquet")):
+        raw = pd.read_parquet(path)
+        tick_ms = 1.024e-3
+        # within 10 ns of a tick (the float32 column holds a 60 ms call to ~4 ns)
+        on_tick = (raw["latency"] - (raw["latency"] / tick_ms).round() * tick_ms).abs() < 1e-5
+        flow = raw["kernel_source"].str.startswith(TRT_FLOW)
+        assert on_tick[flow].all(), path
+        assert on_tick[~flow].mean() < 0.1, path
+    trt = pd.read_parquet(measured_dir / "aiconfigurator-a100/gemm/trtllm/1.0.0/gemm_perf.parquet")
+    assert set(trt.loc[trt["kernel_source"].str.startswith(TRT_FLOW), "gemm_dtype"]) == {
+        "int4_wo", "int8_wo", "sq"}  # fmt: skip
+
+
+def test_the_profiler_gap_is_taken_off_its_rows_alone(kernels, measured_dir):
+    path = "aiconfigurator-a100/gemm/trtllm/1.0.0/gemm_perf.parquet"
+    raw = pd.read_parquet(measured_dir / path)
+    flow = raw["kernel_source"].str.startswith(TRT_FLOW)
+    gap = raw["latency"] - graph_latency_ms(raw)
+    assert (gap[~flow] == 0).all()
+    assert gap[flow].max() - gap[flow].min() < 1e-9  # one gap per table, in ms
+    assert 3e-3 < gap[flow].iloc[0] < 6e-3  # a launch, not a kernel
+    loaded = kernels[kernels["source"] == path]
+    assert len(loaded) == len(raw) and (loaded["measured_s"] > 0).all()
+    assert loaded["measured_s"].sum() == pytest.approx(graph_latency_ms(raw).sum() * 1e-3)
+    for other in ("aiconfigurator-h100/gemm/vllm/0.24.0/gemm_perf.parquet",):
+        table = pd.read_parquet(measured_dir / other)
+        assert (graph_latency_ms(table) == table["latency"]).all()
+
+
+def test_a_known_gap_is_recovered():
+    """Closed form: graph-timed bf16 rows, and profiler rows = the same kernel time + 4 us."""
+    shapes = [(m, n, k) for m in (1, 8) for n in (128, 512) for k in (256, 512)]
+    kernel_ms = [0.002 + 1e-6 * n * k / 1e3 for _, n, k in shapes]
+    rows = [
+        {"m": m, "n": n, "k": k, "gemm_dtype": dtype, "kernel_source": source, "latency": t + add}
+        for (m, n, k), t in zip(shapes, kernel_ms, strict=True)
+        for dtype, source, add in (
+            ("bfloat16", "torch_flow", 0.0),
+            ("sq", TRT_FLOW + "sq", 0.004),
+            ("int4_wo", TRT_FLOW + "wo", 0.006),
+        )
+    ]
+    table = pd.DataFrame(rows)
+    fixed = graph_latency_ms(table)
+    expected = table["latency"] - 0.004 * table["kernel_source"].str.startswith(TRT_FLOW)
+    assert fixed.to_numpy() == pytest.approx(expected.to_numpy())

@@ -3,8 +3,12 @@ the prediction says so (GPUSpec.peak's fallbacks: fp8 -> fp16 on Ampere, bf16 ->
 
 from __future__ import annotations
 
+import pytest
+
 from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import DEFAULT_ENGINE, get_profile
 from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.pricing.roofline import kind_terms
 
 
 def test_fp8_on_a100_is_noted_and_priced_at_the_fp16_peak() -> None:
@@ -20,3 +24,27 @@ def test_fp8_on_a100_is_noted_and_priced_at_the_fp16_peak() -> None:
 def test_no_note_where_the_unit_exists() -> None:
     pred = run(make_scenario("llama-3-8b", "h100-sxm", weight_dtype="fp8", act_dtype="fp8"))
     assert not [note for note in pred.notes if "tensor-core rate" in note]
+
+
+def test_blackwell_ultra_fp4_is_priced_at_its_kernels_rate_under_calibrated_only() -> None:
+    """The B300's engines run SM100-family FP4 kernels at 2x FP8 (9 PFLOP/s), not the datasheet's
+    13.5: `calibrated` prices NVFP4 GEMMs on that rate and says so, `ideal` keeps the datasheet,
+    and a B200 (whose datasheet FP4 is already 2x FP8) is priced and noted as before."""
+    b300 = get_gpu("b300")
+    for profile, peak in (("ideal", 13.5e15), ("calibrated", 9.0e15)):
+        pred = run(make_scenario("llama-3-8b", "b300", quant="nvfp4", profile=profile))
+        gemm = next(p for p in pred.prefill.priced if p.op.name == "mlp.up_gate")
+        assert gemm.op.compute_dtype == "fp4"
+        terms = kind_terms(get_profile(profile, b300, DEFAULT_ENGINE), gemm.op)
+        fraction = terms.compute_fraction
+        assert float(gemm.compute_s) == pytest.approx(float(gemm.op.flops) / (peak * fraction))
+        assert 0.3 < fraction <= 1.0  # a fitted share of 9 PFLOP/s
+        noted = [n for n in pred.notes if "fp4 math on b300" in n]
+        if profile == "ideal":
+            assert not noted
+        else:
+            assert len(noted) == 1 and "9,000 TFLOP/s" in noted[0] and "13,500" in noted[0]
+    assert b300.kernel_peak("fp4") == 9.0e15
+    for gpu, quant in (("b200", "nvfp4"), ("b300", "bf16")):
+        pred = run(make_scenario("llama-3-8b", gpu, quant=quant))
+        assert not [n for n in pred.notes if "kernels issue" in n], (gpu, quant)

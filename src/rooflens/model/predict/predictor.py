@@ -77,7 +77,7 @@ class Pipeline:
             tpot_s=decode_s,
             e2e_s=prefill_s + decode_s * (w.output_len - 1),
             memory=self.memory(),
-            notes=_unit_fallbacks(prefill + decode, sc),
+            notes=_unit_notes(prefill + decode, sc, self.profile),
         )
         if sc.parallel.pp > 1:
             pred = apply_pipeline_parallel(pred, self)
@@ -86,15 +86,26 @@ class Pipeline:
         return pred
 
 
-def _unit_fallbacks(priced: list[PricedOp], sc: Scenario) -> list[str]:
-    """Say when a compute dtype has no unit on this GPU and runs on another (GPUSpec.peak)."""
+def _unit_notes(priced: list[PricedOp], sc: Scenario, profile: Profile) -> list[str]:
+    """Say when a compute dtype has no unit on this GPU and runs on another (GPUSpec.peak), and
+    when its unit is priced below the datasheet, at the rate the engines' kernels issue
+    (GPUSpec.kernel_peak; never under `ideal`)."""
     gpu = sc.gpu
-    missing = sorted({p.op.compute_dtype for p in priced} - set(gpu.peak_flops_per_s))
-    return [
+    dtypes = {p.op.compute_dtype for p in priced if np.any(np.asarray(p.op.flops) > 0)}
+    notes = [
         f"{gpu.id} has no {dtype} tensor-core rate in its datasheet: {dtype} math is priced at "
         f"{gpu.peak(dtype) / 1e12:.0f} TFLOP/s, the unit kernels fall back to"
-        for dtype in missing
+        for dtype in sorted(dtypes - set(gpu.peak_flops_per_s))
     ]
+    capped = {gpu.unit(d) for d in dtypes if gpu.kernel_peak(d) < gpu.peak(d)}
+    notes += [
+        f"{unit} math on {gpu.id} is priced at {gpu.kernel_peak(unit) / 1e12:,.0f} TFLOP/s, the "
+        f"rate the engines' kernels issue, not the datasheet's {gpu.peak(unit) / 1e12:,.0f} "
+        f"TFLOP/s: {gpu.sources['kernel_peak_flops_per_s'].split(';')[0]}; `ideal` keeps the "
+        "datasheet"
+        for unit in sorted(capped) if not profile.datasheet_peaks
+    ]  # fmt: skip
+    return notes
 
 
 def predict(scenario: Scenario, optimizations: list[Optimization] | None = None) -> Prediction:

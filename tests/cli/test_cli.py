@@ -239,3 +239,18 @@ def test_units_round_before_choosing_the_unit() -> None:
     assert fmt_time(0.9996) == "1 s" and fmt_time(0.0009996) == "1 ms"
     assert fmt_bytes(999.6e9) == "1 TB" and fmt_flops(999.9e12) == "1 PFLOP"
     assert fmt_time(0.0123) == "12.3 ms" and fmt_time(1.5e-7) == "150 ns"
+
+
+def test_gpu_list_shows_fp4_and_the_rate_the_kernels_issue(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The B300's FP4 cell gives its datasheet peak and, in parentheses, the rate the engines'
+    SM100-family kernels issue (2x FP8); a part without a cap shows its datasheet alone, and no
+    id is cut or wrapped however narrow the terminal."""
+    monkeypatch.setenv("COLUMNS", "130")
+    code, out, _ = run_cli(capsys, "list", "gpus")
+    assert code == 0 and "fp4 TFLOP/s" in out
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│ ")}
+    assert "13500 (9000)" in rows["b300"] and "15000 (10000)" in rows["gb300"]
+    assert "9000" in rows["b200"] and "(" not in rows["b200"].split("│")[8]
+    assert {"a100-pcie-80gb", "rtx-pro-6000", "v100-sxm-32gb"} <= set(rows)

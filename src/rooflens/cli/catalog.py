@@ -25,8 +25,13 @@ class Listing:
 
 
 def _tflops(gpu: GPUSpec, dtype: str) -> str:
+    """A unit's datasheet peak, and in parentheses the lower rate the engines' kernels issue."""
     value = gpu.peak_flops_per_s.get(dtype)  # type: ignore[call-overload]
-    return f"{value / 1e12:.0f} TFLOP/s" if value else "—"
+    if not value:
+        return "—"
+    kernels = gpu.kernel_peak_flops_per_s.get(dtype)  # type: ignore[call-overload]
+    issued = f" ({kernels / 1e12:.0f})" if kernels else ""
+    return f"{value / 1e12:.0f}{issued}"  # the unit is in the column's header
 
 
 def _models() -> Listing:
@@ -50,13 +55,15 @@ def _gpus() -> Listing:
     gpus = [get_gpu(g) for g in gpu_ids()]
     cells = [
         [g.id, g.name, fmt_bytes(g.memory_bytes), f"{g.hbm_bytes_per_s / 1e12:.2f} TB/s",
-         _tflops(g, "bf16"), _tflops(g, "fp8"), _tflops(g, "int8"),
+         _tflops(g, "bf16"), _tflops(g, "fp8"), _tflops(g, "int8"), _tflops(g, "fp4"),
          f"{g.ridge_point('bf16'):.0f} FLOP/B",
          f"{g.nvlink_bytes_per_s / 1e9:.0f} GB/s" if g.nvlink_bytes_per_s else "—"]
         for g in gpus
     ]  # fmt: skip
-    columns = ["id", "name", "memory", "HBM", "bf16", "fp8", "int8", "ridge bf16", "GPU link"]
-    title = "GPUs (dense peaks; links one direction per GPU)"
+    columns = ["id", "name", "memory", "HBM", "bf16 TFLOP/s", "fp8 TFLOP/s", "int8 TOP/s",
+               "fp4 TFLOP/s", "ridge bf16", "GPU link"]  # fmt: skip
+    title = ("GPUs (dense peaks; in parentheses the rate the engines' kernels issue, where lower: "
+             "`calibrated` prices with it; links one direction per GPU)")  # fmt: skip
     return Listing(title, columns, [g.model_dump() for g in gpus], cells)
 
 

@@ -24,10 +24,15 @@ def print_json(data: Any) -> None:
 
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Group:
-    """A titled, aligned table; the title sits on its own line so it never wraps to the table."""
+    """A titled, aligned table; the title sits on its own line so it never wraps to the table.
+    The first column (an id, a stage) keeps its full width: a key is never cut or wrapped."""
     t = Table(header_style="bold")
+    key_width = max((len(str(row[0])) for row in rows if row), default=0)
     for i, column in enumerate(columns):
-        t.add_column(column, justify="left" if i == 0 else "right")
+        if i == 0:
+            t.add_column(column, justify="left", min_width=max(key_width, len(column)))
+        else:
+            t.add_column(column, justify="right")
     for row in rows:
         t.add_row(*row)
     return Group(Text(title, style="bold"), t)

@@ -29,8 +29,8 @@ def _tflops(gpu: GPUSpec, dtype: str) -> str:
     value = gpu.peak_flops_per_s.get(dtype)  # type: ignore[call-overload]
     if not value:
         return "—"
-    kernels = gpu.kernel_peak_flops_per_s.get(dtype)  # type: ignore[call-overload]
-    issued = f" ({kernels / 1e12:.0f})" if kernels else ""
+    kernels = gpu.kernel_peak(dtype)  # the one place that says what the kernels issue
+    issued = f" ({kernels / 1e12:.0f})" if kernels < value else ""
     return f"{value / 1e12:.0f}{issued}"  # the unit is in the column's header
 
 

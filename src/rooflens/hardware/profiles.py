@@ -106,6 +106,13 @@ class KindEfficiency(BaseModel):
         le=1.0,
         description="share of a GEMM's tile and wave padding the compute roof pays (0: none)",
     )
+    softmax_cycles: float = Field(
+        default=0.0,
+        ge=0,
+        description="SM clock cycles per scored query-key pair of a prefill attention kernel: "
+        "its softmax (the exponential on the special-function units, the FP32 scaling, max and "
+        "sum) beside the MMAs (0: none; model/pricing/softmax.py)",
+    )
 
 
 class Profile(BaseModel):

@@ -70,6 +70,11 @@ class Spec(BaseModel):
 # Sizes (bytes) and rates (bytes/s, FLOP/s) of any real part lie far inside this range; outside
 # it a number is a typing slip, and times computed from it overflow (issue 27: HBM 1e-300).
 PHYSICAL = (1e3, 1e18)
+# Exponentials (MUFU.EX2) an NVIDIA SM issues per clock, compute capability 7.0-10.0 and 12.0:
+# the CUDA C++ Programming Guide's throughput table (special functions: 16 results per clock per
+# SM); FlashAttention-3 (Shah et al. 2024, §3.1) quotes the H100 SXM5 at 3.9 TFLOP/s of them.
+# Blackwell Ultra doubles it (GPUSpec.exp_per_sm_cycle in its presets).
+EXP_PER_SM_CYCLE = 16.0
 
 
 class GPUSpec(Spec):
@@ -114,6 +119,12 @@ class GPUSpec(Spec):
         description="resident threads an SM holds at full occupancy (None = unknown): sets how "
         "many loads an eager kernel keeps in flight",
     )
+    exp_per_sm_cycle: float | None = Field(
+        default=None,
+        gt=0,
+        description="exponentials (MUFU.EX2) one SM issues per clock (None: EXP_PER_SM_CYCLE); "
+        "sets what an attention kernel's softmax costs (model/pricing/softmax.py)",
+    )
     smem_per_sm_bytes: float = Field(
         gt=0,
         description="shared memory (SRAM) usable per SM, bytes; sets FlashAttention tile size",
@@ -153,7 +164,13 @@ class GPUSpec(Spec):
             "pcie_bytes_per_s",
         ] + [
             f
-            for f in ("tdp_watts", "idle_watts", "boost_clock_hz", "max_threads_per_sm")
+            for f in (
+                "tdp_watts",
+                "idle_watts",
+                "boost_clock_hz",
+                "max_threads_per_sm",
+                "exp_per_sm_cycle",
+            )
             if getattr(self, f) is not None
         ]
         for name in ("memory_bytes", "hbm_bytes_per_s", "l2_bytes", "smem_per_sm_bytes",
@@ -213,6 +230,10 @@ class GPUSpec(Spec):
         (`kernel_peak_flops_per_s`): what `calibrated` prices with."""
         unit = self.unit(dtype)
         return self.kernel_peak_flops_per_s.get(unit, self.peak_flops_per_s[unit])
+
+    def exp_rate(self) -> float:
+        """Exponentials one SM issues per clock: the preset's, else EXP_PER_SM_CYCLE."""
+        return self.exp_per_sm_cycle or EXP_PER_SM_CYCLE
 
     def ridge_point(self, dtype: str = "bf16") -> float:
         """Arithmetic intensity (FLOP/byte) where compute and HBM time are equal."""

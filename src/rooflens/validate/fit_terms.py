@@ -65,7 +65,8 @@ MOE_TERMS = ("compute_fraction", "memory_fraction", "overhead_cycles", "overlap_
 START = {"compute_fraction": 0.75, "memory_fraction": 0.8, "overhead_cycles": 6000.0,
          "overlap_power": 2.0, "wave_latency_s": 1e-6, "saturation_blocks_per_sm": 0.5,
          "wave_tail": 0.05, "bytes_per_sm_cycle": 4.0, "bytes_per_thread_us": 4.0,
-         "input_pass_bytes": 2.5, "wave_latency_cycles": 2000.0}  # fmt: skip
+         "input_pass_bytes": 2.5, "wave_latency_cycles": 2000.0,
+         "softmax_cycles": 0.05}  # fmt: skip
 # Kinds whose implementations differ by more than the model's error (two engines' attention
 # kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
 FRONTIER_KINDS = ("attention", "attention_decode")
@@ -202,7 +203,9 @@ def terms_for(name: str) -> tuple[str, ...]:
         return STREAM_TERMS
     if kind == "attention_decode":
         return DECODE_TERMS
-    return FULL_TERMS if kind in ("gemm", "attention") else MEMORY_TERMS
+    if kind == "attention":  # prefill: its softmax's cycles per scored pair (pricing/softmax.py)
+        return (*FULL_TERMS, "softmax_cycles")
+    return MEMORY_TERMS
 
 
 def kind_rows(table: pd.DataFrame, kind: str, plain: bool = True) -> pd.Series:

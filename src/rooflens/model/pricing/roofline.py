@@ -1,15 +1,15 @@
 """Roofline pricing (DESIGN.md step 3), the one place that turns a kernel call into seconds:
 each operator's compute, memory and communication time, its arithmetic intensity and what
 bounds it, for a GPU and a profile. The operator table (model/predict/predictor.py), `rooflens
-kernels
-predict` and the validator (model/pricing/kernel_table.py) and the calibration fit
+kernels predict` and the validator (model/pricing/kernel_table.py) and the calibration fit
 (validate/calibrate.py) all price through `price_op`. The profile's numbers are data
 (hardware/profiles.py); their formula is here.
 
 The time of one kernel call under a profile's terms for its kind:
 
     C = FLOPs / (peak · compute_fraction) · q         compute roof, q = 1 + wave_tail · (Q − 1),
-                                                       16-bit GEMMs: padding in SM cycles (grid.py)
+                                                       16-bit GEMMs: padding in SM cycles (grid.py);
+                                                       attention: + its softmax (softmax.py)
     M = bytes / (bandwidth · memory_fraction · u)     memory roof, u = min(1, blocks / (SMs · s))
     W = w · ceil(blocks / SMs)                        latency roof: each wave of thread blocks
                                                        costs at least one dependent-load chain
@@ -66,6 +66,7 @@ from rooflens.model.ops.op import Num, Op, kernels_per_call
 from rooflens.model.pricing.comm import collective_time_s
 from rooflens.model.pricing.eager_roofs import eager_roof
 from rooflens.model.pricing.grid import MMA_REF_FLOP_PER_SM_CYCLE, padding, thread_blocks
+from rooflens.model.pricing.softmax import softmax_s
 
 CLOCK_FALLBACK_HZ = 1.5e9  # a launch floor's clock where a GPU states none (custom specs)
 
@@ -201,6 +202,8 @@ def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     # al. 2024, "MARLIN" §3: dequantization overlapped with the MMAs), so busy_s takes the busier
     # unit; adding them priced TensorRT-LLM's A100 W4A16/W8A16 GEMMs above their measured time.
     vector_s = op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
+    clock = gpu.boost_clock_hz or CLOCK_FALLBACK_HZ  # + an attention kernel's softmax (softmax.py)
+    vector_s = vector_s + softmax_s(op, eff.softmax_cycles, gpu, clock)
     # One occupancy model at a time: a calibrated profile's fitted one (on the op's real grid)
     # replaces the op's structural min(1, blocks / SMs).
     occupancy = 1.0 if eff.saturation_blocks_per_sm > 0 else op.bandwidth_fraction

@@ -15,6 +15,7 @@ from rooflens.cli.render import LazyProgress, console
 
 
 def add_parser(sub: Any) -> None:
+    from rooflens.model.planner.explain import CHEAP_SWEEP_GROUPS
     from rooflens.model.planner.plan_args import MAX_SIM_REQUESTS
     from rooflens.model.planner.plan_lists import SCENARIO_OPTIONS, listed
     from rooflens.model.planner.space import SweepSpace
@@ -95,7 +96,8 @@ def add_parser(sub: Any) -> None:
         "--explain-alternatives",
         action="store_true",
         help="when infeasible, also re-plan with more GPUs, other GPU types and a lower rate "
-        "(~14 re-sweeps; by default only when the first sweep is fast)",
+        f"(~14 re-sweeps; by default only when the first sweep priced at most "
+        f"{CHEAP_SWEEP_GROUPS} groups)",
     )
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output")

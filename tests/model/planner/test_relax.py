@@ -10,6 +10,7 @@ import json
 import pytest
 
 import rooflens.cli as cli
+from rooflens.model.planner.explain import CHEAP_SWEEP_GROUPS
 from rooflens.model.planner.plan import plan
 from rooflens.model.planner.relax import SLO_METRICS
 from rooflens.model.planner.space import SweepSpace
@@ -86,7 +87,25 @@ def test_no_relaxation_when_nothing_fits(capsys) -> None:  # type: ignore[no-unt
                      "--json"])  # fmt: skip
     out = json.loads(capsys.readouterr().out)
     assert code == cli.EXIT_DOES_NOT_FIT and out["relaxation"] is None
-    assert out["alternatives"]  # nothing fits, the first sweep is fast: re-plans run anyway
+    assert out["alternatives"]  # nothing fits, the first sweep is small: re-plans run anyway
+
+
+@pytest.mark.slow
+def test_a_large_first_sweep_leaves_the_re_plans_to_the_flag(capsys) -> None:  # type: ignore[no-untyped-def]
+    # nothing fits a 70B model on one 24-48 GB GPU of nine types: 36 groups priced, over
+    # CHEAP_SWEEP_GROUPS, so the answer names the flag instead, whatever the machine's speed
+    gpus = "l4,a10,a10g,rtx-3090,rtx-4090,a40,l40s,v100-sxm-32gb,a100-sxm-40gb"
+    argv = ["plan", "--model", "llama-3-70b", "--gpus", gpus, "--max-gpus", "1", "--rate", "1",
+            "--tpot-slo", "0.05", "--sim-requests", "0", "--json"]  # fmt: skip
+    code = cli.main(argv)
+    out = json.loads(capsys.readouterr().out)
+    small = ["plan", "--model", "llama-3-70b", "--gpus", "l4", "--max-gpus", "1", "--rate", "1",
+             "--tpot-slo", "0.05", "--sim-requests", "0", "--json"]  # fmt: skip
+    assert code == cli.EXIT_DOES_NOT_FIT and out["relaxation"] is None
+    assert out["n_groups_priced"] > CHEAP_SWEEP_GROUPS and not out["alternatives"]
+    assert any("--explain-alternatives" in line for line in out["explanation"])
+    cli.main(small)
+    assert json.loads(capsys.readouterr().out)["n_groups_priced"] <= CHEAP_SWEEP_GROUPS
 
 
 @pytest.mark.slow

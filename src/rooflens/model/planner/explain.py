@@ -164,7 +164,10 @@ Replanner = Callable[[SweepSpace, ServingWorkload], SweepResult]
 
 
 ALTERNATIVES_HINT = "More GPUs, other GPU types and the largest sustainable rate were not tried"
-CHEAP_SWEEP_S = 0.25  # a first sweep this fast makes the ~14 re-sweeps of the alternatives cheap
+# A first sweep over at most this many groups (GPU, TP, PP, EP, weight dtype, options; ~7 ms each
+# to price on a 2-core VM, 0.25 s for 32) makes the ~14 re-sweeps of the alternatives cheap. It
+# is counted, not timed, so one command prints the same report on any machine and under any load.
+CHEAP_SWEEP_GROUPS = 32
 
 
 def explain_infeasible(
@@ -174,7 +177,7 @@ def explain_infeasible(
     """Why nothing is feasible, the nearest feasible relaxation of the SLOs (relax.py, from
     this sweep's own rows), and the nearest alternatives (each a re-plan: more GPUs, other GPU
     types, a lower rate). alternatives=None runs those re-plans only when no SLO relaxation
-    exists and the first sweep was fast (CHEAP_SWEEP_S); True always, False never."""
+    exists and the first sweep was small (CHEAP_SWEEP_GROUPS); True always, False never."""
     n = max(result.n_configs, 1)
     lines = [
         f"No configuration of {space.model} on {', '.join(space.gpus)} run by "
@@ -212,7 +215,7 @@ def explain_infeasible(
         relax["line"] = relaxation_line(relax, describe)
         lines.append(relax["line"])
     if alternatives is None:
-        alternatives = relax is None and result.elapsed_s <= CHEAP_SWEEP_S
+        alternatives = relax is None and result.groups <= CHEAP_SWEEP_GROUPS
     if not alternatives:
         lines.append(
             f"{ALTERNATIVES_HINT} (each is a re-sweep, together at least 14× this one's "

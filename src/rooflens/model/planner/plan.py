@@ -79,6 +79,7 @@ class Plan:
             "pareto": self.pareto,
             "pareto_hidden": self.pareto_hidden,
             "n_configs_evaluated": self.sweep.n_configs,
+            "n_groups_priced": self.sweep.groups,
             "elapsed_s": self.elapsed_s,
             "sweep_s": self.sweep.elapsed_s,
             "rejected": self.sweep.rejected,

@@ -52,6 +52,11 @@ class SweepResult:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def groups(self) -> int:
+        """Groups the sweep priced or skipped (GPU, TP, PP, EP, weight dtype, options)."""
+        return len(self.curves) + sum(self.skipped.values())
+
+    @property
     def feasible(self) -> pd.DataFrame:
         if self.rows.empty:
             return self.rows

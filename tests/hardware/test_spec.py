@@ -185,6 +185,26 @@ def test_a_kernel_peak_needs_a_source() -> None:
     assert "kernel_peak_flops_per_s" in rejection(data)
 
 
+def test_an_exponential_rate_needs_a_source_and_a_positive_value() -> None:
+    data = get_gpu("b300").model_dump()
+    del data["sources"]["exp_per_sm_cycle"]
+    assert "exp_per_sm_cycle" in rejection(data)
+    data = get_gpu("b300").model_dump()
+    data["exp_per_sm_cycle"] = 0
+    assert "exp_per_sm_cycle" in rejection(data)
+
+
+def test_only_blackwell_ultra_states_its_own_exponential_rate() -> None:
+    """Blackwell Ultra doubles standard Blackwell's MUFU.EX2 throughput (its presets cite
+    NVIDIA's blog); every other preset takes the 16 a clock of compute capability 7.0-12.0."""
+    from rooflens.hardware.presets import gpu_ids
+    from rooflens.hardware.spec import EXP_PER_SM_CYCLE
+
+    rates = {g: get_gpu(g).exp_rate() for g in gpu_ids()}
+    assert {g for g, r in rates.items() if r != EXP_PER_SM_CYCLE} == {"b300", "gb300"}
+    assert rates["b300"] == rates["gb300"] == 2 * rates["b200"] == 32.0
+
+
 def test_kernel_peak_caps_only_the_unit_it_names() -> None:
     """Blackwell Ultra's FP4 runs at 2x FP8 in the engines' SM100-family kernels (the datasheet's
     3x needs SM103-only MMA); its other units, and every part without a cap, keep the datasheet."""

@@ -73,7 +73,8 @@ PHYSICAL = (1e3, 1e18)
 # Exponentials (MUFU.EX2) an NVIDIA SM issues per clock, compute capability 7.0-10.0 and 12.0:
 # the CUDA C++ Programming Guide's throughput table (special functions: 16 results per clock per
 # SM); FlashAttention-3 (Shah et al. 2024, §3.1) quotes the H100 SXM5 at 3.9 TFLOP/s of them.
-# Blackwell Ultra doubles it (GPUSpec.exp_per_sm_cycle in its presets).
+# Blackwell Ultra doubles it (GPUSpec.exp_per_sm_cycle in its presets). Other vendors' parts
+# (sm_count = their compute units) take it too, unverified: no table measures their attention.
 EXP_PER_SM_CYCLE = 16.0
 
 

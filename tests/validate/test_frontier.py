@@ -106,7 +106,7 @@ def test_the_frontier_keeps_windowed_and_full_attention_apart():
 @pytest.mark.parametrize("gpu_id", ["h100-sxm", "b300", "rtx-pro-6000"])
 def test_long_prefill_at_head_dim_64_is_priced_with_its_softmax(measured_dir, gpu_id):
     """At 4k+ tokens the best prefill kernel runs head_dim 64 at a smaller fraction of the
-    tensor peak than 128 (H100 0.47 against 0.60: its softmax's exponentials weigh twice as
+    tensor peak than 128 (H100 0.45 against 0.59: its softmax's exponentials weigh twice as
     much per FLOP, model/pricing/softmax.py). Priced by FLOPs alone, the calibrated terms were
     18-26 % fast on those calls (H100 -18 %, B300 -26 %, RTX PRO 6000 -16 %); with the softmax
     in SM cycles each GPU's median error there is within 10 %, and within 25 % of head_dim

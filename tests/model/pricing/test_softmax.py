@@ -80,7 +80,7 @@ def test_calibrated_prefill_adds_the_softmax_to_its_compute_roof() -> None:
 def test_the_softmax_weighs_twice_as_much_at_half_the_head_dim() -> None:
     # The same FLOPs at head_dim 64 (twice the heads) as at 128: the MMAs cost the same, the
     # softmax twice as much, so the 64-dim call runs at a smaller fraction of the tensor peak,
-    # as the engines' tables measure (0.47 against 0.60 of the bf16 peak on the H100).
+    # as the engines' tables measure (0.45 against 0.59 of the bf16 peak on the H100).
     gpu = get_gpu("h100-sxm")
     system = default_system(gpu)
     wide, narrow = _prefill(128, 32), _prefill(64, 64)

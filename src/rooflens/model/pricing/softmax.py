@@ -7,8 +7,8 @@ many, NVIDIA Technical Blog, "Making Softmax More Efficient with NVIDIA Blackwel
 few FP32 operations (scale, running max, sum). That work does not shrink with the head
 dimension, so it weighs twice as much at head_dim 64 as at 128: FlashAttention-3 (Shah et al.
 2024, §3.1) gives the H100 SXM5 989 TFLOP/s of FP16 matmul against 3.9 TFLOP/s of
-exponentials. The engine tables show it: at 4k+ tokens the best prefill kernel reaches 0.47 of
-the bf16 peak at head_dim 64 and 0.60 at 128 on the H100 (0.41 / 0.64 on the B300, 0.53 / 0.72
+exponentials. The engine tables show it: at 4k+ tokens the best prefill kernel reaches 0.45 of
+the bf16 peak at head_dim 64 and 0.59 at 128 on the H100 (0.39 / 0.62 on the B300, 0.52 / 0.70
 on the RTX PRO 6000), where a roofline of FLOPs alone prices both alike.
 
 Pricing charges `softmax_cycles` SM cycles per scored pair (at 16 exponentials per clock; an SM

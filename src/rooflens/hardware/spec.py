@@ -76,6 +76,7 @@ PHYSICAL = (1e3, 1e18)
 # Blackwell Ultra doubles it (GPUSpec.exp_per_sm_cycle in its presets). Other vendors' parts
 # (sm_count = their compute units) take it too, unverified: no table measures their attention.
 EXP_PER_SM_CYCLE = 16.0
+CLOCK_FALLBACK_HZ = 1.5e9  # the SM clock pricing assumes where a GPU states none (custom specs)
 
 
 class GPUSpec(Spec):
@@ -231,6 +232,10 @@ class GPUSpec(Spec):
         (`kernel_peak_flops_per_s`): what `calibrated` prices with."""
         unit = self.unit(dtype)
         return self.kernel_peak_flops_per_s.get(unit, self.peak_flops_per_s[unit])
+
+    def clock_hz(self) -> float:
+        """The SM clock that cycle terms are priced at: the boost clock, else CLOCK_FALLBACK_HZ."""
+        return self.boost_clock_hz or CLOCK_FALLBACK_HZ
 
     def exp_rate(self) -> float:
         """Exponentials one SM issues per clock: the preset's, else EXP_PER_SM_CYCLE."""

@@ -9,11 +9,11 @@ from pydantic import ValidationError
 
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import IDEAL, INPUT_PASS_MAX_BYTES, KindEfficiency, Profile
+from rooflens.hardware.spec import CLOCK_FALLBACK_HZ
 from rooflens.hardware.systems import default_system
 from rooflens.model.ops.attention import attention_op
 from rooflens.model.ops.op import Op, gemm_op
 from rooflens.model.pricing.roofline import (
-    CLOCK_FALLBACK_HZ,
     kind_key,
     kind_terms,
     per_launch_s,

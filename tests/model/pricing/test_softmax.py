@@ -7,11 +7,12 @@ import pytest
 
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import IDEAL, KindEfficiency, Profile
+from rooflens.hardware.spec import CLOCK_FALLBACK_HZ
 from rooflens.hardware.systems import default_system
 from rooflens.model.ops.attention import attention_op
 from rooflens.model.ops.mla import mla_decode_op
 from rooflens.model.ops.op import gemm_op
-from rooflens.model.pricing.roofline import CLOCK_FALLBACK_HZ, price_op
+from rooflens.model.pricing.roofline import price_op
 from rooflens.model.pricing.softmax import softmax_s
 
 CYCLES = 0.0625  # one exponential per pair at 16 per SM per clock
@@ -33,7 +34,12 @@ def test_softmax_time_is_pairs_times_cycles_over_the_sms_clock(gpu_id: str) -> N
     pairs = 2 * 32 * 4096 * 4097 / 2
     clock = float(gpu.boost_clock_hz or CLOCK_FALLBACK_HZ)
     expected = pairs * CYCLES / (gpu.sm_count * clock)
-    assert softmax_s(op, CYCLES, gpu, clock) == pytest.approx(expected)
+    assert softmax_s(op, CYCLES, gpu) == pytest.approx(expected)
+    # a GPU spec without a clock (a user's file) takes the stated fallback, not zero
+    bare = gpu.model_copy(update={"boost_clock_hz": None})
+    assert softmax_s(op, CYCLES, bare) == pytest.approx(
+        pairs * CYCLES / (gpu.sm_count * CLOCK_FALLBACK_HZ)
+    )
 
 
 def test_blackwell_ultras_doubled_exponential_rate_halves_the_softmax() -> None:
@@ -43,16 +49,16 @@ def test_blackwell_ultras_doubled_exponential_rate_halves_the_softmax() -> None:
     assert (b300.exp_rate(), b200.exp_rate()) == (32.0, 16.0)
     assert b300.sources["exp_per_sm_cycle"]
     op = _prefill(128, 32)
-    per_sm = [softmax_s(op, CYCLES, g, 2e9) * g.sm_count for g in (b300, b200)]
+    per_sm = [softmax_s(op, CYCLES, g) * g.sm_count * g.clock_hz() for g in (b300, b200)]
     assert per_sm[1] == pytest.approx(2 * per_sm[0])
 
 
 def test_no_term_no_softmax_and_only_attention_pays_it() -> None:
     op = _prefill(128, 32)
     gpu = get_gpu("h100-sxm")
-    assert softmax_s(op, 0.0, gpu, 2e9) == 0.0
+    assert softmax_s(op, 0.0, gpu) == 0.0
     gemm = gemm_op("mlp.up", "prefill", 1, 4096, 4096, 4096, "bf16", "bf16")
-    assert softmax_s(gemm, CYCLES, gpu, 2e9) == 0.0
+    assert softmax_s(gemm, CYCLES, gpu) == 0.0
 
 
 def test_absorbed_mla_counts_most_of_its_pairs() -> None:
@@ -61,7 +67,7 @@ def test_absorbed_mla_counts_most_of_its_pairs() -> None:
     op = mla_decode_op("decode", 1, 4, 1, 2048, 16, 512, 64, "bf16", "bf16")
     true_pairs = 4 * 16 * 2048
     gpu = get_gpu("h100-sxm")  # 16 exponentials per clock: cycles are pairs x cycles per pair
-    counted = softmax_s(op, 1.0, gpu, 1.0) * gpu.sm_count
+    counted = softmax_s(op, 1.0, gpu) * gpu.sm_count * gpu.clock_hz()
     assert counted == pytest.approx(true_pairs * (576 + 512) / (2 * 576))
 
 
@@ -71,7 +77,7 @@ def test_calibrated_prefill_adds_the_softmax_to_its_compute_roof() -> None:
     op = _prefill(128, 32)
     plain = price_op(op, system, _calibrated(compute_fraction=0.8))
     with_softmax = price_op(op, system, _calibrated(compute_fraction=0.8, softmax_cycles=CYCLES))
-    extra = softmax_s(op, CYCLES, gpu, float(gpu.boost_clock_hz or 0))
+    extra = softmax_s(op, CYCLES, gpu)
     assert plain.compute_s >= plain.memory_s  # 4k tokens: compute-bound
     # max of the roofs (no overlap power): the compute roof plus the softmax
     assert float(with_softmax.time_s) == pytest.approx(float(plain.time_s) + extra)
@@ -88,8 +94,7 @@ def test_the_softmax_weighs_twice_as_much_at_half_the_head_dim() -> None:
     profile = _calibrated(compute_fraction=0.8, softmax_cycles=CYCLES)
     t_wide, t_narrow = (float(price_op(op, system, profile).time_s) for op in (wide, narrow))
     mma = float(wide.flops) / (gpu.peak("bf16") * 0.8)
-    clock = float(gpu.boost_clock_hz or 0)
-    assert t_wide == pytest.approx(mma + softmax_s(wide, CYCLES, gpu, clock))
+    assert t_wide == pytest.approx(mma + softmax_s(wide, CYCLES, gpu))
     assert t_narrow - mma == pytest.approx(2 * (t_wide - mma))
     # the ideal roofline prices FLOPs and bytes alone: both alike
     ideal = [float(price_op(op, system, IDEAL).time_s) for op in (wide, narrow)]

@@ -68,8 +68,6 @@ from rooflens.model.pricing.eager_roofs import eager_roof
 from rooflens.model.pricing.grid import MMA_REF_FLOP_PER_SM_CYCLE, padding, thread_blocks
 from rooflens.model.pricing.softmax import softmax_s
 
-CLOCK_FALLBACK_HZ = 1.5e9  # a launch floor's clock where a GPU states none (custom specs)
-
 
 @dataclass(frozen=True)
 class PricedOp:
@@ -202,8 +200,7 @@ def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     # al. 2024, "MARLIN" §3: dequantization overlapped with the MMAs), so busy_s takes the busier
     # unit; adding them priced TensorRT-LLM's A100 W4A16/W8A16 GEMMs above their measured time.
     vector_s = op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
-    clock = gpu.boost_clock_hz or CLOCK_FALLBACK_HZ  # + an attention kernel's softmax (softmax.py)
-    vector_s = vector_s + softmax_s(op, eff.softmax_cycles, gpu, clock)
+    vector_s = vector_s + softmax_s(op, eff.softmax_cycles, gpu)  # attention's softmax
     # One occupancy model at a time: a calibrated profile's fitted one (on the op's real grid)
     # replaces the op's structural min(1, blocks / SMs).
     occupancy = 1.0 if eff.saturation_blocks_per_sm > 0 else op.bandwidth_fraction
@@ -258,10 +255,10 @@ def launch_floor_s(op: Op, profile: Profile, gpu: GPUSpec) -> Num:
 
 def per_wave_s(eff: KindEfficiency, gpu: GPUSpec) -> float:
     """Least time of one wave of thread blocks: wave_latency_s, plus wave_latency_cycles at the
-    GPU's boost clock (CLOCK_FALLBACK_HZ where it states none)."""
+    GPU's clock (GPUSpec.clock_hz: the boost clock, or a stated fallback)."""
     if not eff.wave_latency_cycles:
         return eff.wave_latency_s
-    return eff.wave_latency_s + eff.wave_latency_cycles / (gpu.boost_clock_hz or CLOCK_FALLBACK_HZ)
+    return eff.wave_latency_s + eff.wave_latency_cycles / gpu.clock_hz()
 
 
 def tensor_peak(gpu: GPUSpec, dtype: str, profile: Profile) -> float:
@@ -270,18 +267,18 @@ def tensor_peak(gpu: GPUSpec, dtype: str, profile: Profile) -> float:
 
 
 def sm_mma_rate(gpu: GPUSpec, peak: float) -> float:
-    """FLOP per cycle of one SM at a tensor peak, at the boost clock (CLOCK_FALLBACK_HZ)."""
-    return peak / gpu.sm_count / (gpu.boost_clock_hz or CLOCK_FALLBACK_HZ)
+    """FLOP per cycle of one SM at a tensor peak, at the GPU's clock (GPUSpec.clock_hz)."""
+    return peak / gpu.sm_count / gpu.clock_hz()
 
 
 def per_launch_s(eff: KindEfficiency, gpu: GPUSpec) -> float:
     """One kernel launch's floor: seconds, plus cycles at the GPU's boost clock (the graph
     node's dispatch and the kernel's prologue and epilogue run on the SM clock: fitted per GPU,
     the GEMM floor is 5,700-6,100 cycles on the A100, H100 and RTX PRO 6000, 4.3-2.4 µs).
-    A GPU without a stated clock takes CLOCK_FALLBACK_HZ."""
+    A GPU without a stated clock takes spec.py's CLOCK_FALLBACK_HZ."""
     if not eff.overhead_cycles:
         return eff.overhead_s
-    return eff.overhead_s + eff.overhead_cycles / (gpu.boost_clock_hz or CLOCK_FALLBACK_HZ)
+    return eff.overhead_s + eff.overhead_cycles / gpu.clock_hz()
 
 
 def does_work(op: Op) -> np.ndarray:

@@ -28,11 +28,11 @@ from rooflens.hardware.spec import EXP_PER_SM_CYCLE, GPUSpec
 from rooflens.model.ops.op import Num, Op
 
 
-def softmax_s(op: Op, cycles_per_pair: float, gpu: GPUSpec, clock_hz: float) -> Num:
+def softmax_s(op: Op, cycles_per_pair: float, gpu: GPUSpec) -> Num:
     """Seconds of one call's softmax: `cycles_per_pair` SM cycles per scored pair on an SM that
     issues EXP_PER_SM_CYCLE exponentials a clock (fewer on one that issues more: Blackwell
-    Ultra's doubled rate halves it), over the GPU's SMs at `clock_hz`; 0 for ops that are not
-    attention or state no head_dim, and without the term."""
+    Ultra's doubled rate halves it), over the GPU's SMs at its clock (GPUSpec.clock_hz); 0 for
+    ops that are not attention or state no head_dim, and without the term."""
     head_dim = op.shape.get("head_dim")
     if not cycles_per_pair or op.kind != "attention" or head_dim is None:
         return 0.0
@@ -40,5 +40,5 @@ def softmax_s(op: Op, cycles_per_pair: float, gpu: GPUSpec, clock_hz: float) -> 
     with np.errstate(divide="ignore", invalid="ignore"):
         pairs = np.where(width > 0, np.asarray(op.flops, dtype=np.float64) / (4.0 * width), 0.0)
     cycles = pairs * cycles_per_pair * EXP_PER_SM_CYCLE / gpu.exp_rate()
-    out = cycles / (gpu.sm_count * clock_hz)
+    out = cycles / (gpu.sm_count * gpu.clock_hz())
     return float(out) if np.ndim(out) == 0 else out

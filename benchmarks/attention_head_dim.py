@@ -16,36 +16,9 @@ from __future__ import annotations
 
 import argparse
 
-import pandas as pd
-
-from rooflens.hardware.presets import get_gpu
-from rooflens.hardware.profiles import get_profile
-from rooflens.validate.compare import join
+from rooflens.validate.compare import prefill_by_head_dim
 from rooflens.validate.datasets import load_kernels
-from rooflens.validate.fit_terms import kind_rows
-from rooflens.validate.frontier import BEST_IMPL, best_of_impls
 from rooflens.validate.measured_files import DEFAULT_ROOT
-
-
-def head_dim_table(table: pd.DataFrame, min_tokens: int, min_heads: int) -> pd.DataFrame:
-    """One row per GPU and head_dim: rows, measured fraction of the bf16 peak, calibrated error."""
-    rows = table[kind_rows(table, "attention") & table["window"].fillna(0).eq(0)
-                 & (table["seq_len"] >= min_tokens) & (table["n_heads"] >= min_heads)]  # fmt: skip
-    out = []
-    for gpu_id, own in rows.groupby("gpu"):
-        best, _ = best_of_impls(own)
-        best = best[best["impl"] == BEST_IMPL]
-        if best.empty:
-            continue
-        gpu = get_gpu(str(gpu_id))
-        pooled = get_profile("calibrated", gpu, engine=None)
-        joined = join(best, ("ideal", pooled.model_copy(update={"engines": {}})))
-        joined["fraction"] = joined["flops"] / joined["measured_s"] / gpu.peak("bf16")
-        for head_dim, g in joined.groupby("head_dim"):
-            out.append({"gpu": gpu_id, "head_dim": int(head_dim), "rows": len(g),
-                        "peak_fraction": g["fraction"].median(),
-                        "calibrated_error": g["error_calibrated"].median()})  # fmt: skip
-    return pd.DataFrame(out)
 
 
 def main() -> None:
@@ -53,7 +26,7 @@ def main() -> None:
     p.add_argument("--min-tokens", type=int, default=4096)
     p.add_argument("--min-heads", type=int, default=1)
     args = p.parse_args()
-    frame = head_dim_table(load_kernels(DEFAULT_ROOT), args.min_tokens, args.min_heads)
+    frame = prefill_by_head_dim(load_kernels(DEFAULT_ROOT), args.min_tokens, args.min_heads)
     print(f"16-bit prefill attention, >= {args.min_tokens} tokens, no window, >= "
           f"{args.min_heads} heads: best kernel per shape")  # fmt: skip
     for r in frame.to_dict("records"):

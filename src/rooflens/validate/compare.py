@@ -24,7 +24,8 @@ from rooflens.hardware.profiles import Profile, get_profile
 from rooflens.hardware.spec import GPUSpec
 from rooflens.model.pricing.kernel_columns import ATTENTION_OPS
 from rooflens.model.pricing.kernel_table import predict_frame
-from rooflens.validate.fit_terms import attention_families, engine_of
+from rooflens.validate.fit_terms import attention_families, engine_of, kind_rows
+from rooflens.validate.frontier import BEST_IMPL, best_of_impls
 from rooflens.validate.moe_configs import SUBSET_COLUMN
 
 PROFILE_NAMES = ("ideal", "calibrated")
@@ -149,3 +150,31 @@ def band_check(
     low, high = median_band
     ok = bool(low <= stats["median_ratio"] <= high and stats["min_ratio"] >= floor)
     return ok, stats
+
+
+def prefill_by_head_dim(
+    table: pd.DataFrame, min_tokens: int = 4096, min_heads: int = 1
+) -> pd.DataFrame:
+    """Long 16-bit prefill attention per GPU and head_dim (no window, at least `min_tokens`
+    tokens and `min_heads` query heads), over the per-shape fastest implementation: rows, the
+    median fraction of the bf16 tensor peak the kernel reaches (causal FLOPs / time / datasheet
+    peak), and the median error of the GPU's calibrated terms pooled over engines (what the
+    frontier was fitted with). The softmax term's evidence (model/pricing/softmax.py;
+    benchmarks/attention_head_dim.py prints it)."""
+    rows = table[kind_rows(table, "attention") & table["window"].fillna(0).eq(0)
+                 & (table["seq_len"] >= min_tokens) & (table["n_heads"] >= min_heads)]  # fmt: skip
+    out = []
+    for gpu_id, own in rows.groupby("gpu"):
+        best, _ = best_of_impls(own)
+        best = best[best["impl"] == BEST_IMPL]
+        if best.empty:
+            continue
+        gpu = get_gpu(str(gpu_id))
+        pooled = get_profile("calibrated", gpu, engine=None)
+        joined = join(best, ("ideal", pooled.model_copy(update={"engines": {}})))
+        joined["fraction"] = joined["flops"] / joined["measured_s"] / gpu.peak("bf16")
+        for _, g in joined.groupby("head_dim"):
+            out.append({"gpu": str(gpu_id), "head_dim": int(g["head_dim"].iloc[0]), "rows": len(g),
+                        "peak_fraction": float(g["fraction"].median()),
+                        "calibrated_error": float(g["error_calibrated"].median())})  # fmt: skip
+    return pd.DataFrame(out)

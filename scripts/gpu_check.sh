@@ -19,17 +19,24 @@
 #  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl NAME==VERSION ...)
 #
 # Steps, in order, each with its own time budget (seconds, GPU run) and skipped with a line
-# when the 480 s budget is gone:
+# when the 480 s budget is gone. The budgets are sized from the first lent run (H200, cold
+# Triton cache, 2026-11-27: every step ran out of the budgets then given it), and each step
+# keeps what it measured when its budget stops it:
 #   1 provenance  15   device, driver, CUDA, torch, triton, commit, date
-#   2 pytest      60   pytest -m gpu (every GPU test against its torch reference)
-#   3 suite       80   rooflens validate run --device cuda --quick (graph-timed kernels and
+#   2 pytest      70   pytest -m gpu (every GPU test against its torch reference), on 8
+#                      workers where pytest-xdist is installed: Triton's compiles dominate
+#   3 suite       90   rooflens validate run --device cuda --quick (graph-timed kernels and
 #                      baselines; decode through the paged and contiguous kernels and SDPA,
-#                      with fp8 KV on compute capability >= 8.9)
-#   4 speed      150   python -m benchmarks.kernels, one kernel per call merged into one table
-#                      (v2 and v1 kernels beside torch, targets), 5 shapes per kernel
-#   5 e2e     65+90    rooflens validate e2e, Llama-3-8B random weights, eager then --compile,
-#                      batch {1,8,32,128} x context {1k,4k}, 4 of 32 layers (scaled)
-#   6 summary     20   one page: accuracy per operator class and e2e phase, speed vs target
+#                      with fp8 KV on compute capability >= 8.9); a stopped run keeps its rows
+#                      in quick-unfinished.csv, which the summary then reads
+#   4 e2e     90+120   rooflens validate e2e, Llama-3-8B random weights, eager then --compile,
+#                      batch {1,8,32,128} x context {1k,4k}, 4 of 32 layers (scaled); a stopped
+#                      run writes the scenarios that finished
+#   5 speed       80   python -m benchmarks.kernels, one kernel per call merged into the stored
+#                      table (v2 and v1 kernels beside torch, targets), 5 shapes per kernel;
+#                      the kernels no run has measured on this GPU go first, and rows of
+#                      kernels not reached stay from the earlier run their provenance names
+#   6 summary     15   one page: accuracy per operator class and e2e phase, speed vs target
 # Results: src/rooflens/validate/results/<gpu>/ (the suite's run, gpu-check-<stamp>/ with logs
 # and summary.md), src/rooflens/validate/results/e2e/<gpu>/ (the two e2e runs) and
 # benchmarks/results/<gpu>/ (kernels.csv, kernels.md), provenance columns on every row; with
@@ -129,8 +136,22 @@ speed() {
   shift
   for k in "$@"; do
     "$PY" -m benchmarks.kernels "${args[@]}" --kernels "$k" $merge || return 1
-    merge=--merge
+    [[ " ${args[*]} " == *" --merge "* ]] || merge=--merge
   done
+}
+
+# The speed step's kernels, those without a row in this GPU's stored table first.
+speed_order() {
+  "$PY" - "$BENCH_ROOT/$GPU/kernels.csv" <<'EOF'
+import sys
+from pathlib import Path
+import pandas as pd
+order = ["rmsnorm", "flash_attention", "w4a16_gemm", "w8a16_gemm", "gemm", "decode_attention",
+         "paged_decode_attention"]
+path = Path(sys.argv[1])
+done = set(pd.read_csv(path)["kernel"]) if path.is_file() else set()
+print(" ".join(sorted(order, key=lambda k: k in done)))  # stable: the order above otherwise
+EOF
 }
 
 run provenance 15 "$PY" scripts/gpu_check_summary.py --print-provenance
@@ -150,16 +171,19 @@ if [ "$DRY" = 1 ]; then
     --device cpu --batch 1 --context 16 --repeats 1 --stored-spec --compile \
     --results "$VAL_ROOT"
 else
-  run pytest 60 "$PY" -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors \
-    tests/kernels tests/validate
-  run suite 80 "$PY" -m rooflens.cli validate run --device cuda --quick --fresh
-  run speed 150 speed --device cuda --limit 5 -- w4a16_gemm w8a16_gemm gemm decode_attention \
-    paged_decode_attention flash_attention rmsnorm
+  XDIST=()
+  "$PY" -c 'import xdist' 2>/dev/null && XDIST=(-n 8)
+  run pytest 70 "$PY" -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors \
+    "${XDIST[@]}" tests/kernels tests/validate
+  run suite 90 "$PY" -m rooflens.cli validate run --device cuda --quick --fresh
   E2E=(--model llama-3-8b --device cuda --batch 1,8,32,128 --context 1024,4096 --layers 4
        --repeats 3)
-  run e2e_eager 65 "$PY" -m rooflens.cli validate e2e "${E2E[@]}"
+  run e2e_eager 90 "$PY" -m rooflens.cli validate e2e "${E2E[@]}"
   E2E_EAGER="$(newest "$VAL_ROOT/e2e/$GPU"/*-e2e.csv)"
-  run e2e_compile 90 "$PY" -m rooflens.cli validate e2e "${E2E[@]}" --compile
+  run e2e_compile 120 "$PY" -m rooflens.cli validate e2e "${E2E[@]}" --compile
+  MERGE=()
+  [ -f "$BENCH_ROOT/$GPU/kernels.csv" ] && MERGE=(--merge)
+  run speed 80 speed --device cuda --limit 5 "${MERGE[@]}" -- $(speed_order)
 fi
 # e2e runs go to their own store (validate/results/e2e/<gpu>/), apart from the kernel runs that
 # `calibrate fit --results-device` reads; "newest" is this run's only if it finished.
@@ -170,6 +194,10 @@ E2E_COMPILE="$(newest "$VAL_ROOT/e2e/$GPU"/*-e2e.csv)"
 
 SUITE_CSV="$(newest "$VAL_ROOT/$GPU"/*quick*.csv)"
 [ -n "$SUITE_CSV" ] && [ "$SUITE_CSV" -ot "$LOGS/.start" ] && SUITE_CSV=""  # an older run's
+if [ -z "$SUITE_CSV" ] && [ -f "$VAL_ROOT/$GPU/quick-unfinished.csv" ] \
+   && [ "$VAL_ROOT/$GPU/quick-unfinished.csv" -nt "$LOGS/.start" ]; then
+  SUITE_CSV="$VAL_ROOT/$GPU/quick-unfinished.csv"  # stopped at its budget: the rows it measured
+fi
 KERNELS_CSV="$BENCH_ROOT/$GPU/kernels.csv"
 [ -f "$KERNELS_CSV" ] || KERNELS_CSV=""
 FILES=()
@@ -177,7 +205,7 @@ for f in "$LOGS/provenance.txt" "$SUITE_CSV" "$KERNELS_CSV" "$BENCH_ROOT/$GPU/ke
          "$E2E_EAGER" "$E2E_COMPILE"; do
   [ -n "$f" ] && [ -f "$f" ] && FILES+=(--files "$f")
 done
-run summary 20 "$PY" scripts/gpu_check_summary.py --out "$LOGS" --provenance "$LOGS/provenance.txt" \
+run summary 15 "$PY" scripts/gpu_check_summary.py --out "$LOGS" --provenance "$LOGS/provenance.txt" \
   --steps "$STEPS" --validate "$SUITE_CSV" --kernels "$KERNELS_CSV" \
   --e2e "$E2E_EAGER" --e2e "$E2E_COMPILE" \
   "${FILES[@]}"

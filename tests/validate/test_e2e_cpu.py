@@ -162,3 +162,40 @@ def test_new_architectures_run_through_the_command(store, tmp_path, capsys, pres
         assert prefill[name]["measured_s"] > 0 and prefill[name]["predicted_s"] > 0
     assert [(r["phase"], r["context"]) for r in rows] == [("prefill", 24), ("decode", 24)]
     assert all(r["measured_s"] > 0 and r["predicted_s"] > 0 for r in rows)
+
+
+def test_an_interrupted_run_writes_the_scenarios_that_finished(store, tmp_path, capsys,
+                                                                 monkeypatch):  # fmt: skip
+    """A budget's SIGINT (scripts/gpu_check.sh) after the first scenario: its two rows are
+    written with provenance, the unfinished scenarios are not, and the exit is 130."""
+    from rooflens.validate.e2e import run as e2e_run
+
+    scenario, calls = e2e_run._scenario, []
+
+    def stop_at_second(cfg, decoder, batch, context):  # type: ignore[no-untyped-def]
+        calls.append((batch, context))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return scenario(cfg, decoder, batch, context)
+
+    monkeypatch.setattr(e2e_run, "_scenario", stop_at_second)
+    results = tmp_path / "results"
+    args = ("--batch", "1,2", "--context", "16,32", "--repeats", "1", "--stored-spec")
+    spec = store / "cpu" / "spec.yaml"
+    (results / "cpu").mkdir(parents=True)
+    (results / "cpu" / "spec.yaml").write_text(spec.read_text())
+    assert _run(*args, "--results", str(results)) == 130
+    assert "interrupted: writing the 1 finished scenario(s) of 4" in capsys.readouterr().err
+    written = load_results("cpu", results / "e2e")
+    assert set(zip(written["batch"], written["context"], strict=True)) == {(1, 16)}
+    assert set(written["phase"]) == {"prefill", "decode"}
+    assert set(PROVENANCE_COLUMNS) <= set(written.columns)
+
+    def stop_at_first(cfg, decoder, batch, context):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(e2e_run, "_scenario", stop_at_first)
+    files = sorted((results / "e2e").rglob("*.csv"))
+    assert _run(*args, "--results", str(results)) == 130  # nothing measured: nothing written
+    assert capsys.readouterr().err.strip() == "interrupted"
+    assert sorted((results / "e2e").rglob("*.csv")) == files

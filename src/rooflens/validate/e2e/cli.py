@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -132,7 +133,17 @@ def cmd_e2e(args: argparse.Namespace) -> int:
         overhead_bytes=overhead,
     )
     progress = None if args.json else _console().print
-    rows = run(cfg, progress)
+    rows: list = []  # type: ignore[type-arg]
+    try:
+        run(cfg, progress, rows)
+    except KeyboardInterrupt:  # Ctrl-C or a budget's SIGINT: keep the scenarios that finished
+        if not rows:
+            raise
+        done = len({(r["batch"], r["context"]) for r in rows})
+        print(f"interrupted: writing the {done} finished scenario(s) of "
+              f"{len(batches) * len(contexts)}", file=sys.stderr)  # fmt: skip
+        _output(args, rows, cfg, device_id, root)
+        return 130
     _output(args, rows, cfg, device_id, root)
     return 0
 
@@ -189,6 +200,8 @@ def _output(args: argparse.Namespace, rows: list, cfg, device_id: str, root: Pat
     for batch in cfg.batches:
         for context in cfg.contexts:
             group = [r for r in rows if r["batch"] == batch and r["context"] == context]
+            if not group:  # not measured: the run was interrupted first
+                continue
             title = (
                 f"{s.spec.id} · batch {batch}, context {context}{images} · {s.dtype}, {args.impl}, "
                 f"decode {group[-1]['mode']} · {depth}"

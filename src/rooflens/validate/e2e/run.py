@@ -51,11 +51,18 @@ class RunConfig:
     overhead_bytes: float = 0.0
 
 
-def run(cfg: RunConfig, progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+def run(
+    cfg: RunConfig,
+    progress: Callable[[str], None] | None = None,
+    rows: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """Measure every scenario and return the rows; with `rows` given, each finished scenario's
+    two rows are appended to it as they come, so a caller stopped midway keeps what was measured.
+    """
     from rooflens.validate.e2e.backend import make_backend
 
     backend = make_backend(cfg.impl, cfg.device)
-    rows: list[dict[str, Any]] = []
+    rows = [] if rows is None else rows
     capacity = max(cfg.contexts) + 1
     where = "this GPU" if cfg.device == "cuda" else "this machine"
     for batch in cfg.batches:

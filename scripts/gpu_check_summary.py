@@ -111,6 +111,34 @@ def print_provenance() -> None:
         p = torch.cuda.get_device_properties(0)
         print(f"capability: sm_{p.major}{p.minor}; SMs: {p.multi_processor_count}; "
               f"memory: {p.total_memory / 2**30:.1f} GiB")  # fmt: skip
+        print(f"power and clocks: {board_state()}")
+
+
+# What tells a board's own limits from the model's error: a GPU capped below its datasheet
+# power, or held at a lower clock, runs every compute-bound kernel slower (first H200 run,
+# 2026-11-28: cuBLAS bf16 at 672 TFLOP/s where our H100 measured 782).
+BOARD_QUERY = ("power.limit,power.default_limit,power.max_limit,clocks.sm,clocks.max.sm,"
+               "clocks.mem,clocks.max.mem,temperature.gpu,clocks_event_reasons.active")  # fmt: skip
+
+
+def board_state() -> str:
+    """nvidia-smi's power limits, clocks, temperature and active clock-event reasons, one line
+    (a driver that knows no field of the query answers without the last one)."""
+    import subprocess
+
+    fields = BOARD_QUERY.split(",")
+    for query in (fields, fields[:-1]):
+        try:
+            done = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(query)}",
+                                   "--format=csv,noheader"], capture_output=True, text=True,
+                                  timeout=10, check=True)  # fmt: skip
+        except subprocess.CalledProcessError:
+            continue
+        except (OSError, subprocess.SubprocessError) as error:
+            return f"unknown (nvidia-smi: {type(error).__name__})"
+        values = done.stdout.strip().splitlines()[0].split(", ")
+        return "; ".join(f"{k}={v}" for k, v in zip(query, values, strict=False))
+    return "unknown (nvidia-smi refused the query)"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -65,3 +65,24 @@ def test_refuses_in_one_line_when_a_wheel_is_missing(tmp_path: Path) -> None:
 def test_rejects_unknown_arguments(tmp_path: Path) -> None:
     result = _run(tmp_path, "--fast")
     assert result.returncode == 2 and "usage:" in result.stderr
+
+
+def test_board_state_reads_power_and_clocks_and_survives_an_older_driver(tmp_path, monkeypatch):
+    """The provenance line that tells a power-capped or down-clocked board from a model error:
+    every queried field named with its value; a driver refusing the newest field (clock-event
+    reasons) still gives the rest; no nvidia-smi at all is said, not raised."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import gpu_check_summary as summary
+
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text('#!/bin/sh\ncase "$1" in *event_reasons*) exit 2;; esac\n'
+                    'echo "500.00 W, 700.00 W, 700.00 W, 1755 MHz, 1980 MHz, 2619 MHz, '
+                    '3201 MHz, 61"\n')  # fmt: skip
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    line = summary.board_state()
+    assert line.startswith("power.limit=500.00 W; power.default_limit=700.00 W;")
+    assert "clocks.sm=1755 MHz; clocks.max.sm=1980 MHz" in line
+    assert line.endswith("temperature.gpu=61") and "event_reasons" not in line
+    monkeypatch.setenv("PATH", str(tmp_path / "none"))
+    assert summary.board_state() == "unknown (nvidia-smi: FileNotFoundError)"

@@ -26,6 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"^```[a-z]*\n(.*?)^```\n", re.S | re.M)
 WIDTH = "130"
+# The CLI's answer to a path that is not there: in an example it means the example is stale
+# (a file moved), never output to show (README once showed it for the tiny Llama's spec).
+STALE_PATH = "error: file not found:"
 
 
 def commands_in(block: str) -> list[tuple[str, str]]:
@@ -74,6 +77,9 @@ def refresh(text: str, skip: re.Pattern[str] | None = None) -> tuple[str, int]:
         if any("usage: rooflens" in out or "see `rooflens" in out for out in outputs):
             print(f"left alone (does not parse): {cmds[0][1][:80]}", file=sys.stderr)
             return match.group(0)  # a placeholder or a broken example, never shown as output
+        if any(STALE_PATH in out for out in outputs):  # a file the tree no longer has there
+            print(f"left alone (names a missing file): {cmds[0][1][:80]}", file=sys.stderr)
+            return match.group(0)
         body = "\n".join(f"{w}\n{out}" for (w, _), out in zip(cmds, outputs, strict=True)) + "\n"
         changed += body != block
         fence = match.group(0).split("\n", 1)[0]

@@ -79,8 +79,9 @@ def test_whole_steps_on_an_unseen_h200_hold_the_ideal_bound_and_the_compiled_ban
 )
 def test_production_baselines_per_call_on_an_unseen_h200(op, median_band, p90_band):
     """torch.mm and SDPA calls, as the suite timed them (CUDA graph, operands rotated past L2);
-    `as_run` prices a weight-only row's baseline as the bf16 mm that ran. torch's eager RMSNorm
-    is several kernels where engines run one, so the norm rows are no production figure."""
+    `as_run` prices a weight-only row's baseline as the bf16 mm that ran. The norm baseline,
+    F.rms_norm(x + residual), adds in a kernel of its own where engines fuse the add into the
+    norm, so its rows are no production figure."""
     rows = pd.concat([pd.read_csv(path) for path in SUITE], ignore_index=True)
     rows = as_run(rows[rows["impl"].str.startswith("torch:") & rows["op"].eq(op)])
     assert len(rows) >= 2

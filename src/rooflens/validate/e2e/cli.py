@@ -213,7 +213,24 @@ def _output(args: argparse.Namespace, rows: list, cfg, device_id: str, root: Pat
         f"median |predicted / measured − 1| of TTFT and TPOT: {median_step_error(rows) * 100:.1f} %"
     )
     console.print(_dtype_note(s.spec, s.dtype))
+    if not cfg.compile and (unfused := _unfused_note(s.spec)):
+        console.print(unfused)
     console.print(f"wrote {_shown(path)}")
+
+
+def _unfused_note(spec) -> str:  # type: ignore[no-untyped-def]
+    """One line for an eager run: which operators plain torch runs as several kernels where an
+    engine runs the one fused kernel the table prices (measured on an H200: RoPE 11-19x its
+    price, a gated activation 2-5x; docs/validation.md, "Measured on a GPU"), or ''."""
+    chains = []
+    if spec.positional == "rope":
+        chains.append("attn.rope as negate, cat, two multiplies and an add per tensor")
+    if spec.gated_mlp:
+        chains.append("the gated activation as the activation, then the product")
+    if not chains:
+        return ""
+    return (f"eager torch runs {' and '.join(chains)}, where an engine runs one fused kernel "
+            "each (what the prediction prices); --compile fuses them")  # fmt: skip
 
 
 def _dtype_note(spec, dtype: str) -> str:  # type: ignore[no-untyped-def]

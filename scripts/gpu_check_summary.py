@@ -145,6 +145,8 @@ def board_state() -> str:
             continue
         except (OSError, subprocess.SubprocessError) as error:
             return f"unknown (nvidia-smi: {type(error).__name__})"
+        if not done.stdout.strip():
+            return "unknown (nvidia-smi printed nothing)"
         values = done.stdout.strip().splitlines()[0].split(", ")
         return "; ".join(f"{k}={v}" for k, v in zip(query, values, strict=False))
     return "unknown (nvidia-smi refused the query)"

@@ -74,9 +74,11 @@ def e2e_accuracy(paths: list[Path]) -> str:
         frame = pd.read_csv(path)
         steps = frame[frame["op"].eq("total")]
         for (mode, phase), group in steps.groupby(["mode", "phase"]):
-            err = pd.to_numeric(group["error"], errors="coerce").abs()
+            signed = pd.to_numeric(group["error"], errors="coerce")
+            err = signed.abs()
             rows.append({"file": path.name, "mode": mode, "phase": phase, "scenarios": len(group),
                          "median |err|": err.median(), "max |err|": err.max(),
+                         "median err (< 0: predicted fast)": signed.median(),
                          "median measured_s": group["measured_s"].median()})  # fmt: skip
     return _table(pd.DataFrame(rows)) if rows else "no end-to-end rows"
 

@@ -27,7 +27,8 @@
 #                      workers where pytest-xdist is installed: Triton's compiles dominate
 #   3 suite       90   rooflens validate run --device cuda --quick (graph-timed kernels and
 #                      baselines; decode through the paged and contiguous kernels and SDPA,
-#                      with fp8 KV on compute capability >= 8.9); a stopped run keeps its rows
+#                      with fp8 KV on compute capability >= 8.9, where each bf16 GEMM shape
+#                      also runs as a W8A8 FP8 GEMM, torch._scaled_mm); a stopped run keeps its rows
 #                      in quick-unfinished.csv, which the summary then reads
 #   4 e2e     90+120   rooflens validate e2e, Llama-3-8B random weights, eager then --compile,
 #                      batch {1,8,32,128} x context {1k,4k}, 4 of 32 layers (scaled); a stopped

@@ -48,8 +48,8 @@ def kernel_accuracy(path: Path) -> str:
     joined = join(results, profiles)
     joined["impl"] = joined["impl"].astype(str).str.split(":").str[0]
     rows = []
-    for (op, impl), group in joined.groupby(["op", "impl"]):
-        row = {"op": op, "impl": impl, "rows": len(group)}
+    for (op, dtype, impl), group in joined.groupby(["op", "dtype", "impl"]):
+        row = {"op": op, "dtype": dtype, "impl": impl, "rows": len(group)}
         for profile in profiles:
             err = pd.to_numeric(group[f"error_{profile}"], errors="coerce").abs()
             row[f"{profile} median |err|"] = err.median()
@@ -61,9 +61,10 @@ def kernel_accuracy(path: Path) -> str:
 # What the torch rows are, so a reader does not take the unfused add + norm for an engine's.
 BASELINES_NOTE = (
     "impl torch = the baselines: torch.mm (cuBLAS; also the 16-bit reference of weight-only "
-    "GEMMs), SDPA (prefill, and decode over a 16-bit cache), and F.rms_norm(x + residual), whose "
-    "add runs as a kernel of its own where engines fuse it into the norm (its error is no "
-    "production figure). Errors are predicted / measured − 1, unitless."
+    "GEMMs), torch._scaled_mm (cuBLASLt FP8 with per-tensor scales: the dtype fp8 GEMMs), SDPA "
+    "(prefill, and decode over a 16-bit cache), and F.rms_norm(x + residual), whose add runs as "
+    "a kernel of its own where engines fuse it into the norm (its error is no production "
+    "figure). Errors are predicted / measured − 1, unitless."
 )
 
 

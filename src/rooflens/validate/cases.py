@@ -7,7 +7,10 @@ rotation). Outputs are preallocated once, so a timed call allocates nothing.
 
 Baselines: a weight-only quantized GEMM is compared with the 16-bit cuBLAS GEMM of the same
 shape (what the quantization must beat); paged decode attention with SDPA over a dense cache;
-decode over an fp8 cache (`kv_dtype` fp8) with SDPA over the 16-bit cache.
+decode over an fp8 cache (`kv_dtype` fp8) with SDPA over the 16-bit cache. A W8A8 FP8 GEMM row
+(`dtype` fp8) is a baseline alone: `torch._scaled_mm` (cuBLASLt FP8, per-tensor scales, bf16
+out), the production per-tensor FP8 GEMM; this project has no Triton FP8 kernel to set beside it
+(BASELINE_ONLY).
 
 `impl` "triton" runs the kernels' default variant, "triton_v1" the variant the 2026-11-24 H100
 run measured (kernels/common.py VARIANTS), so one run can time both.
@@ -26,6 +29,9 @@ from rooflens.kernels.common import torch_dtype
 
 Call = Callable[[], object]
 IMPLS = ("triton", "triton_v1", "torch")
+# Suite kernels with no Triton kernel of ours: only their torch baseline runs.
+BASELINE_ONLY = frozenset({"fp8_gemm"})
+FP8 = torch.float8_e4m3fn  # the E4M3 format of W8A8 weights and activations
 PAGE = 16  # positions per KV page (vLLM's default block size)
 
 
@@ -37,10 +43,15 @@ def _rand(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> torch.Tens
     return torch.randn(shape, dtype=dtype, device=device)
 
 
+def element_dtype(name: str) -> torch.dtype:
+    """The torch dtype of a row's `dtype`: a 16/32-bit float, or fp8 (E4M3)."""
+    return FP8 if name == "fp8" else torch_dtype(name)
+
+
 def input_bytes(row: pd.Series) -> float:
     """Bytes of one copy of a row's inputs (what rotation must multiply past the cache)."""
     op = row["op"]
-    es = torch_dtype(str(row["dtype"])).itemsize
+    es = element_dtype(str(row["dtype"])).itemsize
     if op == "gemm":
         return float(_int(row, "m") * _int(row, "k") + _int(row, "n") * _int(row, "k")) * es
     if op == "norm":
@@ -68,6 +79,8 @@ def _launcher(kernel: str, impl: str = "triton") -> Callable[..., object]:
 
 def _gemm(row: pd.Series, impl: str, device: str, copies: int) -> list[Call]:
     m, n, k = _int(row, "m"), _int(row, "n"), _int(row, "k")
+    if str(row["dtype"]) == "fp8":
+        return _fp8_gemm(m, n, k, impl, device, copies)
     dtype = torch_dtype(str(row["dtype"]))
     out = torch.empty((m, n), dtype=dtype, device=device)
     kernel, group = row.get("kernel", "gemm"), int(float(row.get("group_size", 128) or 128))
@@ -91,6 +104,22 @@ def _gemm(row: pd.Series, impl: str, device: str, copies: int) -> list[Call]:
         else:
             run = _launcher("gemm", impl)
             calls.append(lambda x=x, w=w, run=run: run(x, w, out=out))
+    return calls
+
+
+def _fp8_gemm(m: int, n: int, k: int, impl: str, device: str, copies: int) -> list[Call]:
+    """Y[m, n] = X[m, k] · W[n, k]ᵀ in FP8 with per-tensor scales, bf16 out: cuBLASLt through
+    `torch._scaled_mm` (W column-major, as it requires), the call vLLM's per-tensor W8A8 makes."""
+    if impl != "torch":
+        raise ValueError(f"no {impl} kernel for an FP8 GEMM: only its torch baseline runs")
+    out = torch.empty((m, n), dtype=torch.bfloat16, device=device)
+    scale = torch.ones((), dtype=torch.float32, device=device)
+    calls: list[Call] = []
+    for _ in range(copies):
+        x = _rand((m, k), torch.bfloat16, device).to(FP8)
+        w = (_rand((n, k), torch.bfloat16, device) / math.sqrt(k)).to(FP8)
+        calls.append(lambda x=x, w=w: torch._scaled_mm(
+            x, w.t(), scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16, out=out))  # fmt: skip
     return calls
 
 
@@ -171,6 +200,9 @@ def make_calls(row: pd.Series, impl: str, device: str, copies: int = 1) -> list[
 
 
 def baseline_name(row: pd.Series) -> str:
-    """torch.mm (cuBLAS on a GPU), scaled_dot_product_attention, F.rms_norm."""
+    """torch.mm (cuBLAS on a GPU; _scaled_mm for FP8), scaled_dot_product_attention,
+    F.rms_norm."""
+    if row["op"] == "gemm" and str(row.get("dtype")) == "fp8":
+        return "scaled_mm"
     return {"gemm": "mm", "attention_prefill": "sdpa", "attention_decode": "sdpa",
             "norm": "rms_norm"}[row["op"]]  # fmt: skip

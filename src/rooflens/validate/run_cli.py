@@ -42,15 +42,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         from rooflens.hardware.presets import get_gpu
         from rooflens.validate.runner import gpu_preset_for
-        from rooflens.validate.suite import full_suite, gpu_quick_suite, with_fp8_kv
+        from rooflens.validate.suite import (
+            full_suite,
+            gpu_quick_suite,
+            with_fp8_gemm,
+            with_fp8_kv,
+        )
 
         if not torch.cuda.is_available():
             raise RooflensError("no CUDA GPU found: use --device cpu, or run on a GPU machine")
         device_id = args.gpu or gpu_preset_for(torch.cuda.get_device_name())
         gpu_ref, cache_bytes = device_id, get_gpu(device_id).l2_bytes
         suite, profiles = gpu_quick_suite() if args.quick else full_suite(), PROFILES
-        if torch.cuda.get_device_capability() >= (8, 9):  # fp8 converts in hardware
-            suite = with_fp8_kv(suite)
+        if torch.cuda.get_device_capability() >= (8, 9):  # FP8 tensor cores and converts
+            suite = with_fp8_gemm(with_fp8_kv(suite))
     if args.kernels:
         wanted = [k.strip() for k in args.kernels.split(",")]
         unknown = sorted(set(wanted) - set(suite["kernel"]))

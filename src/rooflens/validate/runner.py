@@ -26,7 +26,13 @@ import numpy as np
 import pandas as pd
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.validate.cases import Call, baseline_name, input_bytes, make_calls
+from rooflens.validate.cases import (
+    BASELINE_ONLY,
+    Call,
+    baseline_name,
+    input_bytes,
+    make_calls,
+)
 from rooflens.validate.runs import as_run
 
 QUANTILES = (0.2, 0.5, 0.8)
@@ -202,6 +208,8 @@ def collect_rows(
         copies = copies_for(row, cache_bytes, budget_bytes)
         cells: dict[str, object] = {str(k): v for k, v in row.to_dict().items()}
         for impl in impls:
+            if impl != "torch" and row.get("kernel") in BASELINE_ONLY:
+                continue  # no kernel of ours for this row: its baseline alone
             label = (f"{impl}:{row['kernel']}" if impl.startswith("triton")
                      else f"torch:{baseline_name(row)}")  # fmt: skip
             if skip is not None and skip(cells, label):

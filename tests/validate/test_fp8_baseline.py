@@ -65,3 +65,22 @@ def test_with_fp8_gemm_adds_each_16bit_gemm_once_priced_at_the_fp8_roof():
     ideal = join(rows, ("ideal",))["predicted_ideal_s"].to_numpy()
     fp8_s, bf16_s = ideal[: len(a)], ideal[len(a) :]
     assert fp8_s == pytest.approx(0.5 * bf16_s, rel=1e-4)  # datasheet 1,978.9 vs 2 x 989.4
+
+
+@pytest.mark.gpu
+def test_the_fp8_baseline_runs_graph_timed_on_a_gpu_with_fp8_tensor_cores():
+    """On the GPU: cuBLASLt's FP8 product at a production shape (Llama-3-8B's QKV projection at
+    512 tokens), inside a CUDA graph as the suite times it; skipped below compute capability 8.9,
+    which has no FP8 tensor cores."""
+    from rooflens.validate.runner import run_suite
+
+    if torch.cuda.get_device_capability() < (8, 9):
+        pytest.skip("no FP8 tensor cores below compute capability 8.9")
+    row = ROW.copy()
+    row[["m", "n", "k"]] = (512, 6144, 4096)
+    (call,) = make_calls(row, "torch", "cuda", copies=1)
+    x, w = call.__defaults__
+    torch.testing.assert_close(call().float(), x.float() @ w.float().t(), rtol=2e-2, atol=2e-2)
+    out = run_suite(pd.DataFrame([row]), "cuda", ("triton", "torch"), cache_bytes=50 * 2**20)
+    assert out["impl"].tolist() == ["torch:scaled_mm"] and (out["timing"] == "cuda_graph").all()
+    assert 0 < float(out["measured_s"].iloc[0]) < 1e-3  # 26 GFLOP: tens of µs on an H100

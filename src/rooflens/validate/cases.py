@@ -147,7 +147,7 @@ def _decode(row: pd.Series, impl: str, device: str, copies: int) -> list[Call]:
     paged = row.get("kernel") == "paged_decode_attention"
     kv_dtype = str(row.get("kv_dtype") or row["dtype"])
     fp8 = kv_dtype == "fp8" and impl != "torch"
-    cache_dtype = torch.float8_e4m3fn if fp8 else dtype
+    cache_dtype = FP8 if fp8 else dtype
     pages = math.ceil(L / PAGE)
     calls: list[Call] = []
     for _ in range(copies):

@@ -21,6 +21,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from rooflens.hardware.errors import RooflensError
 
@@ -133,7 +134,7 @@ def cmd_e2e(args: argparse.Namespace) -> int:
         overhead_bytes=overhead,
     )
     progress = None if args.json else _console().print
-    rows: list = []  # type: ignore[type-arg]
+    rows: list[dict[str, Any]] = []  # filled scenario by scenario (run.py)
     try:
         run(cfg, progress, rows)
     except KeyboardInterrupt:  # Ctrl-C or a budget's SIGINT: keep the scenarios that finished

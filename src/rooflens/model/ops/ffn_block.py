@@ -51,7 +51,8 @@ def moe(b: StepRows) -> None:
     act_dtype = b.sc.precision.act_dtype  # model/ops/moe.py: shared with kernel prediction
     wdt = b.sc.precision.expert_dtype
     experts = moe_op(b.phase, count, routed_tokens, D, Fe, k, E, ep, wdt, act_dtype,
-                     b.group, m.gated_mlp, shape_tokens=n)  # fmt: skip
+                     b.group, m.gated_mlp, shape_tokens=n,
+                     quant=b.sc.precision.quant_label(wdt))  # fmt: skip
     b.ops.append(experts)
     if m.n_shared_experts:  # TP-split like the dense MLP (its output joins the all-reduce)
         mlp(b, "moe.shared", count, m.n_shared_experts * m.d_ff_expert / tp)

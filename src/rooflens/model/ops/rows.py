@@ -33,9 +33,9 @@ class StepRows:
     def gemm(self, name: str, count: int, M: Num, N: float, K: float, plain: bool = False) -> None:
         """Y[M,N] = X[M,K] · W[N,K]ᵀ. `plain` weights (lm_head) stay 16-bit under quantization."""
         wdt = ("fp32" if self.wdt == "fp32" else "bf16") if plain else self.wdt
-        self.ops.append(
-            gemm_op(name, self.phase, count, M, N, K, wdt, self.sc.precision.act_dtype, self.group)
-        )
+        p = self.sc.precision
+        self.ops.append(gemm_op(name, self.phase, count, M, N, K, wdt, p.act_dtype, self.group,
+                                quant=p.quant_label(wdt)))  # fmt: skip
 
     def per_head_gemm(self, name: str, count: int, heads: int, N: float, K: float) -> None:
         """`heads` products [n, K] · [K, N], each head with its own weight and its own input (a

@@ -37,7 +37,7 @@ def mamba_ops(sc: Scenario, phase: str, B: Num, T: Num) -> list[Op]:
 
     def gemm(name: str, M: Num, width: float, K: float) -> Op:
         return gemm_op(name, phase, count, M, width, K, p.weight_dtype, p.act_dtype,
-                       p.weight_group_size)  # fmt: skip
+                       p.weight_group_size, quant=p.quant_label(p.weight_dtype))  # fmt: skip
 
     conv_act = 2 * n * E * ab
     conv = Op(name="ssm.conv1d", phase=phase, kind="elementwise", count=count,

@@ -8,7 +8,7 @@ from rooflens.hardware.errors import FieldError
 from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINE_NAMES, calibration_file
 from rooflens.hardware.spec import GPUSpec, Spec, SystemSpec
 from rooflens.model.specs.dtypes import ACTIVATION_DTYPES, FP4_DTYPES, STORAGE_DTYPES
-from rooflens.model.specs.quant import SCHEMES, family_of, scheme_text
+from rooflens.model.specs.quant import FAMILIES, SCHEMES, family_of, scheme_text
 from rooflens.model.specs.spec import ModelSpec
 
 GIB = float(2**30)
@@ -96,6 +96,17 @@ class Precision(Spec):
         if self.scheme:
             return SCHEMES[self.scheme].family
         return family_of(self.weight_dtype, self.act_dtype)
+
+    def quant_label(self, weight_dtype: str) -> str | None:
+        """The kernel family a matmul of `weight_dtype` weights must name (gemm_op's and
+        moe_op's `quant`): the scheme's, where the operands alone name another (FP8-block runs
+        the 128-block kernels, not per-tensor FP8's); None where they name it themselves, and
+        for weights the scheme leaves 16-bit (router, lm_head)."""
+        family = self.family
+        if family is None or family == family_of(weight_dtype, self.act_dtype):
+            return None
+        act, weight = FAMILIES[family]
+        return family if act == self.act_dtype and (weight or act) == weight_dtype else None
 
     @property
     def text(self) -> str:

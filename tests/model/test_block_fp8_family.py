@@ -67,3 +67,22 @@ def test_deepseek_v3_experts_run_the_block_fp8_moe(capsys) -> None:  # type: ign
     # tokens of DeepSeek-V3 at TP 8 (aiconfigurator-h100/moe/vllm/0.24.0, 3 routings); the
     # H200 streams the same ~0.9 GB of experts 1.4x faster. Per-tensor FP8 terms said 1.23 ms.
     assert 0.1e-3 < seconds < 0.35e-3
+
+
+def test_the_planner_prices_and_names_deepseek_fp8_as_its_checkpoint(capsys) -> None:  # type: ignore[no-untyped-def]
+    # --weight-dtypes fp8 of DeepSeek-V3 is its own checkpoint (quant.py keeps_block_scales):
+    # the planner's rows price FP8-block and its text says so, as `predict` does natively
+    argv = ["plan", "--model", "deepseek-v3", "--gpus", "h200", "--rate", "2", "--prompt-len",
+            "2000", "--output-len", "200", "--tp", "8", "--weight-dtypes", "fp8", "--kv-dtypes",
+            "bf16", "--engine", "sglang"]  # fmt: skip
+    assert main([*argv, "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["recommended"]["scheme"] == "fp8-block"
+    assert all(row["scheme"] == "fp8-block" for row in plan["pareto"])
+    text = "\n".join(plan["explanation"])
+    assert "FP8-block" in text and "W8A8-FP8" not in text
+    # and it is the scheme `predict` prices DeepSeek-V3 with natively
+    assert main(["predict", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--engine",
+                 "sglang", "--json"]) == 0  # fmt: skip
+    native = json.loads(capsys.readouterr().out)["precision"]
+    assert native["scheme"] == plan["recommended"]["scheme"]

@@ -49,7 +49,8 @@ def _cells(r: dict[str, Any], mark: bool = True) -> list[str]:
         gpu = f"{r['prefill_gpu']} TP{r['prefill_tp']} → {gpu}"
     return [
         gpu, engine_id(r), str(r["n_gpus"]), layout,
-        precision_label(r["weight_dtype"], r["act_dtype"], r["kv_dtype"]), r["mode"],
+        precision_label(r["weight_dtype"], r["act_dtype"], r["kv_dtype"], r.get("scheme", "")),
+        r["mode"],
         str(r["batch"]), fmt_time(r["ttft_p99_s"]), fmt_time(r["tpot_p99_s"]),
         f"{r['tokens_per_s_per_gpu']:,.0f}", f"{r['tokens_per_s_per_user']:,.1f}",
         f"{r['cost_per_hour']:,.2f}", f"{r['cost_per_million_tokens']:,.3f}",

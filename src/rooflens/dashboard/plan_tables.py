@@ -17,6 +17,11 @@ from rooflens.model.planner.explain import engine_name
 from rooflens.model.specs.quant import precision_label
 
 
+def _precision(row: Mapping[Any, Any]) -> str:
+    return precision_label(row["weight_dtype"], row["act_dtype"], row["kv_dtype"],
+                           row.get("scheme", ""))  # fmt: skip
+
+
 def frontier_table(rows: pd.DataFrame) -> pd.DataFrame:
     """The Pareto frontier, pairs of numbers sharing a column so every column fits a 1400-px
     window."""
@@ -25,12 +30,7 @@ def frontier_table(rows: pd.DataFrame) -> pd.DataFrame:
             "GPUs": [f"{n} × {g}" for n, g in zip(rows["n_gpus"], rows["gpu"], strict=True)],
             "engine": [engine_name(r) for r in rows.to_dict("records")],
             "TP": rows["tp"],
-            "precision": [
-                precision_label(w, a, k)
-                for w, a, k in zip(
-                    rows["weight_dtype"], rows["act_dtype"], rows["kv_dtype"], strict=True
-                )
-            ],
+            "precision": [_precision(r) for r in rows.to_dict("records")],
             "scheduler": rows["mode"],
             "batch cap": [fmt_quantity(v, "sequences") for v in rows["batch"]],
             "TTFT / TPOT p99": [
@@ -86,8 +86,7 @@ def simulation_table(sims: list[dict[str, Any]]) -> pd.DataFrame:
         rows.append(
             {
                 "role": roles(sim),
-                "configuration": f"{layout}, {engine_name(c)}, "
-                f"{precision_label(c['weight_dtype'], c['act_dtype'], c['kv_dtype'])}, "
+                "configuration": f"{layout}, {engine_name(c)}, {_precision(c)}, "
                 f"{c['mode']}, batch cap {c['batch']:,}",
                 "requests counted": f"{sim['n_requests']:,}",
                 "TTFT p50 / p99": f"{fmt_time(sim['ttft_p50_s'])} / {fmt_time(sim['ttft_p99_s'])}",

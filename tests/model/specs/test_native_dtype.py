@@ -32,10 +32,17 @@ def test_an_explicit_dtype_still_wins_and_halves_to_bf16_by_the_byte_ratio() -> 
     saved = weights_bytes_per_gpu(bf16) - weights_bytes_per_gpu(native)
     routers = count_params(bf16.model).n_moe_layers * router_params(bf16.model)
     assert saved == pytest.approx(linear_params_per_gpu(bf16) - routers, rel=1e-12)
-    # fp8 weights run W8A8 where the GPU has fp8 units, as --act-dtype's help says (issue 26 §1);
-    # per-tensor scales unless the checkpoint is the native block-scaled one
+    # fp8 weights run W8A8 where the GPU has fp8 units, as --act-dtype's help says (issue 26 §1).
+    # DeepSeek-V3's fp8 weights are its checkpoint, stored with 128-block scales: an engine
+    # loads them as they are (quant.py keeps_block_scales), so naming the dtype alone (as the
+    # planner's --weight-dtypes does) keeps FP8-block; per-tensor scales are asked for by name
     explicit = make_scenario("deepseek-v3", "h200", tp=8, weight_dtype="fp8")
-    assert (explicit.precision.act_dtype, explicit.precision.scheme) == ("fp8", "w8a8-fp8")
+    assert (explicit.precision.act_dtype, explicit.precision.scheme) == ("fp8", "fp8-block")
+    assert not explicit.precision.native
+    named = make_scenario("deepseek-v3", "h200", tp=8, quant="w8a8-fp8")
+    assert named.precision.scheme == "w8a8-fp8"
+    dense = make_scenario("llama-3.1-8b", "h200", weight_dtype="fp8")  # a bf16 checkpoint
+    assert dense.precision.scheme == "w8a8-fp8"
     assert native.precision.scheme == "fp8-block" and native.precision.native
     weight_only = make_scenario("deepseek-v3", "h200", tp=8, weight_dtype="fp8", act_dtype="bf16")
     assert weight_only.precision.scheme == ""  # fp8 weight-only: no engine scheme names it

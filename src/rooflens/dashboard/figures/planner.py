@@ -35,7 +35,8 @@ def _hover(frame: pd.DataFrame) -> list[str]:
     rows: list[Any] = list(frame.itertuples())  # the sweep's rows (model/planner/sweep.py)
     return [
         f"{r.n_gpus} × {r.gpu} TP{r.tp}, {engine_name(r._asdict())}, "
-        f"{precision_label(r.weight_dtype, r.act_dtype, r.kv_dtype)}, {r.mode}, batch {r.batch}"
+        f"{precision_label(r.weight_dtype, r.act_dtype, r.kv_dtype, getattr(r, 'scheme', ''))}, "
+        f"{r.mode}, batch {r.batch}"
         f"<br>{r.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
         f"{r.tokens_per_s_per_user:,.1f} tokens/s per user"
         f"<br>TTFT p99 {r.ttft_p99_s * 1e3:,.0f} ms, TPOT p99 {r.tpot_p99_s * 1e3:,.1f} ms"

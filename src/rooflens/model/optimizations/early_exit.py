@@ -80,7 +80,8 @@ class EarlyExit(Optimization):
             width = float(2 * sc.kv_heads_per_gpu * m.head_dim)
         rows = skipped * step.B * step.T
         op = gemm_op("early_exit.kv_fill", step.phase, m.n_layers, rows, width, m.d_model,
-                     p.weight_dtype, p.act_dtype, p.weight_group_size)  # fmt: skip
+                     p.weight_dtype, p.act_dtype, p.weight_group_size,
+                     quant=p.quant_label(p.weight_dtype))  # fmt: skip
         full_weights = weight_storage_bytes(width * m.d_model, p.weight_dtype, p.weight_group_size)
         return replace(
             op,

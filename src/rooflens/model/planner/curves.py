@@ -118,6 +118,7 @@ class Curves:
     usd_per_gpu_hour: float
     step_overhead_s: float = 0.0  # host time per iteration, in decode_s and prefill (profile.py)
     prompt_row_fraction: float = 1.0  # prompt rows computed per prompt token (1 − prefix hit)
+    scheme: str = ""  # the precision scheme priced (model/specs/quant.py; FP8-block or not)
 
     def memory_bytes(self, batch: float) -> float:
         return self.fixed_bytes + batch * self.kv_bytes_per_token * self.kv_tokens_per_sequence
@@ -269,6 +270,7 @@ def build_curves(
         kv_transfer_latency_s=kv_link.latency_s,
         usd_per_gpu_hour=usd,
         prompt_row_fraction=1.0 - prefix.hit,
+        scheme=sc.precision.scheme,
     )
 
 

@@ -59,7 +59,8 @@ def describe(row: dict[str, Any]) -> str:
         layout = f"{row['replicas']} replica{'s' if row['replicas'] > 1 else ''} of {unit}"
     opts = f", opts {row['opts']}" if row.get("opts") else ""
     gpu = row["gpu"]
-    precision = precision_label(row["weight_dtype"], row["act_dtype"], row["kv_dtype"])
+    precision = precision_label(row["weight_dtype"], row["act_dtype"], row["kv_dtype"],
+                                row.get("scheme", ""))  # fmt: skip
     if row["mode"] == "disaggregated" and row.get("prefill_gpu") not in (None, "", gpu):
         gpu = f"GPUs: prefill on {row['prefill_gpu']} TP {row['prefill_tp']}, decode on {gpu}"
         return (

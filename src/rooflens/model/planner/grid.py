@@ -214,6 +214,7 @@ def record(
         "gpu": g.gpu, "engine": g.engine, "mode": mode, "n_gpus": n_gpus, "replicas": n_p + n_d,
         "prefill_replicas": n_p, "decode_replicas": n_d, "tp": g.tp, "pp": g.pp, "ep": g.ep,
         "weight_dtype": g.weight_dtype, "act_dtype": g.act_dtype, "kv_dtype": g.kv_dtype,
+        "scheme": c.scheme,
         "opts": OPT_SEP.join(g.opts), "max_batch": int(grid["max_batch"][j]), "batch": int(batch),
         "mean_batch": float(m.mean_batch[j]),
         "ttft_s": float(m.ttft_mean_s[j]), "ttft_p99_s": float(m.ttft_p99_s[j]),

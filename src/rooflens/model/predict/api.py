@@ -33,7 +33,7 @@ from rooflens.model.predict.scenario import (
 from rooflens.model.predict.steps import Prediction
 from rooflens.model.specs.dtypes import default_act_dtype
 from rooflens.model.specs.presets import get_model
-from rooflens.model.specs.quant import NATIVE, SCHEMES, scheme_of
+from rooflens.model.specs.quant import NATIVE, SCHEMES, keeps_block_scales, scheme_of
 from rooflens.model.specs.spec import ModelSpec
 
 
@@ -154,7 +154,7 @@ def _precision(r: ScenarioRequest, spec: ModelSpec, system: Any) -> tuple[str, s
     weight = r.weight_dtype or spec.native_weight_dtype
     experts = spec.native_expert_dtype if r.weight_dtype is None else ""
     act = r.act_dtype or default_act_dtype(weight, units)
-    block = native and weight == "fp8"  # native FP8 checkpoints are block-scaled (quant.py)
+    block = keeps_block_scales(spec.native_weight_dtype, weight, act)  # quant.py
     return weight, act, experts, scheme_of(weight, act, experts, block), native
 
 

@@ -107,6 +107,13 @@ QUANT_CHOICES = (NATIVE, *SCHEMES)
 NATIVE_FP8_SCHEME = "fp8-block"
 
 
+def keeps_block_scales(native_weight_dtype: str, weight_dtype: str, act_dtype: str) -> bool:
+    """W8A8 FP8 of a checkpoint stored in FP8 runs as that checkpoint: 128-block scales, the
+    block-FP8 kernels (engines load DeepSeek-V3's scales as they are; per-tensor FP8 would mean
+    re-quantizing it, which `--quant w8a8-fp8` still asks for by name)."""
+    return native_weight_dtype == weight_dtype == act_dtype == "fp8"
+
+
 def scheme_of(weight_dtype: str, act_dtype: str, expert_dtype: str = "",
               block_scaled: bool = False) -> str:  # fmt: skip
     """The scheme id these dtypes make ('' when none does: fp8 weight-only, mixed experts);
@@ -133,6 +140,8 @@ def scheme_text(weight_dtype: str, act_dtype: str, expert_dtype: str = "",
     return f"{weight_dtype} weights, {act_dtype} activations"
 
 
-def precision_label(weight_dtype: str, act_dtype: str, kv_dtype: str) -> str:
-    """A configuration's precision as the planner's tables print it: 'W8A8-FP8, fp8 KV'."""
-    return f"{scheme_text(weight_dtype, act_dtype)}, {kv_dtype} KV"
+def precision_label(weight_dtype: str, act_dtype: str, kv_dtype: str, scheme: str = "") -> str:
+    """A configuration's precision as the planner's tables print it: 'W8A8-FP8, fp8 KV';
+    `scheme` (a planner row's, where it has one) names FP8-block over W8A8-FP8."""
+    text = scheme_text(weight_dtype, act_dtype, block_scaled=scheme == NATIVE_FP8_SCHEME)
+    return f"{text}, {kv_dtype} KV"

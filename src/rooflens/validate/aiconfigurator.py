@@ -2,7 +2,8 @@
 TensorRT-LLM on five GPUs): GEMM, prefill and decode attention, fused MoE and NCCL collectives,
 each in the kernel CSV contract (NCCL in its own columns). Units: `latency` is milliseconds per
 call (CUDA-graph replay; TensorRT-LLM 1.0's quantized GEMMs are brought to one,
-`graph_latency_ms`); NCCL `message_size` counts elements, not bytes.
+`graph_latency_ms`; vLLM's block-FP8 GEMMs, timed eagerly, are left out: EAGER_TIMED); NCCL
+`message_size` counts elements, not bytes.
 """
 
 from __future__ import annotations
@@ -36,6 +37,20 @@ TRT_FLOW = "trt_flow_"
 GAP_SHAPES = {"m": 16, "n": 512, "k": 512}
 
 
+# vLLM's block-FP8 GEMMs were timed without a CUDA graph, every other GEMM with one:
+# aiconfigurator's collector (collector/vllm/collect_gemm.py) benchmarks with
+# `use_cuda_graph=gemm_type != "fp8_block"`, so each row holds vLLM's Python forward and its
+# launches. Its maintainers say so and keep these rows (35,742 per GPU at vLLM 0.24.0) out of
+# every reuse: on a B200, one call of (m, n, k) = (1, 768, 7168) read 148.6 us eager against
+# 12.3 us in a one-op graph (their notes on the B300 vLLM 0.25.0 collection, "Reuse safety for
+# historical FP8-block measurements", citing ai-dynamo/aisimulate PR 219). The tables agree: on
+# the H100 they sit on flat 60 us (FlashInfer) and 90 us (DeepGEMM) floors from m = 1 to
+# m = 4,096 where SGLang's graph-timed DeepGEMM runs the same shapes in 10-100 us. A server
+# replays its decode steps in CUDA graphs, so these rows are not what a deployment runs and are
+# not loaded; vLLM's block FP8 is priced by the engines' graph-timed block-FP8 kernels.
+EAGER_TIMED = (("VLLM", "fp8_block"),)  # (framework, gemm_dtype), case as the tables write it
+
+
 def graph_latency_ms(d: pd.DataFrame) -> pd.Series:
     """`latency` as a CUDA-graph replay times it. A TensorRT-profiler row loses its table's host
     gap: the median, over GAP_SHAPES, of its SmoothQuant GEMM's time less the same table's
@@ -63,6 +78,9 @@ def load_aiconfigurator_gemm(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
         d = read_table(path, ("m", "n", "k", "gemm_dtype", *IMPL_COLUMNS))
         if d is None:
             continue
+        eager = pd.Series(list(zip(d["framework"].str.upper(), d["gemm_dtype"], strict=True)),
+                          index=d.index).isin(EAGER_TIMED)  # fmt: skip
+        d = d[~eager]
         frame = pd.DataFrame({"op": "gemm", "m": d["m"], "n": d["n"], "k": d["k"]})
         frame = frame.join(engine_precision(d["gemm_dtype"]))
         frame["measured_s"] = graph_latency_ms(d) * MS

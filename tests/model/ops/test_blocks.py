@@ -66,3 +66,21 @@ def test_the_router_stays_16_bit_under_quantization(weight: str, act: str) -> No
     assert float(router.weight_bytes) == m.n_experts * m.d_model * 2
     assert "family" not in router.shape and router.call["weight_dtype"] == "bf16"
     assert rows["attn.qkv_proj"].call["weight_dtype"] == weight
+
+
+@pytest.mark.parametrize("quant", ["w8a16", "w4a16", "w8a8-fp8", "fp8-block"])
+def test_mla_absorbed_projections_run_16_bit_under_every_scheme(quant: str) -> None:
+    # engines have no quantized bmm for MLA's absorbed W_UK and W_UV: vLLM keeps a 16-bit copy
+    # of the dequantized kv_b_proj and runs them as a bf16 bmm (its MLA backend's
+    # process_weights_after_loading); each of the 128 / TP heads maps nope 128 <-> latent 512
+    sc = make_scenario("deepseek-v3", "b200", batch=4, tp=8, quant=quant)
+    rows, m = _rows(sc), sc.model
+    heads = m.n_heads // 8
+    q_absorb, v_absorb = rows["attn.q_absorb"], rows["attn.v_absorb"]
+    nope = m.head_dim - m.qk_rope_head_dim
+    assert float(q_absorb.weight_bytes) == heads * nope * m.kv_lora_rank * 2  # bf16, read once
+    assert float(v_absorb.weight_bytes) == heads * m.kv_lora_rank * m.v_head_dim * 2
+    for op in (q_absorb, v_absorb):
+        assert "family" not in op.shape and op.compute_dtype == "bf16", quant
+    # the projections around them keep the scheme
+    assert rows["attn.o_proj"].call["weight_dtype"] == sc.precision.weight_dtype != "bf16"

@@ -13,6 +13,8 @@ from rooflens.model.ops.op import Num, Op, comm_op, elementwise_op, gemm_op, nor
 from rooflens.model.predict.scenario import Scenario
 from rooflens.model.specs.dtypes import compute_dtype, dtype_bytes
 
+WIDE_DTYPES = ("bf16", "fp16", "fp32")  # activations that run unquantized matmuls as they are
+
 
 class StepRows:
     """The state of one step being built (scenario, B, T, L, dtypes, parallelism) and the rows
@@ -39,9 +41,13 @@ class StepRows:
 
     def per_head_gemm(self, name: str, count: int, heads: int, N: float, K: float) -> None:
         """`heads` products [n, K] · [K, N], each head with its own weight and its own input (a
-        batched GEMM, model/ops/op.py gemm_op's `heads`)."""
+        batched GEMM, model/ops/op.py gemm_op's `heads`): MLA's absorbed W_UK and W_UV. They run
+        16-bit under every scheme: engines have no quantized bmm for them and keep a 16-bit
+        copy of the dequantized kv_b_proj at load (vLLM's MLA backend, common.py
+        process_weights_after_loading), so neither a weight-only nor an FP8 kernel runs them."""
         act = self.sc.precision.act_dtype
-        self.ops.append(gemm_op(name, self.phase, count, self.tokens, heads * N, K, self.wdt, act,
+        wide = act if act in WIDE_DTYPES else "bf16"
+        self.ops.append(gemm_op(name, self.phase, count, self.tokens, heads * N, K, wide, wide,
                                 self.group, heads=heads))  # fmt: skip
 
     def elementwise(self, name: str, count: int, flops_per_element: float, read: Num,

@@ -43,8 +43,9 @@ def main() -> None:
     print(f"  broken physics:                        {counts['physics']}")
     print(f"  op > 20× ideal and > 10 % of its step: {counts['ratio']}")
     print(f"  the same, its grid's measured waves:   {counts['ratio_measured']}")
-    print(f"  calibrated int4/fp8 decode > bf16 without a named table: {counts['quant']}")
-    print(f"  calibrated int4/fp8 decode > bf16, measured table named: {counts['quant_named']}")
+    # calibrated quantized decode (int4/int8 weight-only, SmoothQuant, fp8, block fp8) vs bf16
+    print(f"  quantized decode > bf16, no table:     {counts['quant']}")
+    print(f"  quantized decode > bf16, table named:  {counts['quant_named']}")
     # every sampled scenario is valid: a refusal (exit 2) is a failure too
     print(f"  refused (exit 2 on a valid scenario):  {counts['refused (one-line error)']}")
     print(f"  does not fit (exit 3):                 {counts['does not fit (exit 3)']}")

@@ -7,11 +7,12 @@ scenario at a time through the Python API the faces call:
   prompt, are never lower;
 - the KV cache is linear in the batch; weights per GPU are ∝ 1/TP (while TP ≤ the KV heads, so
   no K/V projection is replicated);
-- weight-only int4 and fp8 decode at batch ≤ 16 never cost more than bf16 on the same GPU and
-  engine (model/analysis/quant_vs_bf16.py prices the bf16 twin), unless a measured table says
-  they do: under `calibrated` a slower step whose kernel family names the tables it was fitted
-  on is recorded (`quant_named`), one that names none is a finding (`quant`; a violation of
-  physics where the profile is in `quant_profiles`, and always under `ideal`, fitted on nothing);
+- weight-only int4 and int8, SmoothQuant and fp8 (per-tensor or block) decode at batch ≤ 16
+  never cost more than bf16 on the same GPU and engine (model/analysis/quant_vs_bf16.py prices
+  the bf16 twin), unless a measured table says they do: under `calibrated` a slower step whose
+  kernel family names the tables it was fitted on is recorded (`quant_named`), one that names
+  none is a finding (`quant`; a violation of physics where the profile is in `quant_profiles`,
+  and always under `ideal`, fitted on nothing);
 - no operator priced by `calibrated` at more than MAX_CALIBRATED_OVER_IDEAL × its `ideal` time
   while it holds more than MIN_SHARE of its step. The calibrated time is taken above its fixed
   floor (the per-launch overhead and one wave's latency, model/pricing/roofline.py; for a
@@ -71,10 +72,15 @@ MODELS = ("llama-3-8b", "llama-3-70b", "llama-3.1-8b", "qwen2.5-7b", "qwen3-8b",
           "mistral-7b", "llama-2-13b")  # fmt: skip
 GPUS = ("a10", "l4", "a100-sxm-80gb", "l40s", "h100-sxm", "h200", "b200")
 TPS = (1, 2, 4, 8)
-# (weight_dtype, act_dtype) pairs; None: the model's native recipe.
-PRECISIONS: tuple[tuple[str | None, str | None], ...] = (
-    (None, None), ("bf16", "bf16"), ("fp8", "fp8"), ("int4", "bf16"), ("fp8", "bf16"),
+# A scenario's precision: {} is the model's native recipe; (weight_dtype, act_dtype) pairs;
+# and the schemes engines name (`--quant`) that the dtypes alone do not say: FP8 with 128-block
+# scales, int8 weight-only, SmoothQuant (each priced by its own kernel family).
+PRECISIONS: tuple[dict[str, str], ...] = (
+    {}, {"weight_dtype": "bf16", "act_dtype": "bf16"}, {"weight_dtype": "fp8", "act_dtype": "fp8"},
+    {"weight_dtype": "int4", "act_dtype": "bf16"}, {"weight_dtype": "fp8", "act_dtype": "bf16"},
+    {"quant": "fp8-block"}, {"quant": "w8a16"}, {"quant": "smoothquant"},
 )  # fmt: skip
+QUANTIZED_WEIGHTS = ("int4", "int8", "fp8")  # the weights the quantized-decode check covers
 OPTS: tuple[tuple[str, ...], ...] = ((), ("fusion",), ("paged-kv",), ("eager-launch",))
 
 
@@ -207,14 +213,16 @@ def _linear(r: Report, s: dict[str, Any], base: Prediction) -> None:
 
 
 def _quantized(r: Report, s: dict[str, Any], profile: str, strict: bool, pred: Any) -> None:
-    """int4 weight-only and fp8 decode cost no more than bf16 at batch ≤ MAX_DECODE_BATCH, unless
-    the prediction names the measured table that says they do."""
-    if s.get("weight_dtype") not in ("int4", "fp8"):
+    """int4 and int8 weight-only, SmoothQuant and fp8 decode (per-tensor or block) cost no more
+    than bf16 at batch ≤ MAX_DECODE_BATCH, unless the prediction names the measured table that
+    says they do."""
+    p = pred.scenario.precision
+    if p.weight_dtype not in QUANTIZED_WEIGHTS:
         return
     slower = quant_slower_than_bf16(pred, s.get("opts", ()), profiles=(profile,))
     if slower is None:
         return
-    line = (f"{profile}: {s['weight_dtype']}/{s.get('act_dtype')} TPOT "
+    line = (f"{profile}: {p.text} TPOT "
             f"{slower.tpot_s * 1e3:.4g} ms > bf16 {slower.bf16_tpot_s * 1e3:.4g} ms")  # fmt: skip
     if slower.named:
         r.quant_named.append(f"{line}: {', '.join(dict.fromkeys(t.table for t in slower.tables))}")
@@ -252,7 +260,7 @@ def realistic(rng: random.Random) -> dict[str, Any]:
     model = rng.choice(MODELS)
     spec = get_model(model)
     tps = [t for t in TPS if spec.n_heads % t == 0]
-    weight, act = rng.choice(PRECISIONS)
+    precision = rng.choice(PRECISIONS)
     output_len = rng.choice((16, 128))
     # the check doubles the prompt: both must fit the model's context
     longest = (spec.max_context - output_len) // 2
@@ -260,8 +268,6 @@ def realistic(rng: random.Random) -> dict[str, Any]:
         "model": model, "gpu": rng.choice(GPUS), "tp": rng.choice(tps),
         "batch": int(2 ** rng.uniform(0, 9)),
         "prompt_len": min(int(2 ** rng.uniform(7, 14)), longest),
-        "output_len": output_len, "opts": rng.choice(OPTS),
+        "output_len": output_len, "opts": rng.choice(OPTS), **precision,
     }  # fmt: skip
-    if weight is not None:
-        settings.update(weight_dtype=weight, act_dtype=act)
     return settings

@@ -11,9 +11,7 @@ from typing import Any
 
 from rooflens.model.ops.op import Num, Op, comm_op, elementwise_op, gemm_op, norm_op
 from rooflens.model.predict.scenario import Scenario
-from rooflens.model.specs.dtypes import compute_dtype, dtype_bytes
-
-WIDE_DTYPES = ("bf16", "fp16", "fp32")  # activations that run unquantized matmuls as they are
+from rooflens.model.specs.dtypes import compute_dtype, dtype_bytes, unquantized
 
 
 class StepRows:
@@ -45,8 +43,7 @@ class StepRows:
         16-bit under every scheme: engines have no quantized bmm for them and keep a 16-bit
         copy of the dequantized kv_b_proj at load (vLLM's MLA backend, common.py
         process_weights_after_loading), so neither a weight-only nor an FP8 kernel runs them."""
-        act = self.sc.precision.act_dtype
-        wide = act if act in WIDE_DTYPES else "bf16"
+        wide = unquantized(self.sc.precision.act_dtype)
         self.ops.append(gemm_op(name, self.phase, count, self.tokens, heads * N, K, wide, wide,
                                 self.group, heads=heads))  # fmt: skip
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rooflens.model.ops.op import Num, Op, gemm_op
-from rooflens.model.specs.dtypes import dtype_bytes
+from rooflens.model.specs.dtypes import dtype_bytes, unquantized
 
 if TYPE_CHECKING:
     from rooflens.model.predict.scenario import Scenario
@@ -53,7 +53,7 @@ def vision_ops(sc: Scenario, images: Num) -> list[Op]:
         weight_bytes=0.0,
         act_bytes=qkvo,
         kv_bytes=0.0,
-        compute_dtype=act if act in ("bf16", "fp16", "fp32") else "bf16",
+        compute_dtype=unquantized(act),
         live_bytes=qkvo,
         shape={"batch": images, "new_tokens": float(Np), "kv_len": float(Np),
                "n_heads": v.n_heads, "n_kv_heads": v.n_heads, "head_dim": v.head_dim,

@@ -45,6 +45,15 @@ ACTIVATION_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", *FP4_DTYPES)
 NARROW_WEIGHT_DTYPES = ("int8", "int4", "nf4", "fp8", *FP4_DTYPES)
 
 
+UNQUANTIZED_DTYPES = ("bf16", "fp16", "fp32")  # activations an unquantized matmul runs at
+
+
+def unquantized(act_dtype: str) -> str:
+    """The dtype a matmul no scheme quantizes runs at beside these activations: theirs when
+    16- or 32-bit, else bf16 (MLA's absorbed bmm, the vision encoder's attention)."""
+    return act_dtype if act_dtype in UNQUANTIZED_DTYPES else "bf16"
+
+
 def dtype_bytes(dtype: str) -> float:
     """Bytes per stored element, a block-scaled format's block scale included."""
     try:

@@ -10,7 +10,11 @@ import pytest
 from rooflens.model.ops.table import build_ops
 from rooflens.model.optimizations._weights import linear_weight_elements_per_gpu
 from rooflens.model.predict.api import make_pipeline, make_scenario
-from rooflens.model.predict.memory import kv_bytes_per_token, weights_bytes_per_gpu
+from rooflens.model.predict.memory import (
+    absorbed_copy_params_per_gpu,
+    kv_bytes_per_token,
+    weights_bytes_per_gpu,
+)
 from rooflens.model.specs.params import count_params
 from rooflens.model.specs.presets import get_model
 
@@ -41,6 +45,12 @@ def test_weights_stored_equal_weights_read_once_every_expert_is_touched(
     read = sum(float(o.weight_bytes) * o.count for o in ops)
     embed_rows = B * sc.model.d_model * 2.0
     table = count_params(sc.model).embedding / tp * 2.0
+    # MLA under quantized weights stores kv_b_proj at their dtype, which only prefill reads, and
+    # the 16-bit W_UK / W_UV copies decode's absorbed bmm reads (model/ops/rows.py
+    # per_head_gemm): the prefill step's kv_b_proj row is the part decode leaves unread
+    if weight_dtype != "bf16" and sc.model.attention == "mla":
+        prefill = {o.name: o for o in build_ops(sc, "prefill", 1.0, 16.0, 16.0)}
+        read += float(prefill["attn.kv_b_proj"].weight_bytes) * prefill["attn.kv_b_proj"].count
     # Stored but not charged as operators: MLA's two latent RMSNorm weights (q_lora_rank +
     # kv_lora_rank per layer) and DeepSeek-V3's router bias (E per MoE layer), 1.6e-6 of it in
     # bf16, 2.1e-6 in int4 (the router and its bias stay 16-bit, model/ops/ffn_block.py).
@@ -134,3 +144,16 @@ def test_max_batch_is_the_fit_boundary_after_memory_hooks(model: str, opt: str, 
     assert mem(best).fits
     assert not mem(best + 1).fits
     assert first.fits == (batch <= best)
+
+
+@pytest.mark.parametrize(("quant", "copies"), [("bf16", False), ("w4a16", True), ("native", True)])
+def test_mla_keeps_a_16_bit_copy_of_its_absorbed_projections_beside_quantized_weights(
+    quant: str, copies: bool
+) -> None:
+    # vLLM's MLA backend dequantizes kv_b_proj at load into 16-bit W_UK / W_UV for decode's bmm
+    # and keeps kv_b_proj for prefill; with bf16 weights they are views. DeepSeek-V3: 61 layers
+    # of 512 (latent) x 128 heads x (128 nope + 128 v), at TP 8, 2 bytes: 256 MB a GPU
+    sc = make_scenario("deepseek-v3", "h200", tp=8, quant=quant)
+    expected = 61 * 512 * 128 * (128 + 128) / 8 if copies else 0.0
+    assert absorbed_copy_params_per_gpu(sc) == expected
+    assert absorbed_copy_params_per_gpu(sc) * 2 == pytest.approx(256e6 * copies, rel=0.03)

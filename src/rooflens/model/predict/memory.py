@@ -29,8 +29,8 @@ from rooflens.model.optimizations.base import Optimization
 from rooflens.model.predict.operators import step_ops
 from rooflens.model.predict.scenario import Scenario
 from rooflens.model.predict.steps import MemoryBreakdown, Step
-from rooflens.model.specs.dtypes import dtype_bytes
-from rooflens.model.specs.params import count_params, linear_tensors, router_params
+from rooflens.model.specs.dtypes import dtype_bytes, unquantized
+from rooflens.model.specs.params import count_params, linear_tensors, mla_kv_b_params, router_params
 from rooflens.model.specs.spec import ModelSpec
 
 MAX_BATCH_SEARCH = 1 << 20
@@ -104,7 +104,19 @@ def weights_bytes_per_gpu(sc: Scenario) -> float:
         else max(pc.embedding + pc.positional, pc.lm_head)
     )
     vision = pc.vision  # the vision encoder stays 16-bit and whole on every GPU
-    return float(layer_bytes + (ends / tp + norms / pp + vision) * plain)
+    return float(layer_bytes + (ends / tp + norms / pp + vision) * plain
+                 + absorbed_copy_params_per_gpu(sc) * plain)  # fmt: skip
+
+
+def absorbed_copy_params_per_gpu(sc: Scenario) -> float:
+    """The 16-bit copy of MLA's W_UK and W_UV an engine keeps beside a quantized kv_b_proj:
+    no quantized bmm exists for decode's absorbed projections, so vLLM's MLA backend
+    dequantizes kv_b_proj at load and keeps both (prefill runs kv_b_proj itself). With 16-bit
+    weights they are views of kv_b_proj: nothing extra."""
+    p, m = sc.precision, sc.model
+    if dtype_bytes(p.weight_dtype) >= dtype_bytes(unquantized(p.act_dtype)):
+        return 0.0
+    return m.n_layers * mla_kv_b_params(m) / sc.parallel.tp / sc.parallel.pp
 
 
 def kv_bytes_per_token(sc: Scenario) -> float:

@@ -67,19 +67,26 @@ def norm_params(spec: ModelSpec, width: int) -> int:
     return 2 * width if spec.norm == "layernorm" else width
 
 
+def mla_kv_b_params(spec: ModelSpec) -> int:
+    """MLA's kv_b_proj, the latent's up-projection to every head's K (no-rope part) and V:
+    kv_lora_rank × heads × (nope + v). Decode runs it absorbed, as W_UK and W_UV; 0 without MLA."""
+    if spec.attention != "mla":
+        return 0
+    nope = spec.head_dim - spec.qk_rope_head_dim
+    return spec.kv_lora_rank * spec.n_heads * (nope + spec.value_head_dim)
+
+
 def attention_params(spec: ModelSpec) -> int:
     D, H = spec.d_model, spec.n_heads
     if spec.attention == "mla":
         rope = spec.qk_rope_head_dim
-        nope = spec.head_dim - rope
         if spec.q_lora_rank:
             q = D * spec.q_lora_rank + spec.q_lora_rank + spec.q_lora_rank * H * spec.head_dim
         else:
             q = D * H * spec.head_dim
         kv_a = D * (spec.kv_lora_rank + rope) + spec.kv_lora_rank  # + latent norm
-        kv_b = spec.kv_lora_rank * H * (nope + spec.value_head_dim)
         o = H * spec.value_head_dim * D
-        return q + kv_a + kv_b + o
+        return q + kv_a + mla_kv_b_params(spec) + o
     qkv = D * (spec.q_dim + 2 * spec.kv_dim)
     o = spec.q_dim * D
     qk_norm = 2 * spec.head_dim if spec.qk_norm else 0  # Qwen3Attention q_norm, k_norm

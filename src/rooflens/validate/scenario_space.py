@@ -57,6 +57,7 @@ from rooflens.model.pricing.roofline import (
     launch_floor_s,
     per_wave_s,
 )
+from rooflens.model.specs.dtypes import NARROW_WEIGHT_DTYPES
 from rooflens.model.specs.params import count_params
 from rooflens.model.specs.presets import get_model
 
@@ -80,7 +81,6 @@ PRECISIONS: tuple[dict[str, str], ...] = (
     {"weight_dtype": "int4", "act_dtype": "bf16"}, {"weight_dtype": "fp8", "act_dtype": "bf16"},
     {"quant": "fp8-block"}, {"quant": "w8a16"}, {"quant": "smoothquant"},
 )  # fmt: skip
-QUANTIZED_WEIGHTS = ("int4", "int8", "fp8")  # the weights the quantized-decode check covers
 OPTS: tuple[tuple[str, ...], ...] = ((), ("fusion",), ("paged-kv",), ("eager-launch",))
 
 
@@ -217,7 +217,7 @@ def _quantized(r: Report, s: dict[str, Any], profile: str, strict: bool, pred: A
     than bf16 at batch ≤ MAX_DECODE_BATCH, unless the prediction names the measured table that
     says they do."""
     p = pred.scenario.precision
-    if p.weight_dtype not in QUANTIZED_WEIGHTS:
+    if p.weight_dtype not in NARROW_WEIGHT_DTYPES:
         return
     slower = quant_slower_than_bf16(pred, s.get("opts", ()), profiles=(profile,))
     if slower is None:

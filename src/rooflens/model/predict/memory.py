@@ -29,7 +29,7 @@ from rooflens.model.optimizations.base import Optimization
 from rooflens.model.predict.operators import step_ops
 from rooflens.model.predict.scenario import Scenario
 from rooflens.model.predict.steps import MemoryBreakdown, Step
-from rooflens.model.specs.dtypes import dtype_bytes, unquantized
+from rooflens.model.specs.dtypes import NARROW_WEIGHT_DTYPES, dtype_bytes
 from rooflens.model.specs.params import count_params, linear_tensors, mla_kv_b_params, router_params
 from rooflens.model.specs.spec import ModelSpec
 
@@ -114,7 +114,7 @@ def absorbed_copy_params_per_gpu(sc: Scenario) -> float:
     dequantizes kv_b_proj at load and keeps both (prefill runs kv_b_proj itself). With 16-bit
     weights they are views of kv_b_proj: nothing extra."""
     p, m = sc.precision, sc.model
-    if dtype_bytes(p.weight_dtype) >= dtype_bytes(unquantized(p.act_dtype)):
+    if p.weight_dtype not in NARROW_WEIGHT_DTYPES:
         return 0.0
     return m.n_layers * mla_kv_b_params(m) / sc.parallel.tp / sc.parallel.pp
 

@@ -1,0 +1,75 @@
+"""A step's GEMMs and all-reduces read off the engines' measured tables (validate/engine_steps.py):
+the interpolation is exact on power laws and at grid points, never extrapolates, and a real
+step's rows are the tables' calls at the operator table's shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rooflens.api import predict
+from rooflens.validate.aiconfigurator import load_aiconfigurator_gemm
+from rooflens.validate.engine_steps import GemmTable, allreduce_s, gemm_table, step_rows, summarize
+
+
+def _power_law(m, n, k):
+    return 3e-9 * m**0.7 * n**0.9 * k**1.1
+
+
+def _grid(drop: tuple[float, float, float] | None = None) -> pd.DataFrame:
+    axes = [np.array([1, 4, 16, 64.0]), np.array([256, 1024, 4096.0]), np.array([512, 2048.0])]
+    rows = [(m, n, k) for m in axes[0] for n in axes[1] for k in axes[2] if (m, n, k) != drop]
+    frame = pd.DataFrame(rows, columns=["m", "n", "k"])
+    return frame.assign(measured_s=_power_law(frame.m, frame.n, frame.k), impl="x-1:y")
+
+
+def test_trilinear_in_log_space_is_exact_on_a_power_law():
+    table = GemmTable.of(_grid())
+    for m, n, k in [(1, 256, 512), (64, 4096, 2048), (7, 300, 1000), (33.3, 2000, 700)]:
+        assert table.at(m, n, k) == pytest.approx(_power_law(m, n, k), rel=1e-9)
+
+
+def test_outside_the_grid_or_next_to_a_hole_is_not_guessed():
+    table = GemmTable.of(_grid(drop=(16, 1024, 2048)))
+    assert np.isnan(table.at(128, 1024, 512))  # past the largest m
+    assert np.isnan(table.at(8, 1024, 100))  # below the smallest k
+    assert np.isnan(table.at(8, 2000, 1024))  # a corner of its cell is missing
+    assert table.at(2, 2000, 1024) == pytest.approx(_power_law(2, 2000, 1024), rel=1e-9)
+
+
+def test_a_grid_point_reads_the_engines_own_row(measured_dir):
+    rows = load_aiconfigurator_gemm(measured_dir)
+    h100 = rows[rows.gpu.astype(str).eq("h100-sxm") & rows.impl.astype(str).str.startswith("vllm")
+                & rows.quant.astype(str).eq("fp8")]  # fmt: skip
+    table = gemm_table("h100-sxm", "vllm", "fp8", str(measured_dir))
+    assert table is not None and table.impl.startswith("vllm-")
+    for m, n, k in [(1, 4096, 4096), (64, 16384, 4096), (4096, 8192, 8192)]:
+        row = h100[(h100.m == m) & (h100.n == n) & (h100.k == k)]
+        assert table.at(m, n, k) == pytest.approx(float(row.measured_s.median()), rel=1e-9)
+
+
+def test_a_tp2_step_reads_each_gemm_and_all_reduce_off_the_tables(measured_dir):
+    root = str(measured_dir)
+    pred = predict("llama-3-8b", "h100-sxm", batch=8, prompt_len=2048, tp=2, engine="vllm")
+    rows = step_rows(pred, root)
+    decode = rows[rows.phase.eq("decode")]
+    qkv = decode[decode.name.eq("attn.qkv_proj")].iloc[0]
+    table = gemm_table("h100-sxm", "vllm", "bfloat16", root)
+    assert table is not None
+    assert qkv.tables_s == pytest.approx(table.at(8, 3072, 4096) * qkv["count"], rel=1e-12)
+    ar = decode[decode.quant.eq("all_reduce")]
+    assert len(ar) == 2 and ar.tables_s.notna().all()  # 8 x 4096 x 2 bytes: the engine's kernel
+    assert ar.tables_s.iloc[0] == pytest.approx(
+        allreduce_s("h100-sxm", "vllm", 2, 65536.0, root) * ar["count"].iloc[0], rel=1e-12
+    )
+    s = summarize(decode)
+    # in sample (the calibration was fitted on these tables): the step's sums agree closely
+    assert 0.85 < s["gemm_ours_s"] / s["gemm_tables_s"] < 1.15
+    assert 0.75 < s["all_reduce_ours_s"] / s["all_reduce_tables_s"] < 1.25
+
+
+def test_a_precision_the_engine_did_not_measure_compares_nothing(measured_dir):
+    pred = predict("llama-3-8b", "a100-sxm-80gb", batch=8, prompt_len=2048, quant="w8a8-fp8")
+    s = summarize(step_rows(pred, str(measured_dir)))
+    assert np.isnan(s["gemm_ours_s"]) and s["left_out"] > 0

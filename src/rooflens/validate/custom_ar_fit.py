@@ -10,8 +10,17 @@ no eager rows) of every NVLink GPU up to that size and finds, per engine, the te
 model/pricing/comm.py's `Protocol` (t = (s0 + steps·s1)·λ + ring bytes / (f·β), λ and β the
 GPU's NVLink latency and bandwidth), with validate/comm_fit.py's non-negative least squares on
 relative error, so it carries to an unmeasured NVLink GPU through its datasheet. PCIe-only parts
-(RTX PRO 6000) are left out: engines turn the custom all-reduce off on more than two PCIe GPUs
-and the table there matches NCCL.
+(RTX PRO 6000) are left out of that pooled fit: engines turn the custom all-reduce off on more
+than two PCIe GPUs and the table there matches NCCL.
+
+Each measured GPU also gets a protocol per engine fitted on its own rows (`gpus` in the file),
+PCIe parts included, since a GPU's table is what the engine's all-reduce costs on that machine,
+whichever kernel ran. Pooled, the protocols missed per GPU (engine-steps benchmark, decode
+all-reduces, ours / measured, median over scenarios): H100 1.2, B300 0.73-0.79, A100 0.66-0.98,
+and the RTX PRO 6000 2.2 (NCCL's A100-fitted protocol on PCIe: 23 us against 5-7 us measured at
+16 kB over 2 GPUs). model/pricing/comm.py prices a GPU with its own protocols, else those of a
+measured GPU of the same SM design (an H200 the H100's, a B200 the B300's: hardware/profiles.py
+`sibling_of`), else the pooled ones on NVLink and NCCL elsewhere.
 
     python -m rooflens.validate.custom_ar_fit [--write]
 
@@ -110,23 +119,45 @@ def fit_all(rows: pd.DataFrame) -> dict[str, tuple[Protocol, dict]]:
     return out
 
 
-def calibration_yaml(fits: dict[str, tuple[Protocol, dict]]) -> str:
+def fit_per_gpu(rows: pd.DataFrame) -> dict[str, dict[str, tuple[Protocol, dict]]]:
+    """Per measured GPU (PCIe ones too) and engine: a protocol fitted on that GPU's rows up to
+    the custom all-reduce's size, with its fit record."""
+    sized = rows[rows["bytes"] <= CUSTOM_ALLREDUCE_MAX_BYTES]
+    out: dict[str, dict[str, tuple[Protocol, dict]]] = {}
+    for (gpu, engine), g in sized.groupby(["gpu", "engine"]):
+        g = g.reset_index(drop=True)
+        protocol = fit_engine(g)
+        error = np.abs(predict(g, protocol) / g["measured_s"].to_numpy(float) - 1.0)
+        out.setdefault(str(gpu), {})[str(engine)] = (protocol, {
+            "rows": len(g),
+            "median_abs_error": round(float(np.median(error)), 4),
+            "p90_abs_error": round(float(np.quantile(error, 0.9)), 4),
+        })  # fmt: skip
+    return out
+
+
+def _terms(p: Protocol, record: dict) -> dict[str, Any]:
+    return {"bandwidth_fraction": round(p.bandwidth_fraction, 4),
+            "latency_base_scale": round(p.latency_base_scale, 4),
+            "latency_step_scale": round(p.latency_step_scale, 4), "fit": record}  # fmt: skip
+
+
+def calibration_yaml(fits: dict[str, tuple[Protocol, dict]],
+                     per_gpu: dict[str, dict[str, tuple[Protocol, dict]]]) -> str:  # fmt: skip
     header = (
-        "# The serving engines' own all-reduce (one NVLink node, messages up to\n"
-        "# max_bytes), one protocol per engine: t = (s0 + steps*s1) * link latency\n"
-        "# + ring bytes / (f * link bandwidth) (model/pricing/comm.py).\n"
+        "# The serving engines' own all-reduce (one node, messages up to max_bytes), one\n"
+        "# protocol per engine pooled over the NVLink GPUs and one per measured GPU (gpus):\n"
+        "# t = (s0 + steps*s1) * link latency + ring bytes / (f * link bandwidth)\n"
+        "# (model/pricing/comm.py).\n"
         "# Written by `python -m rooflens.validate.custom_ar_fit --write`; do not edit by hand.\n"
     )
     data = {
         "source": "aiconfigurator 0.12 custom_allreduce_perf.parquet (CUDA-graph rows), fitted "
         f"{datetime.date.today().isoformat()}",
         "max_bytes": CUSTOM_ALLREDUCE_MAX_BYTES,
-        "engines": {
-            engine: {"bandwidth_fraction": round(p.bandwidth_fraction, 4),
-                     "latency_base_scale": round(p.latency_base_scale, 4),
-                     "latency_step_scale": round(p.latency_step_scale, 4), "fit": record}
-            for engine, (p, record) in sorted(fits.items())
-        },
+        "engines": {engine: _terms(p, record) for engine, (p, record) in sorted(fits.items())},
+        "gpus": {gpu: {engine: _terms(p, record) for engine, (p, record) in sorted(e.items())}
+                 for gpu, e in sorted(per_gpu.items())},
     }  # fmt: skip
     return header + yaml.safe_dump(data, sort_keys=False, width=100)
 
@@ -136,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--measured", type=Path, default=DEFAULT_ROOT)
     parser.add_argument("--write", action="store_true", help=f"write {CUSTOM_ALLREDUCE_FILE}")
     args = parser.parse_args(argv)
-    text = calibration_yaml(fit_all(load_custom_allreduce(args.measured)))
+    rows = load_custom_allreduce(args.measured)
+    text = calibration_yaml(fit_all(rows), fit_per_gpu(rows))
     if args.write:
         atomic_write_text(CUSTOM_ALLREDUCE_FILE, text)
     print(text)

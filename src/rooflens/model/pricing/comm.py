@@ -44,7 +44,7 @@ import numpy as np
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import read_data_file
-from rooflens.hardware.profiles import CALIBRATION_DIR, Profile
+from rooflens.hardware.profiles import CALIBRATION_DIR, Profile, sibling_of
 from rooflens.hardware.spec import LinkSpec, SystemSpec
 
 if TYPE_CHECKING:
@@ -53,7 +53,8 @@ if TYPE_CHECKING:
 COMM_CALIBRATION_FILE = CALIBRATION_DIR / "comm-a100.yaml"
 # The engines' own all-reduce (validate/custom_ar_fit.py), used inside one NVLink node up to
 # vLLM's CustomAllreduce default max_size of 8 MiB (vllm/distributed/device_communicators/
-# custom_all_reduce.py); NCCL above it, across nodes and over PCIe.
+# custom_all_reduce.py); NCCL above it, across nodes, and over PCIe unless the GPU's own table
+# measured what the engine runs there.
 CUSTOM_ALLREDUCE_FILE = CALIBRATION_DIR / "comm-custom-allreduce.yaml"
 CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 2**20
 # ... and up to 8 GPUs: vLLM's and SGLang's CustomAllreduce `_SUPPORTED_WORLD_SIZES = [2, 4, 6,
@@ -108,12 +109,7 @@ def protocols_for(profile: Profile) -> tuple[Protocol, ...]:
     return (Protocol(profile.comm_bandwidth_fraction, 0.0, profile.comm_latency_scale),)
 
 
-@cache
-def custom_allreduce(path: Path = CUSTOM_ALLREDUCE_FILE) -> dict[str, Protocol]:
-    """Per engine, its fitted all-reduce protocol ({} when the file is absent)."""
-    if not path.is_file():
-        return {}
-    engines = read_data_file(path).get("engines", {})
+def _protocols(engines: dict[str, Any]) -> dict[str, Protocol]:
     return {
         name: Protocol(float(e["bandwidth_fraction"]), float(e["latency_base_scale"]),
                        float(e["latency_step_scale"]))
@@ -121,16 +117,44 @@ def custom_allreduce(path: Path = CUSTOM_ALLREDUCE_FILE) -> dict[str, Protocol]:
     }  # fmt: skip
 
 
+@cache
+def custom_allreduce(path: Path = CUSTOM_ALLREDUCE_FILE) -> dict[str, Protocol]:
+    """Per engine, its all-reduce protocol pooled over the NVLink GPUs ({} without the file)."""
+    if not path.is_file():
+        return {}
+    return _protocols(read_data_file(path).get("engines", {}))
+
+
+@cache
+def gpu_allreduce(path: Path = CUSTOM_ALLREDUCE_FILE) -> dict[str, dict[str, Protocol]]:
+    """Per measured GPU and engine, the protocol fitted on that GPU's own table."""
+    if not path.is_file():
+        return {}
+    return {gpu: _protocols(e) for gpu, e in read_data_file(path).get("gpus", {}).items()}
+
+
+def allreduce_protocol(system: SystemSpec, engine: str | None) -> Protocol | None:
+    """The engine's all-reduce on this system's GPU: fitted on its own table, else on the table
+    of a measured GPU of the same SM design (hardware/profiles.py `sibling_of`), else pooled
+    over the NVLink GPUs where it has NVLink; None where the engine leaves it to NCCL."""
+    per_gpu = gpu_allreduce()
+    gpu = system.gpu
+    measured = gpu.id if gpu.id in per_gpu else sibling_of(gpu, tuple(per_gpu))
+    if measured is not None and engine in per_gpu[measured]:
+        return per_gpu[measured][engine]
+    if gpu.nvlink_bytes_per_s <= 0:
+        return None
+    return custom_allreduce().get(engine or "")
+
+
 def engine_all_reduce_s(
     payload_bytes: Num, n_gpus: int, system: SystemSpec, engine: str | None, nccl: Num
 ) -> Num:
-    """The all-reduce a serving engine runs: its own one-node kernel where it applies (NVLink
-    inside one node, up to CUSTOM_ALLREDUCE_MAX_GPUS GPUs and CUSTOM_ALLREDUCE_MAX_BYTES) when
-    faster, else NCCL's."""
-    protocol = custom_allreduce().get(engine or "")
+    """The all-reduce a serving engine runs: its own one-node kernel where it applies (inside
+    one node, up to CUSTOM_ALLREDUCE_MAX_GPUS GPUs and CUSTOM_ALLREDUCE_MAX_BYTES: on NVLink,
+    or on a GPU whose own table measured it) when faster, else NCCL's."""
+    protocol = allreduce_protocol(system, engine)
     if protocol is None or not 1 < n_gpus <= min(system.gpus_per_node, CUSTOM_ALLREDUCE_MAX_GPUS):
-        return nccl
-    if system.gpu.nvlink_bytes_per_s <= 0:
         return nccl
     own = all_reduce_s(payload_bytes, n_gpus, system, (protocol,))
     return np.where(np.asarray(payload_bytes) <= CUSTOM_ALLREDUCE_MAX_BYTES,

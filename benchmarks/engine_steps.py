@@ -1,12 +1,13 @@
-"""Whole steps against the engines' own kernels: the calibrated price of a step's dense GEMMs
-and all-reduces over what the engine's measured tables say the same calls take
+"""Whole steps against the engines' own kernels: the calibrated price of a step's dense GEMMs,
+attention and all-reduces over what the engine's measured tables say the same calls take
 (validate/engine_steps.py, aiconfigurator's way of pricing a step), per GPU, engine,
 precision, tensor-parallel degree and phase.
 
     python -m benchmarks.engine_steps [--gpu ID]... [--engine vllm]... [--show N]
 
 Prints the ratio (ours / tables) of each group's summed GEMM time, its median and range over
-the scenarios, and the same for the decode all-reduces; then the N scenarios furthest off.
+the scenarios, the same for attention, for the decode all-reduces and for the three together
+(the step less its norms, activations and embedding); then the N scenarios furthest off.
 In sample on the measured GPUs: it shows whether fp8 and TP > 1 stay as close to the engines'
 kernels as bf16 at TP 1, not how an unmeasured GPU fares (`rooflens validate cv`).
 """
@@ -53,8 +54,11 @@ def scenarios(gpus: list[str], engines: list[str]) -> pd.DataFrame:
                                             "model": model, "tp": tp, "batch": batch,
                                             "phase": phase, **s})  # fmt: skip
     frame = pd.DataFrame(out)
-    frame["gemm"] = frame["gemm_ours_s"] / frame["gemm_tables_s"]
-    frame["all_reduce"] = frame["all_reduce_ours_s"] / frame["all_reduce_tables_s"]
+    for kind in ("gemm", "attention", "all_reduce"):
+        frame[kind] = frame[f"{kind}_ours_s"] / frame[f"{kind}_tables_s"]
+    kinds = ("gemm", "attention", "all_reduce")
+    ours = sum(frame[f"{k}_ours_s"] for k in kinds)
+    frame["step"] = ours / sum(frame[f"{k}_tables_s"] for k in kinds)
     return frame.replace([np.inf], np.nan)
 
 
@@ -73,8 +77,14 @@ def report(frame: pd.DataFrame, show: int) -> None:
     print(table.to_string())
     print("\nper GPU and precision (every TP, both phases):")
     print(gemm.groupby(["gpu", "precision"])["gemm"].apply(_spread).unstack().to_string())
-    print("\nper engine and precision:")
-    print(gemm.groupby(["engine", "precision"])["gemm"].apply(_spread).unstack().to_string())
+    attention = frame[frame["attention"].notna()]
+    print("\nattention (the engine's most-measured kernel), per GPU and engine:")
+    print(attention.groupby(["gpu", "engine", "phase"])["attention"].apply(_spread)
+          .unstack().to_string())  # fmt: skip
+    step = frame[frame["step"].notna()]
+    print("\nGEMMs, attention and all-reduces together, per precision and TP:")
+    print(step.groupby(["precision", "tp_class", "phase"])["step"].apply(_spread)
+          .unstack().to_string())  # fmt: skip
     ar = frame[frame["all_reduce"].notna()]
     print("\ndecode all-reduces (the engines' own kernel, <= 8 MiB), ours / tables:")
     print(ar.groupby(["gpu", "engine"])["all_reduce"].apply(_spread).unstack().to_string())

@@ -1,6 +1,6 @@
-"""A step's GEMMs and all-reduces read off the engines' measured tables (validate/engine_steps.py):
-the interpolation is exact on power laws and at grid points, never extrapolates, and a real
-step's rows are the tables' calls at the operator table's shapes."""
+"""A step's GEMMs, attention and all-reduces read off the engines' measured tables
+(validate/engine_steps.py): the interpolation is exact on power laws and at grid points, never
+extrapolates, and a real step's rows are the tables' calls at the operator table's shapes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ import pytest
 
 from rooflens.api import predict
 from rooflens.validate.aiconfigurator import load_aiconfigurator_gemm
-from rooflens.validate.engine_steps import GemmTable, allreduce_s, gemm_table, step_rows, summarize
+from rooflens.validate.engine_steps import (
+    LogGrid,
+    allreduce_s,
+    attention_table,
+    gemm_table,
+    step_rows,
+    summarize,
+)
 
 
 def _power_law(m, n, k):
@@ -25,13 +32,13 @@ def _grid(drop: tuple[float, float, float] | None = None) -> pd.DataFrame:
 
 
 def test_trilinear_in_log_space_is_exact_on_a_power_law():
-    table = GemmTable.of(_grid())
+    table = LogGrid.of(_grid(), ("m", "n", "k"))
     for m, n, k in [(1, 256, 512), (64, 4096, 2048), (7, 300, 1000), (33.3, 2000, 700)]:
         assert table.at(m, n, k) == pytest.approx(_power_law(m, n, k), rel=1e-9)
 
 
 def test_outside_the_grid_or_next_to_a_hole_is_not_guessed():
-    table = GemmTable.of(_grid(drop=(16, 1024, 2048)))
+    table = LogGrid.of(_grid(drop=(16, 1024, 2048)), ("m", "n", "k"))
     assert np.isnan(table.at(128, 1024, 512))  # past the largest m
     assert np.isnan(table.at(8, 1024, 100))  # below the smallest k
     assert np.isnan(table.at(8, 2000, 1024))  # a corner of its cell is missing
@@ -63,10 +70,16 @@ def test_a_tp2_step_reads_each_gemm_and_all_reduce_off_the_tables(measured_dir):
     assert ar.tables_s.iloc[0] == pytest.approx(
         allreduce_s("h100-sxm", "vllm", 2, 65536.0, root) * ar["count"].iloc[0], rel=1e-12
     )
+    core = decode[decode.name.eq("attn.core")].iloc[0]  # 16 of 32 heads, 4 of 8 KV heads a GPU
+    key = (16, 4, 128, "bf16", "bf16")
+    attention = attention_table("h100-sxm", "vllm", "attention_decode", key, root)
+    assert attention is not None and attention.impl.startswith("vllm-")
+    assert core.tables_s == pytest.approx(attention.at(8, 2048 + 64) * core["count"], rel=1e-12)
     s = summarize(decode)
     # in sample (the calibration was fitted on these tables): the step's sums agree closely
     assert 0.85 < s["gemm_ours_s"] / s["gemm_tables_s"] < 1.15
     assert 0.75 < s["all_reduce_ours_s"] / s["all_reduce_tables_s"] < 1.25
+    assert 0.75 < s["attention_ours_s"] / s["attention_tables_s"] < 1.33
 
 
 def test_a_precision_the_engine_did_not_measure_compares_nothing(measured_dir):

@@ -1,13 +1,15 @@
-"""A step's GEMMs and all-reduces by the engines' own measured kernels: a second route to the
-whole-step price (`python -m benchmarks.engine_steps`).
+"""A step's GEMMs, attention and all-reduces by the engines' own measured kernels: a second
+route to the whole-step price (`python -m benchmarks.engine_steps`).
 
 aiconfigurator (NVIDIA) prices a step by looking each operator up in its engine's tables of
-measured kernels. This module does the same for the operator table's dense GEMMs and tensor-
-parallel all-reduces: each row's call is read off the engine's table on that GPU (the shared
-measurements, validate/aiconfigurator.py), interpolated linearly in log time over log m, log n
-and log k between the table's grid points, never extrapolated, and the step's sum is set beside
-the calibrated price of the same rows. A row outside a table's grid (an `lm_head` wider than
-65,536) or of a precision the engine did not measure is left out of both sums and counted.
+measured kernels. This module does the same for the operator table's dense GEMMs, attention
+and tensor-parallel all-reduces: each row's call is read off the engine's table on that GPU
+(the shared measurements, validate/aiconfigurator.py), interpolated linearly in log time over
+the log of each size between the table's grid points (GEMM: m, n, k; attention: batch and KV
+or prompt length, at the row's head layout and precision, full attention), never
+extrapolated, and the step's sums are set beside the calibrated price of the same rows. A row
+outside a table's grid (an `lm_head` wider than 65,536) or of a precision the engine did not
+measure is left out of both sums and counted.
 
 On a measured GPU this is in sample (the calibration was fitted on these tables), so it tells
 what the per-call errors add up to over a real step, per precision and tensor-parallel degree;
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -25,46 +28,66 @@ import numpy as np
 import pandas as pd
 
 from rooflens.model.pricing.comm import CUSTOM_ALLREDUCE_MAX_BYTES
-from rooflens.validate.aiconfigurator import load_aiconfigurator_gemm
+from rooflens.validate.aiconfigurator import load_aiconfigurator_attention, load_aiconfigurator_gemm
 from rooflens.validate.custom_ar_fit import load_custom_allreduce
 from rooflens.validate.fit_terms import engine_of
 from rooflens.validate.measured_files import DEFAULT_ROOT
 
-AXES = ("m", "n", "k")
+GEMM_AXES = ("m", "n", "k")
+ATTENTION_AXES = {"attention_decode": ("batch", "kv_len"),
+                  "attention_prefill": ("batch", "seq_len")}  # fmt: skip
+ATTENTION_KEYS = ("n_heads", "n_kv_heads", "head_dim", "dtype", "kv_dtype")
 
 
 @dataclass(frozen=True)
-class GemmTable:
-    """One engine's GEMM latencies of one precision on one GPU, on its (m, n, k) grid."""
+class LogGrid:
+    """One implementation's latencies over a full grid of call sizes (GEMM: m, n, k; attention:
+    batch and KV or prompt length), multilinear in log time over the log of each size."""
 
     impl: str
-    axes: tuple[np.ndarray, np.ndarray, np.ndarray]  # log of each axis's grid points
+    axes: tuple[np.ndarray, ...]  # log of each axis's grid points
     log_s: np.ndarray  # log seconds, NaN where the grid has no row
 
     @classmethod
-    def of(cls, rows: pd.DataFrame) -> GemmTable:
-        cube = rows.groupby(list(AXES))["measured_s"].median()
-        grid = [np.sort(rows[a].unique().astype(float)) for a in AXES]
-        full = pd.MultiIndex.from_product(grid, names=list(AXES))
+    def of(cls, rows: pd.DataFrame, names: tuple[str, ...]) -> LogGrid:
+        cube = rows.groupby(list(names))["measured_s"].median()
+        grid = [np.sort(rows[a].unique().astype(float)) for a in names]
+        full = pd.MultiIndex.from_product(grid, names=list(names))
         values = cube.reindex(full).to_numpy(float).reshape([len(g) for g in grid])
-        return cls(str(rows["impl"].iloc[0]), tuple(np.log(g) for g in grid), np.log(values))  # type: ignore[arg-type]
+        return cls(str(rows["impl"].iloc[0]), tuple(np.log(g) for g in grid), np.log(values))
 
-    def at(self, m: float, n: float, k: float) -> float:
-        """Seconds of the call, trilinear in log space; NaN outside the grid or next to a hole."""
-        lo, w = [], []
-        for axis, x in zip(self.axes, (m, n, k), strict=True):
+    def at(self, *sizes: float) -> float:
+        """Seconds of the call; NaN outside the grid or next to a hole (never extrapolated)."""
+        lo, frac = [], []
+        for axis, x in zip(self.axes, sizes, strict=True):
             x = float(np.log(x))
             if not axis[0] <= x <= axis[-1]:
                 return float("nan")
+            if len(axis) == 1:
+                lo.append(0)
+                frac.append(0.0)
+                continue
             i = int(np.clip(np.searchsorted(axis, x, side="right") - 1, 0, len(axis) - 2))
             lo.append(i)
-            w.append((x - axis[i]) / (axis[i + 1] - axis[i]))
-        corner = self.log_s[lo[0] : lo[0] + 2, lo[1] : lo[1] + 2, lo[2] : lo[2] + 2]
-        weights = np.einsum("i,j,k->ijk", *([1 - t, t] for t in w))
-        used = weights > 0
-        if np.isnan(corner[used]).any():
-            return float("nan")
-        return float(np.exp(np.sum(np.where(used, corner, 0.0) * weights)))
+            frac.append((x - axis[i]) / (axis[i + 1] - axis[i]))
+        total = 0.0
+        for corner in product((0, 1), repeat=len(lo)):
+            sides = [f if c else 1.0 - f for c, f in zip(corner, frac, strict=True)]
+            weight = float(np.prod(sides))
+            if weight == 0.0:
+                continue
+            value = self.log_s[tuple(i + c for i, c in zip(lo, corner, strict=True))]
+            if np.isnan(value):
+                return float("nan")
+            total += weight * value
+        return float(np.exp(total))
+
+
+def _most_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the implementation (version and kernel) with the most of them, the newest
+    on a tie."""
+    impl = str(rows["impl"].astype(str).value_counts().sort_index(ascending=False).idxmax())
+    return rows[rows["impl"].astype(str).eq(impl)]
 
 
 @cache
@@ -74,18 +97,31 @@ def _gemm_rows(root: str) -> pd.DataFrame:
 
 
 @cache
-def gemm_table(
-    gpu: str, engine: str, quant: str, root: str = str(DEFAULT_ROOT)
-) -> GemmTable | None:
-    """The engine's table of `quant` GEMMs on `gpu`: the implementation (version and kernel)
-    with the most rows, the newest on a tie; None if the engine measured none there."""
+def gemm_table(gpu: str, engine: str, quant: str, root: str = str(DEFAULT_ROOT)) -> LogGrid | None:
+    """The engine's table of `quant` GEMMs on `gpu` (`_most_rows`); None if it measured none."""
     rows = _gemm_rows(root)
     rows = rows[rows["gpu"].astype(str).eq(gpu) & rows["engine"].eq(engine)
                 & rows["quant"].eq(quant)]  # fmt: skip
-    if rows.empty:
-        return None
-    impl = str(rows["impl"].astype(str).value_counts().sort_index(ascending=False).idxmax())
-    return GemmTable.of(rows[rows["impl"].astype(str).eq(impl)])
+    return LogGrid.of(_most_rows(rows), GEMM_AXES) if len(rows) else None
+
+
+@cache
+def _attention_rows(root: str) -> pd.DataFrame:
+    rows = load_aiconfigurator_attention(Path(root))
+    rows = rows[rows["window"].fillna(0).eq(0)]  # full attention: the dense models' layers
+    return rows.assign(engine=engine_of(rows["impl"]), gpu=rows["gpu"].astype(str))
+
+
+@cache
+def attention_table(gpu: str, engine: str, op: str, key: tuple[Any, ...],
+                    root: str = str(DEFAULT_ROOT)) -> LogGrid | None:  # fmt: skip
+    """The engine's attention table on `gpu` for one head layout and precision (`key`: values
+    of ATTENTION_KEYS), over ATTENTION_AXES[op]; None if it measured none."""
+    rows = _attention_rows(root)
+    rows = rows[rows["gpu"].eq(gpu) & rows["engine"].eq(engine) & rows["op"].eq(op)]
+    for name, value in zip(ATTENTION_KEYS, key, strict=True):
+        rows = rows[rows[name].eq(value)]
+    return LogGrid.of(_most_rows(rows), ATTENTION_AXES[op]) if len(rows) else None
 
 
 @cache
@@ -119,8 +155,9 @@ def table_quant(op_row: dict[str, Any], family: str | None) -> str:
 
 
 def step_rows(pred: Any, root: str = str(DEFAULT_ROOT)) -> pd.DataFrame:
-    """Per GEMM and all-reduce row of a prediction: our seconds and the engine tables' (NaN where
-    no table covers the call), with the row's phase, name, call and precision label."""
+    """Per dense GEMM, attention and all-reduce row of a prediction: our seconds and the engine
+    tables' (NaN where no table covers the call), with the row's phase, name, call and label
+    (the GEMM's precision, `attention` or `all_reduce`)."""
     sc = pred.scenario
     gpu, engine = sc.gpu.id, sc.engine
     priced = pred.prefill.priced + pred.decode.priced
@@ -134,6 +171,16 @@ def step_rows(pred: Any, root: str = str(DEFAULT_ROOT)) -> pd.DataFrame:
                 continue
             each = table.at(float(m), row["n"], row["k"]) if table else float("nan")
             what = f"{int(m)}x{row['n']}x{row['k']}"
+        elif row["op"] in ATTENTION_AXES:
+            quant = "attention"
+            sizes = [float(np.asarray(row[a], float).mean()) for a in ATTENTION_AXES[row["op"]]]
+            fp8 = row["op"] == "attention_prefill" and row["dtype"] == row["kv_dtype"] == "fp8"
+            key = (row["n_heads"], row["n_kv_heads"], row["head_dim"], "fp8" if fp8 else "bf16",
+                   "fp8" if row["kv_dtype"] == "fp8" else "bf16")  # fmt: skip
+            table = attention_table(gpu, engine, row["op"], key, root)
+            each = table.at(*sizes) if table else float("nan")
+            what = " x ".join(f"{a} {x:,.0f}" for a, x in zip(ATTENTION_AXES[row["op"]], sizes,
+                                                               strict=True))  # fmt: skip
         elif row["op"] == "comm" and row.get("collective") == "all_reduce":
             quant, what = "all_reduce", f"{row['comm_bytes']:,} B over {row['n_gpus']}"
             each = allreduce_s(gpu, engine, int(row["n_gpus"]), float(row["comm_bytes"]), root)
@@ -146,16 +193,20 @@ def step_rows(pred: Any, root: str = str(DEFAULT_ROOT)) -> pd.DataFrame:
 
 
 def summarize(rows: pd.DataFrame) -> dict[str, float]:
-    """Sums over the rows both sides price, per op class (ours and the tables'), and the rows
-    left out. The GEMM sums are NaN unless the tables cover every GEMM of the step but an
-    `lm_head` wider than their grid (a step of an unmeasured precision compares nothing)."""
-    both = rows[rows["tables_s"].notna()]
-    out: dict[str, float] = {"left_out": int(rows["tables_s"].isna().sum())}
-    gemms = rows["quant"].ne("all_reduce")
-    whole = bool((rows["tables_s"].notna() | rows["name"].eq("lm_head") | ~gemms).all())
-    for label, part in (("gemm", both[both["quant"].ne("all_reduce")]),
-                        ("all_reduce", both[both["quant"].eq("all_reduce")])):  # fmt: skip
-        ok = whole or label == "all_reduce"
+    """Per op class (GEMM, attention, all-reduce) the sums of our seconds and the tables' over
+    the rows both price, and the rows left out. GEMM and attention sums are NaN unless the
+    tables cover every such row (an `lm_head` wider than the GEMM grid excepted): a step of a
+    precision or head layout the engine did not measure compares nothing. All-reduces compare
+    where the engine's own kernel runs (up to 8 MiB)."""
+    covered = rows["tables_s"].notna()
+    out: dict[str, float] = {"left_out": int((~covered).sum())}
+    kinds = {"gemm": ~rows["quant"].isin(["attention", "all_reduce"]),
+             "attention": rows["quant"].eq("attention"),
+             "all_reduce": rows["quant"].eq("all_reduce")}  # fmt: skip
+    for label, mine in kinds.items():
+        whole = (covered | ~mine | (rows["name"].eq("lm_head") & mine)).all()
+        ok = label == "all_reduce" or bool(whole)
+        part = rows[mine & covered]
         out[f"{label}_ours_s"] = float(part["ours_s"].sum()) if ok else float("nan")
         out[f"{label}_tables_s"] = float(part["tables_s"].sum()) if ok else float("nan")
     return out

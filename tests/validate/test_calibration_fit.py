@@ -109,3 +109,31 @@ def test_rows_that_say_hbm_bound_keep_their_hbm_fraction():
     eff, stats = fit_kind(table, "elementwise")
     assert stats["median_abs_error"] < 0.01
     assert eff.memory_fraction == pytest.approx(0.5, rel=0.02)
+
+
+DECODE_TRUE = KindEfficiency(compute_fraction=0.3, memory_fraction=0.85, overhead_cycles=6000.0,
+                             overlap_power=1.5, wave_latency_cycles=3000.0,
+                             saturation_blocks_per_sm=0.5)  # fmt: skip
+
+
+def _decode_rows(eff: KindEfficiency, impl: str) -> pd.DataFrame:
+    rows = [{"op": "attention_decode", "batch": b, "kv_len": kv, "n_heads": 32, "n_kv_heads": 8,
+             "head_dim": 128, "dtype": "bf16", "kv_dtype": "bf16"}
+            for b, kv in itertools.product((1, 8, 64, 256), (512, 4096, 32768))]  # fmt: skip
+    table = pd.DataFrame(rows)
+    profile = Profile(name="truth", kinds={"attention_decode": eff}, source="test")
+    table["measured_s"] = predict_frame(table, get_gpu("h100-sxm"), profile)["predicted_s"]
+    return table.assign(gpu="h100-sxm", impl=impl, source="test")
+
+
+def test_an_engines_attention_is_fitted_on_its_default_kernel_alone():
+    # the kernel it measured most is what the engine runs; a backend it also measured (here
+    # 2x slower, as SGLang's Triton backend is beside FlashInfer) does not pull its terms
+    rows = pd.concat([_decode_rows(DECODE_TRUE, "e-1:default"),
+                      _decode_rows(DECODE_TRUE, "e-1:other").head(5).assign(
+                          measured_s=lambda t: 2 * t["measured_s"])])  # fmt: skip
+    off = DECODE_TRUE.model_copy(update={"memory_fraction": 0.4})  # the pooled start
+    own, stats = fit_kind(rows, "attention_decode", 400, off, one_engine=True)
+    assert stats["rows_by_gpu_impl"] == {"h100-sxm/e-1:default": 12}
+    assert stats["median_abs_error"] < 0.02
+    assert own.memory_fraction == pytest.approx(0.85, rel=0.1)

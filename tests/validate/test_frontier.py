@@ -13,7 +13,7 @@ from rooflens.hardware.profiles import get_profile
 from rooflens.model.pricing.kernel_table import predict_frame
 from rooflens.validate.compare import join, prefill_by_head_dim
 from rooflens.validate.datasets import load_kernels
-from rooflens.validate.frontier import BEST_IMPL, best_of_impls
+from rooflens.validate.frontier import BEST_IMPL, best_of_impls, default_kernel
 
 DECODE = {"op": "attention_decode", "n_heads": 32, "n_kv_heads": 8, "head_dim": 128,
           "dtype": "bf16", "kv_dtype": "bf16", "gpu": "a100-sxm-80gb", "source": "t"}  # fmt: skip
@@ -40,6 +40,26 @@ def test_frontier_takes_the_fastest_impl_per_shape_and_drops_uncontested_keys():
     assert (out["op"] == "gemm").sum() == 1
     assert stats["a100-sxm-80gb/attention_decode"] == {
         "keys": 3, "keys_shared": 2, "won_by": {"a": 1, "b": 1}}  # fmt: skip
+
+
+def test_one_engines_attention_is_its_most_measured_kernel():
+    # an engine's backends are alternatives it picks by flag or by default, not a per-shape
+    # minimum: two backends sharing no shape gave the frontier nothing to fit
+    table = pd.DataFrame([
+        _row("e:a", 1, 1024, 2e-5), _row("e:a", 8, 2048, 9e-5), _row("e:a", 64, 4096, 1e-3),
+        _row("e:b", 1, 1024, 1e-5), _row("e:b", 2, 128, 5e-6),
+        {"op": "gemm", "m": 1, "n": 1, "k": 1, "dtype": "bf16", "gpu": "a100-sxm-80gb",
+         "impl": "e:b", "source": "t", "measured_s": 1e-6},  # not attention: unchanged
+    ])  # fmt: skip
+    out, stats = default_kernel(table)
+    attention = out[out["op"] == "attention_decode"]
+    assert list(attention["impl"].unique()) == ["e:a"] and len(attention) == 3
+    assert (out["op"] == "gemm").sum() == 1
+    assert stats["a100-sxm-80gb/attention_decode"] == {"kernel": "e:a", "rows": 3, "left_out": 2}
+    # what the frontier made of backends that share no shape: nothing to fit
+    disjoint = table[(table["op"] != "gemm") & table["batch"].isin([2, 8, 64])]
+    assert best_of_impls(disjoint)[0].empty
+    assert len(default_kernel(disjoint)[0]) == 2
 
 
 def test_single_implementation_passes_through():

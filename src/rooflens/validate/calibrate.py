@@ -63,7 +63,7 @@ from rooflens.validate.fit_terms import (
     to_params,
     to_vector,
 )
-from rooflens.validate.frontier import best_of_impls
+from rooflens.validate.frontier import best_of_impls, default_kernel
 from rooflens.validate.moe_configs import SUBSET_COLUMN, UNTUNED
 from rooflens.validate.optimize import minimise
 
@@ -119,7 +119,11 @@ def faster_than_peak(table: pd.DataFrame) -> pd.Series:
 
 
 def fit_kind(
-    table: pd.DataFrame, kind: str, max_evals: int = FIT_EVALS, pooled: KindEfficiency | None = None
+    table: pd.DataFrame,
+    kind: str,
+    max_evals: int = FIT_EVALS,
+    pooled: KindEfficiency | None = None,
+    one_engine: bool = False,
 ) -> tuple[KindEfficiency, dict]:
     """Fit one kind over the rows of `table` (any GPUs), each GPU weighted equally. Attention
     kinds are fitted on the frontier (validate/frontier.py): per shape, the fastest
@@ -130,13 +134,15 @@ def fit_kind(
     tell an SM throughput roof from an HBM fraction (either explains an eager kernel at
     0.35 TB/s); the pooled fit over GPUs of different SM-clock to bandwidth ratios can. So the
     roof that does not bind on this GPU's rows keeps its pooled value (what a fused kernel in
-    the operator table gets)."""
+    the operator table gets). `one_engine`: the rows are one engine's, whose attention is
+    fitted on its default kernel (frontier.py `default_kernel`), not on a frontier."""
     measured = table[kind_rows(table, kind)].reset_index(drop=True)
     frontier_stats: dict[str, Any] = {}
     rows = measured
     base = base_kind(kind)
     if base in FRONTIER_KINDS:
-        rows, frontier_stats = best_of_impls(measured)
+        pick = default_kernel if one_engine else best_of_impls
+        rows, frontier_stats = pick(measured)
     if base in TUNED_KINDS and SUBSET_COLUMN in measured.columns:
         # Rows without a label (e.g. our own kernel runs) are not known to be untuned: kept.
         rows = measured[measured[SUBSET_COLUMN].ne(UNTUNED)].reset_index(drop=True)

@@ -31,6 +31,7 @@ from rooflens.model.pricing.comm import CUSTOM_ALLREDUCE_MAX_BYTES
 from rooflens.validate.aiconfigurator import load_aiconfigurator_attention, load_aiconfigurator_gemm
 from rooflens.validate.custom_ar_fit import load_custom_allreduce
 from rooflens.validate.fit_terms import engine_of
+from rooflens.validate.frontier import most_measured
 from rooflens.validate.measured_files import DEFAULT_ROOT
 
 GEMM_AXES = ("m", "n", "k")
@@ -84,10 +85,8 @@ class LogGrid:
 
 
 def _most_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the implementation (version and kernel) with the most of them, the newest
-    on a tie."""
-    impl = str(rows["impl"].astype(str).value_counts().sort_index(ascending=False).idxmax())
-    return rows[rows["impl"].astype(str).eq(impl)]
+    """The rows of the engine's default kernel (validate/frontier.py `most_measured`)."""
+    return rows[rows["impl"].astype(str).eq(most_measured(rows["impl"]))]
 
 
 @cache

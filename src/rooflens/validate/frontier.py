@@ -14,6 +14,9 @@ left out of the frontier (counted in `frontier_stats`): a time nobody competed o
 to be the best available one (on the A100, SGLang alone measured MHA shapes with more than
 8 KV heads). A GPU and op with a single implementation (e.g. one engine's table) pass through
 unchanged. Within one implementation, repeated measurements of a key take their median first.
+
+One engine's own attention terms (hardware/profiles.py `engines`) are fitted on its default
+kernel instead (`default_kernel`): what that engine runs, not the best of its backends.
 """
 
 from __future__ import annotations
@@ -72,3 +75,32 @@ def best_of_impls(
     if not parts:
         return table, stats
     return pd.concat([table[~replaced], *parts], ignore_index=True), stats
+
+
+def most_measured(impl: pd.Series) -> str:
+    """The implementation with the most rows (the newest name on a tie)."""
+    counts = impl.astype(str).value_counts()
+    return str(counts.sort_index(ascending=False).idxmax())
+
+
+def default_kernel(
+    table: pd.DataFrame, ops: Sequence[str] = ATTENTION_OPS
+) -> tuple[pd.DataFrame, dict[str, dict[str, object]]]:
+    """One engine's rows of `ops` cut to its default kernel per GPU and op: the implementation
+    that measured the most of them (aiconfigurator's collectors sweep an engine's default
+    backend widest: FA3 for vLLM and SGLang on the H100, TensorRT-LLM's own `torch_flow`).
+    An engine's attention terms describe the kernel it runs, not the fastest of its backends:
+    SGLang's are a server flag, and their frontier (shapes two of them share) left the B300's
+    TensorRT-LLM, whose two backends share none, with no rows, so its attention was priced
+    with the fastest kernel of any engine, 30 % faster than its own. Other rows unchanged."""
+    if table.empty or "impl" not in table.columns:
+        return table, {}
+    keep = pd.Series(True, index=table.index)
+    stats: dict[str, dict[str, object]] = {}
+    for (gpu, op), rows in table[table["op"].isin(ops)].groupby(["gpu", "op"], sort=True):
+        counts = rows["impl"].astype(str).value_counts()
+        kernel = most_measured(rows["impl"])
+        keep[rows.index] = rows["impl"].astype(str).eq(kernel)
+        stats[f"{gpu}/{op}"] = {"kernel": kernel, "rows": int(counts[kernel]),
+                                "left_out": int(counts.sum() - counts[kernel])}  # fmt: skip
+    return table[keep], stats

@@ -79,7 +79,7 @@ def fit_profile(
             if base_kind(kind) not in ENGINE_KINDS or kind not in kinds:
                 continue
             evals = max(100, int(max_evals * ENGINE_EVALS_SHARE))
-            eff, stats = fit_kind(own, kind, evals, kinds[kind])
+            eff, stats = fit_kind(own, kind, evals, kinds[kind], one_engine=True)
             if not stats["rows"]:
                 continue
             engines.setdefault(name, {})[kind] = eff

@@ -86,3 +86,13 @@ def test_a_precision_the_engine_did_not_measure_compares_nothing(measured_dir):
     pred = predict("llama-3-8b", "a100-sxm-80gb", batch=8, prompt_len=2048, quant="w8a8-fp8")
     s = summarize(step_rows(pred, str(measured_dir)))
     assert np.isnan(s["gemm_ours_s"]) and s["left_out"] > 0
+
+
+def test_weight_only_fp8_reads_no_w8a8_table(measured_dir):
+    # fp8 weights over bf16 activations is no engine's kernel family: its GEMMs compare nothing
+    pred = predict("llama-3-8b", "h100-sxm", batch=8, prompt_len=2048, weight_dtype="fp8",
+                   act_dtype="bf16")  # fmt: skip
+    rows = step_rows(pred, str(measured_dir))
+    gemms = rows[rows.quant.ne("attention") & rows.quant.ne("all_reduce")]
+    assert gemms[gemms.name.ne("lm_head")].tables_s.isna().all()
+    assert np.isnan(summarize(rows)["gemm_ours_s"])

@@ -104,18 +104,23 @@ def predict(rows: pd.DataFrame, protocol: Protocol) -> np.ndarray:
     return out
 
 
+def _fitted(rows: pd.DataFrame) -> tuple[Protocol, dict[str, Any]]:
+    """A protocol fitted on `rows` and its record (rows, median / p90 |error|)."""
+    rows = rows.reset_index(drop=True)
+    protocol = fit_engine(rows)
+    error = np.abs(predict(rows, protocol) / rows["measured_s"].to_numpy(float) - 1.0)
+    return protocol, {"rows": len(rows),
+                      "median_abs_error": round(float(np.median(error)), 4),
+                      "p90_abs_error": round(float(np.quantile(error, 0.9)), 4)}  # fmt: skip
+
+
 def fit_all(rows: pd.DataFrame) -> dict[str, tuple[Protocol, dict]]:
     """Per engine: its protocol and its fit record (rows, GPUs, median / p90 |error|)."""
     out = {}
     for engine, g in nvlink_rows(rows).groupby("engine"):
-        g = g.reset_index(drop=True)
-        protocol = fit_engine(g)
-        error = np.abs(predict(g, protocol) / g["measured_s"].to_numpy(float) - 1.0)
-        out[str(engine)] = (protocol, {
-            "rows": len(g), "gpus": sorted(g["gpu"].unique().tolist()),
-            "median_abs_error": round(float(np.median(error)), 4),
-            "p90_abs_error": round(float(np.quantile(error, 0.9)), 4),
-        })  # fmt: skip
+        protocol, record = _fitted(g)
+        gpus = sorted(g["gpu"].unique().tolist())
+        out[str(engine)] = (protocol, {"rows": record.pop("rows"), "gpus": gpus, **record})
     return out
 
 
@@ -125,14 +130,7 @@ def fit_per_gpu(rows: pd.DataFrame) -> dict[str, dict[str, tuple[Protocol, dict]
     sized = rows[rows["bytes"] <= CUSTOM_ALLREDUCE_MAX_BYTES]
     out: dict[str, dict[str, tuple[Protocol, dict]]] = {}
     for (gpu, engine), g in sized.groupby(["gpu", "engine"]):
-        g = g.reset_index(drop=True)
-        protocol = fit_engine(g)
-        error = np.abs(predict(g, protocol) / g["measured_s"].to_numpy(float) - 1.0)
-        out.setdefault(str(gpu), {})[str(engine)] = (protocol, {
-            "rows": len(g),
-            "median_abs_error": round(float(np.median(error)), 4),
-            "p90_abs_error": round(float(np.quantile(error, 0.9)), 4),
-        })  # fmt: skip
+        out.setdefault(str(gpu), {})[str(engine)] = _fitted(g)
     return out
 
 

@@ -128,18 +128,26 @@ def _allreduce_rows(root: str) -> pd.DataFrame:
     return load_custom_allreduce(Path(root))
 
 
+@cache
+def _allreduce_sizes(gpu: str, engine: str, n_gpus: int, root: str) -> pd.Series:
+    """One engine's measured all-reduce seconds by message bytes, on one GPU and group size."""
+    rows = _allreduce_rows(root)
+    if rows.empty:
+        return pd.Series(dtype=float)
+    rows = rows[rows["gpu"].astype(str).eq(gpu) & rows["engine"].eq(engine)
+                & rows["n_gpus"].eq(n_gpus)]  # fmt: skip
+    return rows.groupby("bytes")["measured_s"].median()
+
+
 def allreduce_s(gpu: str, engine: str, n_gpus: int, nbytes: float,
                 root: str = str(DEFAULT_ROOT)) -> float:  # fmt: skip
     """The engine's own all-reduce of `nbytes` over `n_gpus` (CUDA-graph rows), log-log
     interpolated between its measured sizes; NaN outside them, and past the size up to which
     the engines run their own kernel (CUSTOM_ALLREDUCE_MAX_BYTES; NCCL's beyond)."""
-    rows = _allreduce_rows(root)
-    if rows.empty or nbytes > CUSTOM_ALLREDUCE_MAX_BYTES:
+    sizes = _allreduce_sizes(gpu, engine, n_gpus, root)
+    if nbytes > CUSTOM_ALLREDUCE_MAX_BYTES or sizes.empty:
         return float("nan")
-    rows = rows[rows["gpu"].astype(str).eq(gpu) & rows["engine"].eq(engine)
-                & rows["n_gpus"].eq(n_gpus)]  # fmt: skip
-    sizes = rows.groupby("bytes")["measured_s"].median()
-    if sizes.empty or not sizes.index[0] <= nbytes <= sizes.index[-1]:
+    if not sizes.index[0] <= nbytes <= sizes.index[-1]:
         return float("nan")
     x = np.log(sizes.index.to_numpy(float))
     return float(np.exp(np.interp(np.log(nbytes), x, np.log(sizes.to_numpy(float)))))

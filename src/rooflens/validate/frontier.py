@@ -79,7 +79,10 @@ def best_of_impls(
 
 def most_measured(impl: pd.Series) -> str:
     """The implementation with the most rows (the newest name on a tie)."""
-    counts = impl.astype(str).value_counts()
+    return _top(impl.astype(str).value_counts())
+
+
+def _top(counts: pd.Series) -> str:
     return str(counts.sort_index(ascending=False).idxmax())
 
 
@@ -99,7 +102,7 @@ def default_kernel(
     stats: dict[str, dict[str, object]] = {}
     for (gpu, op), rows in table[table["op"].isin(ops)].groupby(["gpu", "op"], sort=True):
         counts = rows["impl"].astype(str).value_counts()
-        kernel = most_measured(rows["impl"])
+        kernel = _top(counts)
         keep[rows.index] = rows["impl"].astype(str).eq(kernel)
         stats[f"{gpu}/{op}"] = {"kernel": kernel, "rows": int(counts[kernel]),
                                 "left_out": int(counts.sum() - counts[kernel])}  # fmt: skip

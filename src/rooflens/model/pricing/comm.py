@@ -137,14 +137,20 @@ def allreduce_protocol(system: SystemSpec, engine: str | None) -> Protocol | Non
     """The engine's all-reduce on this system's GPU: fitted on its own table, else on the table
     of a measured GPU of the same SM design (hardware/profiles.py `sibling_of`), else pooled
     over the NVLink GPUs where it has NVLink; None where the engine leaves it to NCCL."""
-    per_gpu = gpu_allreduce()
-    gpu = system.gpu
-    measured = gpu.id if gpu.id in per_gpu else sibling_of(gpu, tuple(per_gpu))
+    gpu, per_gpu = system.gpu, gpu_allreduce()
+    key = (gpu.id, gpu.compute_capability)
+    if key not in _MEASURED_AS:  # every all-reduce of every step asks: look it up once per GPU
+        _MEASURED_AS[key] = gpu.id if gpu.id in per_gpu else sibling_of(gpu, tuple(per_gpu))
+    measured = _MEASURED_AS[key]
     if measured is not None and engine in per_gpu[measured]:
         return per_gpu[measured][engine]
     if gpu.nvlink_bytes_per_s <= 0:
         return None
     return custom_allreduce().get(engine or "")
+
+
+# (GPU id, compute capability) -> the measured GPU whose all-reduce table prices it, or None
+_MEASURED_AS: dict[tuple[str, str | None], str | None] = {}
 
 
 def engine_all_reduce_s(

@@ -43,7 +43,8 @@ def weights_text(sc: Any) -> str:
     activations)', 'native: MXFP4 experts, bf16 attention (...)' (model/specs/quant.py)."""
     p = sc.precision
     experts = f", experts {p.expert_dtype}" if p.expert_dtype != p.weight_dtype else ""
-    return f"{p.text} ({p.weight_dtype} weights{experts}, {p.act_dtype} activations)"
+    dtypes = f"{p.weight_dtype} weights{experts}, {p.act_dtype} activations"
+    return p.text if p.text == dtypes else f"{p.text} ({dtypes})"
 
 
 def times(x: float | None) -> str:

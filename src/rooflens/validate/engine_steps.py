@@ -155,8 +155,9 @@ def allreduce_s(gpu: str, engine: str, n_gpus: int, nbytes: float,
 
 def table_quant(op_row: dict[str, Any], family: str | None) -> str:
     """The engine tables' precision label of an operator row: its kernel family; bf16 for a
-    16-bit matmul; '' (no table) for a pair no engine ships, such as fp8 weights over bf16
-    activations, which must not read the W8A8 table."""
+    16-bit matmul; '' (no table) for a pair no table measures, such as fp8 weights over bf16
+    activations (vLLM's FP8 Marlin on GPUs without FP8 units), which must not read the W8A8
+    table."""
     if family:
         return family
     return "bfloat16" if op_row.get("weight_dtype", op_row.get("dtype")) in ("bf16", "fp16") else ""

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import calibration_path, get_profile
 from rooflens.model.analysis.quant_vs_bf16 import (
     MAX_DECODE_BATCH,
@@ -270,4 +271,14 @@ def realistic(rng: random.Random) -> dict[str, Any]:
         "prompt_len": min(int(2 ** rng.uniform(7, 14)), longest),
         "output_len": output_len, "opts": rng.choice(OPTS), **precision,
     }  # fmt: skip
+    if _fp8_activations(precision) and "fp8" not in get_gpu(settings["gpu"]).peak_flops_per_s:
+        # no fp8 units: engines serve an FP8 checkpoint weight-only (vLLM's FP8 Marlin), and
+        # W8A8-FP8 itself is refused there (model/predict/scenario.py)
+        settings.pop("quant", None)
+        settings.update(weight_dtype="fp8", act_dtype="bf16")
     return settings
+
+
+def _fp8_activations(precision: dict[str, str]) -> bool:
+    """Whether a drawn precision runs its matmuls on fp8 activations (W8A8-FP8, FP8-block)."""
+    return precision.get("act_dtype") == "fp8" or precision.get("quant") == "fp8-block"

@@ -6,6 +6,9 @@ as the scheme engines run (W8A8-FP8, W8A16, W4A16), which is faster than bf16: i
 
 from __future__ import annotations
 
+import pytest
+
+from rooflens.hardware.errors import RooflensError
 from rooflens.model.analysis.advice import Fix, fit_fixes
 from rooflens.model.predict.api import make_pipeline, make_scenario
 
@@ -43,8 +46,9 @@ def test_int8_on_ampere_which_has_no_fp8() -> None:
     advice = _advice("llama-3-70b", "a100-sxm-80gb")
     assert advice.fixes == [Fix({"quant": "w8a16"}), Fix({"tp": 2})]
     assert all(_fits_with("llama-3-70b", "a100-sxm-80gb", f) for f in advice.fixes)
-    # fp8 would also fit, but A100 has no fp8 units: not offered
-    assert _fits_with("llama-3-70b", "a100-sxm-80gb", Fix({"quant": "w8a8-fp8"}))
+    # fp8 weights would also fit, but A100 has no fp8 units: W8A8-FP8 is refused, not offered
+    with pytest.raises(RooflensError, match="needs FP8 tensor cores"):
+        _fits_with("llama-3-70b", "a100-sxm-80gb", Fix({"quant": "w8a8-fp8"}))
 
 
 def test_batch_and_kv_cache_come_before_hardware() -> None:

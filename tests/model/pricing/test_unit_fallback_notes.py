@@ -1,24 +1,42 @@
 """A dtype the GPU has no tensor-core rate for is priced on the unit kernels fall back to, and
-the prediction says so (GPUSpec.peak's fallbacks: fp8 -> fp16 on Ampere, bf16 -> fp16 on Volta)."""
+the prediction says so (GPUSpec.peak's fallbacks: bf16 -> fp16 on Volta). fp8 activations on a
+GPU without fp8 units are refused instead: no engine runs W8A8-FP8 there (FP8 checkpoints run
+weight-only, vLLM's FP8 Marlin)."""
 
 from __future__ import annotations
 
 import pytest
 
+from rooflens.hardware.errors import FieldError
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import DEFAULT_ENGINE, get_profile
 from rooflens.model.predict.api import make_scenario, run
 from rooflens.model.pricing.roofline import kind_terms
 
 
-def test_fp8_on_a100_is_noted_and_priced_at_the_fp16_peak() -> None:
-    pred = run(make_scenario("llama-3-8b", "a100-sxm-80gb", weight_dtype="fp8", act_dtype="fp8",
-                             profile="ideal"))  # fmt: skip
-    assert any("no fp8" in note and "312 TFLOP/s" in note for note in pred.notes)
-    a100 = get_gpu("a100-sxm-80gb")
+def test_bf16_on_volta_is_noted_and_priced_at_the_fp16_peak() -> None:
+    pred = run(make_scenario("llama-3-8b", "v100-sxm-32gb", profile="ideal"))
+    assert any("no bf16" in note and "125 TFLOP/s" in note for note in pred.notes)
+    v100 = get_gpu("v100-sxm-32gb")
     gemm = next(p for p in pred.prefill.priced if p.op.name == "mlp.up_gate")
-    assert gemm.op.compute_dtype == "fp8"
-    assert float(gemm.compute_s) == float(gemm.op.flops) / a100.peak_flops_per_s["fp16"]
+    assert gemm.op.compute_dtype == "bf16"
+    assert float(gemm.compute_s) == float(gemm.op.flops) / v100.peak_flops_per_s["fp16"]
+
+
+@pytest.mark.parametrize("gpu", ["a100-sxm-80gb", "a10", "v100-sxm-32gb"])
+@pytest.mark.parametrize(
+    "precision", [{"quant": "w8a8-fp8"}, {"quant": "fp8-block"}, {"act_dtype": "fp8"}]
+)
+def test_fp8_activations_without_fp8_units_are_refused_with_what_engines_run(gpu, precision):
+    with pytest.raises(FieldError, match="needs FP8 tensor cores") as caught:
+        make_scenario("llama-3-8b", gpu, **precision)
+    # the widget or flag that asked for it: the scheme's, else the activations'
+    assert caught.value.field == ("quant" if "quant" in precision else "act_dtype")
+    assert "FP8 Marlin" in str(caught.value)
+    assert "--weight-dtype fp8" in str(caught.value)
+    # what the message says to run instead is accepted: fp8 weights, bf16 activations
+    sc = make_scenario("llama-3-8b", gpu, weight_dtype="fp8")
+    assert (sc.precision.weight_dtype, sc.precision.act_dtype) == ("fp8", "bf16")
 
 
 def test_no_note_where_the_unit_exists() -> None:

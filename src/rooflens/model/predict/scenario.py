@@ -49,6 +49,18 @@ def priced_by_engines(profile: str, engines: tuple[str, ...]) -> str:
     return f"{profile} profile, each configuration with its engine's kernels ({names})"
 
 
+def fp8_units_needed(gpu: GPUSpec) -> str:
+    """Why fp8 activations are refused on `gpu` (no fp8 tensor cores), and what engines run an
+    FP8 checkpoint as there: weight-only FP8, the weights dequantized to bf16 in the GEMM (vLLM's
+    FP8 Marlin, for compute capability >= 7.5; vLLM docs, "FP8 W8A8"). A FieldError template."""
+    cc = f" (compute capability {gpu.compute_capability})" if gpu.compute_capability else ""
+    return (
+        f"{{subject}} needs FP8 tensor cores (Ada, Hopper, Blackwell), which {gpu.id}{cc} lacks; "
+        "engines run FP8 checkpoints there as weight-only FP8 (vLLM's FP8 Marlin): use "
+        "--weight-dtype fp8 with no --quant or --act-dtype (activations then default to bf16)"
+    )
+
+
 class Precision(Spec):
     """Storage dtype per tensor kind; matmuls run on the unit dtypes.compute_dtype picks."""
 
@@ -225,6 +237,8 @@ class Scenario(Spec):
                     f"lacks; keep {value} for weights only (dequantized to bf16/fp8 activations)",
                     flag, value,
                 )  # fmt: skip
+        if p.act_dtype == "fp8" and "fp8" not in self.gpu.peak_flops_per_s:
+            raise FieldError("act_dtype", fp8_units_needed(self.gpu), "--act-dtype", "fp8")
         images = self.workload.images_per_prompt
         if images and m.vision is None:
             raise FieldError("images", f"{{subject}}: {m.id} has no vision encoder", "--images",

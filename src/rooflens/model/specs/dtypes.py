@@ -38,7 +38,8 @@ BYTES_PER_ELEMENT: dict[str, float] = {
     **{fmt: 0.5 + scale / block for fmt, (block, scale) in BLOCK_SCALES.items()},
 }
 STORAGE_DTYPES = tuple(BYTES_PER_ELEMENT)
-# W4A4 with FP4 activations needs FP4 tensor cores (Blackwell); see gpu_supports.
+# W4A4 with FP4 activations needs FP4 tensor cores (Blackwell), W8A8-FP8 FP8 ones (Ada on):
+# model/predict/scenario.py refuses them elsewhere.
 ACTIVATION_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", *FP4_DTYPES)
 # Formats whose weights are widened to the activation dtype on CUDA cores before a 16-bit or
 # fp8 matmul (weight-only quantization).

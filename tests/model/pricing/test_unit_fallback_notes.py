@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from rooflens.hardware.errors import FieldError
+from rooflens.hardware.errors import FieldError, RooflensError
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import DEFAULT_ENGINE, get_profile
 from rooflens.model.predict.api import make_scenario, run
@@ -66,3 +66,14 @@ def test_blackwell_ultra_fp4_is_priced_at_its_kernels_rate_under_calibrated_only
     for gpu, quant in (("b200", "nvfp4"), ("b300", "bf16")):
         pred = run(make_scenario("llama-3-8b", gpu, quant=quant))
         assert not [n for n in pred.notes if "kernels issue" in n], (gpu, quant)
+
+
+def test_the_fp8_quant_optimization_is_refused_there_too() -> None:
+    sc = make_scenario("llama-3-8b", "a100-sxm-80gb", opts=["quant:scheme=fp8"])
+    with pytest.raises(RooflensError, match="scheme=fp8 needs FP8 tensor cores") as caught:
+        run(sc)
+    assert caught.value.field == "opts" and "--weight-dtype fp8" in str(caught.value)
+    # on a GPU with FP8 units the optimization prices its matmuls on the fp8 unit
+    pred = run(make_scenario("llama-3-8b", "h100-sxm", opts=["quant:scheme=fp8"]))
+    gemm = next(p for p in pred.prefill.priced if p.op.name == "mlp.up_gate")
+    assert gemm.op.compute_dtype == "fp8"

@@ -49,15 +49,18 @@ def priced_by_engines(profile: str, engines: tuple[str, ...]) -> str:
     return f"{profile} profile, each configuration with its engine's kernels ({names})"
 
 
-def fp8_units_needed(gpu: GPUSpec) -> str:
+FP8_WEIGHT_ONLY = "--weight-dtype fp8 with no --quant or --act-dtype (activations then bf16)"
+
+
+def fp8_units_needed(gpu: GPUSpec, fix: str = FP8_WEIGHT_ONLY) -> str:
     """Why fp8 activations are refused on `gpu` (no fp8 tensor cores), and what engines run an
     FP8 checkpoint as there: weight-only FP8, the weights dequantized to bf16 in the GEMM (vLLM's
-    FP8 Marlin, for compute capability >= 7.5; vLLM docs, "FP8 W8A8"). A FieldError template."""
+    FP8 Marlin, for compute capability >= 7.5; vLLM docs, "FP8 W8A8"); `fix`, the flags that ask
+    for it. A FieldError template (`{subject}` names what asked for fp8 activations)."""
     cc = f" (compute capability {gpu.compute_capability})" if gpu.compute_capability else ""
     return (
         f"{{subject}} needs FP8 tensor cores (Ada, Hopper, Blackwell), which {gpu.id}{cc} lacks; "
-        "engines run FP8 checkpoints there as weight-only FP8 (vLLM's FP8 Marlin): use "
-        "--weight-dtype fp8 with no --quant or --act-dtype (activations then default to bf16)"
+        f"engines run FP8 checkpoints there as weight-only FP8 (vLLM's FP8 Marlin): use {fix}"
     )
 
 

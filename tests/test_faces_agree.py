@@ -29,6 +29,8 @@ SCENARIOS = [
     {"model": "mixtral-8x7b", "gpu": "h100-sxm", "tp": 2, "kv_dtype": "fp8"},
     {"model": "llama-3-70b", "gpu": "h100-sxm", "tp": 3},  # refused: TP must divide the heads
     {"model": "llama-3-70b", "gpu": "h100-sxm", "tp": 4, "profile": "calibrated"},
+    # refused: W8A8-FP8 needs FP8 tensor cores, which the A100 lacks (on the scheme's widget)
+    {"model": "llama-3-8b", "gpu": "a100-sxm-80gb", "quant": "w8a8-fp8"},
 ]
 SAMPLE = [(dict(s), opts) for s in SCENARIOS for opts in OPTS]
 

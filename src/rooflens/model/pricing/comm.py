@@ -62,6 +62,8 @@ CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 2**20
 # runs NCCL.
 CUSTOM_ALLREDUCE_MAX_GPUS = 8
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
+# (GPU id, compute capability) -> the measured GPU whose all-reduce table prices it, or None
+_MEASURED_AS: dict[tuple[str, str | None], str | None] = {}
 
 
 @dataclass(frozen=True)
@@ -147,10 +149,6 @@ def allreduce_protocol(system: SystemSpec, engine: str | None) -> Protocol | Non
     if gpu.nvlink_bytes_per_s <= 0:
         return None
     return custom_allreduce().get(engine or "")
-
-
-# (GPU id, compute capability) -> the measured GPU whose all-reduce table prices it, or None
-_MEASURED_AS: dict[tuple[str, str | None], str | None] = {}
 
 
 def engine_all_reduce_s(

@@ -49,6 +49,7 @@ from rooflens.model.analysis.quant_vs_bf16 import (
     quant_slower_than_bf16,
 )
 from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.predict.scenario import lacks_fp8
 from rooflens.model.predict.steps import Prediction
 from rooflens.model.pricing.comm import collective_time_s
 from rooflens.model.pricing.roofline import (
@@ -271,7 +272,7 @@ def realistic(rng: random.Random) -> dict[str, Any]:
         "prompt_len": min(int(2 ** rng.uniform(7, 14)), longest),
         "output_len": output_len, "opts": rng.choice(OPTS), **precision,
     }  # fmt: skip
-    if _fp8_activations(precision) and "fp8" not in get_gpu(settings["gpu"]).peak_flops_per_s:
+    if _fp8_activations(precision) and lacks_fp8(get_gpu(settings["gpu"])):
         # no fp8 units: engines serve an FP8 checkpoint weight-only (vLLM's FP8 Marlin), and
         # W8A8-FP8 itself is refused there (model/predict/scenario.py)
         settings.pop("quant", None)

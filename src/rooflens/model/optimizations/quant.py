@@ -43,7 +43,7 @@ from rooflens.model.optimizations._weights import (
     weight_elements,
 )
 from rooflens.model.optimizations.base import Optimization, Param
-from rooflens.model.predict.scenario import fp8_units_needed
+from rooflens.model.predict.scenario import fp8_units_needed, lacks_fp8
 from rooflens.model.predict.steps import MemoryBreakdown, Prediction, Step, StepPricer
 from rooflens.model.specs.dtypes import dtype_bytes
 
@@ -111,7 +111,7 @@ class Quant(Optimization):
         s = self.scheme
         if s is None:
             return sc
-        if s.input_dtype == "fp8" and "fp8" not in sc.gpu.peak_flops_per_s:
+        if s.input_dtype == "fp8" and lacks_fp8(sc.gpu):
             why = fp8_units_needed(sc.gpu, "--weight-dtype fp8 in place of this --opt")
             raise RooflensError(why.replace("{subject}", "--opt quant: scheme=fp8"))
         precision = sc.precision.model_copy(

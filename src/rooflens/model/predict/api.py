@@ -30,6 +30,7 @@ from rooflens.model.predict.scenario import (
     Scenario,
     Workload,
     fp8_units_needed,
+    lacks_fp8,
 )
 from rooflens.model.predict.steps import Prediction
 from rooflens.model.specs.dtypes import default_act_dtype
@@ -150,7 +151,7 @@ def _precision(r: ScenarioRequest, spec: ModelSpec, system: Any) -> tuple[str, s
             if given is not None and given != wanted:
                 raise RooflensError(f"--quant {r.quant} ({s.label}) sets {flag} {wanted}, not "
                                     f"{given}: drop {flag} or pick another --quant")  # fmt: skip
-        if s.act_dtype == "fp8" and "fp8" not in units:  # the scheme's widget, not --act-dtype
+        if s.act_dtype == "fp8" and lacks_fp8(system.gpu):  # the scheme's widget, not the flag
             raise FieldError("quant", fp8_units_needed(system.gpu), "--quant", r.quant)
         return s.weight_dtype, s.act_dtype, "", r.quant, False
     native = r.weight_dtype is None and r.act_dtype is None

@@ -52,6 +52,11 @@ def priced_by_engines(profile: str, engines: tuple[str, ...]) -> str:
 FP8_WEIGHT_ONLY = "--weight-dtype fp8 with no --quant or --act-dtype (activations then bf16)"
 
 
+def lacks_fp8(gpu: GPUSpec) -> bool:
+    """Whether `gpu` has no fp8 tensor cores (before Ada): fp8 activations are refused there."""
+    return "fp8" not in gpu.peak_flops_per_s
+
+
 def fp8_units_needed(gpu: GPUSpec, fix: str = FP8_WEIGHT_ONLY) -> str:
     """Why fp8 activations are refused on `gpu` (no fp8 tensor cores), and what engines run an
     FP8 checkpoint as there: weight-only FP8, the weights dequantized to bf16 in the GEMM (vLLM's
@@ -240,7 +245,7 @@ class Scenario(Spec):
                     f"lacks; keep {value} for weights only (dequantized to bf16/fp8 activations)",
                     flag, value,
                 )  # fmt: skip
-        if p.act_dtype == "fp8" and "fp8" not in self.gpu.peak_flops_per_s:
+        if p.act_dtype == "fp8" and lacks_fp8(self.gpu):
             raise FieldError("act_dtype", fp8_units_needed(self.gpu), "--act-dtype", "fp8")
         images = self.workload.images_per_prompt
         if images and m.vision is None:

@@ -5,9 +5,11 @@ rooflens.validate.scenario_space.check. Prints the counts of crashes, broken phy
 priced by `calibrated` at more than 20× their ideal time (and those whose grid's waves, as the
 engines' attention tables measure them, explain it), and quantized decode slower than bf16
 at batch ≤ 16 under `calibrated`, with and without a measured table named for it
-(model/analysis/quant_vs_bf16.py), then the first few of each.
+(model/analysis/quant_vs_bf16.py), then the first few of each. `--space wide` draws the
+property test's whole space instead (every preset model and GPU, TP/PP/EP, batch 1–1024,
+prompt 1–128k; validate/scenario_draws.py), where draws the schema refuses are counted apart.
 
-    PYTHONPATH=src python benchmarks/scenario_space.py [--n 400] [--seed 23]
+    PYTHONPATH=src python benchmarks/scenario_space.py [--n 400] [--seed 23] [--space wide]
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import random
 import time
 from collections import Counter
 
-from rooflens.validate.scenario_space import check, realistic
+from rooflens.validate.scenario_draws import realistic, valid, wide
+from rooflens.validate.scenario_space import check
 
 
 def main() -> None:
@@ -25,10 +28,19 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=400, help="scenarios drawn (default 400)")
     parser.add_argument("--seed", type=int, default=23, help="random seed (default 23)")
     parser.add_argument("--show", type=int, default=8, help="examples printed per kind")
+    parser.add_argument(
+        "--space",
+        choices=("realistic", "wide"),
+        default="realistic",
+        help="issue 23's realistic sample, or the property test's whole space",
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
+    draw = realistic if args.space == "realistic" else wide
     start = time.perf_counter()
-    reports = [check(realistic(rng)) for _ in range(args.n)]
+    draws = [draw(rng) for _ in range(args.n)]
+    scenarios = [s for s in draws if args.space == "realistic" or valid(s)]
+    reports = [check(s) for s in scenarios]
     elapsed = time.perf_counter() - start
     counts = Counter()
     for r in reports:
@@ -38,7 +50,9 @@ def main() -> None:
             counts[kind] += bool(getattr(r, kind))
         counts["quant"] += any(q.startswith("calibrated") for q in r.quant)
         counts["quant_named"] += any(q.startswith("calibrated") for q in r.quant_named)
-    print(f"{args.n} scenarios (seed {args.seed}) in {elapsed:.1f} s")
+    left_out = args.n - len(scenarios)
+    invalid = f", {left_out} draws the schema refuses left out" if draw is wide else ""
+    print(f"{len(scenarios)} {args.space} scenarios (seed {args.seed}{invalid}) in {elapsed:.1f} s")
     print(f"  crashes:                               {counts['crash']}")
     print(f"  broken physics:                        {counts['physics']}")
     print(f"  op > 20× ideal and > 10 % of its step: {counts['ratio']}")

@@ -20,12 +20,20 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from rooflens.cli import main
-from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import gpu_ids
 from rooflens.model.analysis import quant_vs_bf16
-from rooflens.model.predict.api import make_scenario
 from rooflens.model.specs.presets import get_model, model_ids
-from rooflens.validate.scenario_space import OPTS, PRECISIONS, check
+from rooflens.validate.scenario_draws import (
+    OPTS,
+    PRECISIONS,
+    WIDE_MAX_BATCH,
+    WIDE_MAX_PROMPT,
+    WIDE_OUTPUT,
+    WIDE_PPS,
+    WIDE_TPS,
+    valid,
+)
+from rooflens.validate.scenario_space import check
 
 pytestmark = pytest.mark.slow  # ~30 s in all: a hypothesis run of whole predictions
 
@@ -34,35 +42,24 @@ pytestmark = pytest.mark.slow  # ~30 s in all: a hypothesis run of whole predict
 def scenarios(draw: st.DrawFn) -> dict:
     model = draw(st.sampled_from(model_ids()))
     spec = get_model(model)
-    tp = draw(st.sampled_from([t for t in (1, 2, 4, 8) if spec.n_heads % t == 0]))
-    pp = draw(st.sampled_from([p for p in (1, 2) if spec.n_layers % p == 0]))
+    tp = draw(st.sampled_from([t for t in WIDE_TPS if spec.n_heads % t == 0]))
+    pp = draw(st.sampled_from([p for p in WIDE_PPS if spec.n_layers % p == 0]))
     ep = draw(st.sampled_from([1, tp] if spec.n_experts else [1]))
-    output_len = draw(st.integers(2, 64))
-    longest = min(128 * 1024, (spec.max_context - output_len) // 2)  # the check doubles it
+    output_len = draw(st.integers(*WIDE_OUTPUT))
+    longest = min(WIDE_MAX_PROMPT, (spec.max_context - output_len) // 2)  # the check doubles it
     precision = draw(st.sampled_from(PRECISIONS))
     settings_ = {
         "model": model, "gpu": draw(st.sampled_from(gpu_ids())), "tp": tp, "pp": pp, "ep": ep,
-        "batch": draw(st.integers(1, 1024)), "prompt_len": draw(st.integers(1, longest)),
+        "batch": draw(st.integers(1, WIDE_MAX_BATCH)), "prompt_len": draw(st.integers(1, longest)),
         "output_len": output_len, "opts": draw(st.sampled_from(OPTS)), **precision,
     }  # fmt: skip
     return settings_
 
 
-def _valid(s: dict) -> bool:
-    """A draw the scenario schema accepts (fp8 activations on a GPU without fp8 units, EP on a
-    dense model and the like are one-line refusals, exit 2, tested elsewhere)."""
-    fields = {k: v for k, v in s.items() if k not in ("model", "gpu", "opts")}
-    try:
-        make_scenario(s["model"], s["gpu"], **fields)
-    except RooflensError:
-        return False
-    return True
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_the_scenario_space_holds(s):
-    assume(_valid(s))
+    assume(valid(s))
     report = check(s, quant_profiles=("ideal",))
     assert not report.refused, (s, report.refused)
     assert not report.crash, (s, report.crash)
@@ -84,7 +81,7 @@ def _finite(value) -> bool:
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_the_cli_answers_exit_0_or_3_with_finite_json(s):
-    assume(_valid(s))
+    assume(valid(s))
     argv = ["predict", "--model", s["model"], "--gpu", s["gpu"], "--json"]
     for key in ("batch", "prompt_len", "output_len", "tp", "pp", "ep", "weight_dtype",
                 "act_dtype"):  # fmt: skip

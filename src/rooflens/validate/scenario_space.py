@@ -27,13 +27,13 @@ scenario at a time through the Python API the faces call:
   measured), so such an op is recorded with those tables (`ratio_measured`), not as a finding.
 
 tests/model/test_scenario_space.py draws scenarios with hypothesis; benchmarks/scenario_space.py
-draws a fixed random sample and prints the counts.
+draws a fixed random sample (validate/scenario_draws.py: the realistic space, or the property
+test's whole one) and prints the counts.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -41,7 +41,6 @@ from typing import Any
 import numpy as np
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import calibration_path, get_profile
 from rooflens.model.analysis.quant_vs_bf16 import (
     MAX_DECODE_BATCH,
@@ -49,7 +48,6 @@ from rooflens.model.analysis.quant_vs_bf16 import (
     quant_slower_than_bf16,
 )
 from rooflens.model.predict.api import make_scenario, run
-from rooflens.model.predict.scenario import lacks_fp8
 from rooflens.model.predict.steps import Prediction
 from rooflens.model.pricing.comm import collective_time_s
 from rooflens.model.pricing.roofline import (
@@ -68,22 +66,6 @@ MIN_SHARE = 0.10
 # A step may tie with a smaller one (whole tiles, whole waves), never fall.
 REL_TOL = 1e-6
 VISION_BYTES = 2.0  # bytes per vision-encoder parameter: it stays 16-bit (model/predict/memory.py)
-# The realistic space of issue 23: models, GPUs from A10 to B200, TP 1–8, precisions, and the
-# common optimizations.
-MODELS = ("llama-3-8b", "llama-3-70b", "llama-3.1-8b", "qwen2.5-7b", "qwen3-8b", "qwen3-30b-a3b",
-          "mixtral-8x7b", "gemma-3-4b", "gpt-oss-20b", "gpt-oss-120b", "deepseek-v3",
-          "mistral-7b", "llama-2-13b")  # fmt: skip
-GPUS = ("a10", "l4", "a100-sxm-80gb", "l40s", "h100-sxm", "h200", "b200")
-TPS = (1, 2, 4, 8)
-# A scenario's precision: {} is the model's native recipe; (weight_dtype, act_dtype) pairs;
-# and the schemes engines name (`--quant`) that the dtypes alone do not say: FP8 with 128-block
-# scales, int8 weight-only, SmoothQuant (each priced by its own kernel family).
-PRECISIONS: tuple[dict[str, str], ...] = (
-    {}, {"weight_dtype": "bf16", "act_dtype": "bf16"}, {"weight_dtype": "fp8", "act_dtype": "fp8"},
-    {"weight_dtype": "int4", "act_dtype": "bf16"}, {"weight_dtype": "fp8", "act_dtype": "bf16"},
-    {"quant": "fp8-block"}, {"quant": "w8a16"}, {"quant": "smoothquant"},
-)  # fmt: skip
-OPTS: tuple[tuple[str, ...], ...] = ((), ("fusion",), ("paged-kv",), ("eager-launch",))
 
 
 @dataclass
@@ -255,31 +237,3 @@ def attention_tables(pred: Prediction, key: str) -> str:
     folder = MEASURED_FOLDERS.get(source, "aiconfigurator-*")
     phase = "generation" if key.startswith("attention_decode") else "context"
     return f"{folder}/attention/*/*/{phase}_attention_perf.parquet"
-
-
-def realistic(rng: random.Random) -> dict[str, Any]:
-    """One scenario of the realistic space (issue 23): batch 1–512, prompt 128–16k."""
-    model = rng.choice(MODELS)
-    spec = get_model(model)
-    tps = [t for t in TPS if spec.n_heads % t == 0]
-    precision = rng.choice(PRECISIONS)
-    output_len = rng.choice((16, 128))
-    # the check doubles the prompt: both must fit the model's context
-    longest = (spec.max_context - output_len) // 2
-    settings: dict[str, Any] = {
-        "model": model, "gpu": rng.choice(GPUS), "tp": rng.choice(tps),
-        "batch": int(2 ** rng.uniform(0, 9)),
-        "prompt_len": min(int(2 ** rng.uniform(7, 14)), longest),
-        "output_len": output_len, "opts": rng.choice(OPTS), **precision,
-    }  # fmt: skip
-    if _fp8_activations(precision) and lacks_fp8(get_gpu(settings["gpu"])):
-        # no fp8 units: engines serve an FP8 checkpoint weight-only (vLLM's FP8 Marlin), and
-        # W8A8-FP8 itself is refused there (model/predict/scenario.py)
-        settings.pop("quant", None)
-        settings.update(weight_dtype="fp8", act_dtype="bf16")
-    return settings
-
-
-def _fp8_activations(precision: dict[str, str]) -> bool:
-    """Whether a drawn precision runs its matmuls on fp8 activations (W8A8-FP8, FP8-block)."""
-    return precision.get("act_dtype") == "fp8" or precision.get("quant") == "fp8-block"

@@ -23,7 +23,7 @@ def test_bf16_on_volta_is_noted_and_priced_at_the_fp16_peak() -> None:
     assert float(gemm.compute_s) == float(gemm.op.flops) / v100.peak_flops_per_s["fp16"]
 
 
-@pytest.mark.parametrize("gpu", ["a100-sxm-80gb", "a10", "v100-sxm-32gb"])
+@pytest.mark.parametrize("gpu", ["a100-sxm-80gb", "a10", "rtx-3090"])
 @pytest.mark.parametrize(
     "precision", [{"quant": "w8a8-fp8"}, {"quant": "fp8-block"}, {"act_dtype": "fp8"}]
 )
@@ -66,6 +66,14 @@ def test_blackwell_ultra_fp4_is_priced_at_its_kernels_rate_under_calibrated_only
     for gpu, quant in (("b200", "nvfp4"), ("b300", "bf16")):
         pred = run(make_scenario("llama-3-8b", gpu, quant=quant))
         assert not [n for n in pred.notes if "kernels issue" in n], (gpu, quant)
+
+
+def test_volta_is_told_no_engine_runs_fp8_weights_there() -> None:
+    # vLLM's weight-only FP8 Marlin needs compute capability 7.5; the V100 is 7.0
+    with pytest.raises(FieldError, match="needs FP8 tensor cores") as caught:
+        make_scenario("llama-3-8b", "v100-sxm-32gb", quant="w8a8-fp8")
+    assert "no engine runs FP8 weights there" in str(caught.value)
+    assert "--weight-dtype fp8" not in str(caught.value)
 
 
 def test_the_fp8_quant_optimization_is_refused_there_too() -> None:

@@ -50,6 +50,7 @@ def priced_by_engines(profile: str, engines: tuple[str, ...]) -> str:
 
 
 FP8_WEIGHT_ONLY = "--weight-dtype fp8 with no --quant or --act-dtype (activations then bf16)"
+FP8_MARLIN_MIN_CC = 7.5  # vLLM docs, "FP8 W8A8": FP8 models run weight-only from Turing on
 
 
 def lacks_fp8(gpu: GPUSpec) -> bool:
@@ -60,12 +61,22 @@ def lacks_fp8(gpu: GPUSpec) -> bool:
 def fp8_units_needed(gpu: GPUSpec, fix: str = FP8_WEIGHT_ONLY) -> str:
     """Why fp8 activations are refused on `gpu` (no fp8 tensor cores), and what engines run an
     FP8 checkpoint as there: weight-only FP8, the weights dequantized to bf16 in the GEMM (vLLM's
-    FP8 Marlin, for compute capability >= 7.5; vLLM docs, "FP8 W8A8"); `fix`, the flags that ask
-    for it. A FieldError template (`{subject}` names what asked for fp8 activations)."""
-    cc = f" (compute capability {gpu.compute_capability})" if gpu.compute_capability else ""
+    FP8 Marlin, for compute capability >= 7.5; vLLM docs, "FP8 W8A8"), `fix` the flags that ask
+    for it; below 7.5 (Volta) no engine runs FP8 weights. A FieldError template (`{subject}`
+    names what asked for fp8 activations)."""
+    cc = gpu.compute_capability
+    lacks = f"{gpu.id}" + (f" (compute capability {cc})" if cc else "")
+    if cc and float(cc) < FP8_MARLIN_MIN_CC:
+        tail = (
+            "no engine runs FP8 weights there either (vLLM's weight-only FP8 Marlin needs "
+            f"compute capability {FP8_MARLIN_MIN_CC}): serve 16-bit, int8 or int4 weights"
+        )
+    else:
+        tail = (
+            f"engines run FP8 checkpoints there as weight-only FP8 (vLLM's FP8 Marlin): use {fix}"
+        )
     return (
-        f"{{subject}} needs FP8 tensor cores (Ada, Hopper, Blackwell), which {gpu.id}{cc} lacks; "
-        f"engines run FP8 checkpoints there as weight-only FP8 (vLLM's FP8 Marlin): use {fix}"
+        f"{{subject}} needs FP8 tensor cores (Ada, Hopper, Blackwell), which {lacks} lacks; " + tail
     )
 
 

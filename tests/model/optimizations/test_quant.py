@@ -85,14 +85,20 @@ def test_smoothquant_runs_on_the_int8_unit_with_8_bit_inputs() -> None:
     assert ratio == pytest.approx(sc.gpu.peak("bf16") / sc.gpu.peak("int8"))
 
 
-def test_fp8_on_a_gpu_without_fp8_units_falls_back_and_says_so() -> None:
+def test_fp8_without_fp8_units_is_refused_and_int8_without_int8_units_falls_back() -> None:
+    # no engine runs W8A8-FP8 without FP8 tensor cores (vLLM serves FP8 weight-only there)
     sc = scenario("llama-2-7b", "a100-sxm-80gb", prompt_len=256, output_len=4)
-    pred = predict(sc, ["quant:scheme=fp8"])
-    assert any("no fp8 tensor cores" in n for n in pred.notes)
+    with pytest.raises(RooflensError, match="scheme=fp8 needs FP8 tensor cores"):
+        predict(sc, ["quant:scheme=fp8"])
     h100 = predict(
         scenario("llama-2-7b", "h100-sxm", prompt_len=256, output_len=4), ["quant:scheme=fp8"]
     )
     assert not h100.notes
+    # Blackwell Ultra cut INT8 tensor math: SmoothQuant runs on the fallback unit, and says so
+    b300 = predict(
+        scenario("llama-2-7b", "b300", prompt_len=256, output_len=4), ["quant:scheme=smoothquant"]
+    )
+    assert any("no int8 tensor cores" in n for n in b300.notes)
 
 
 def test_llm_int8_pays_for_both_paths() -> None:

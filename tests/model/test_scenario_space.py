@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 import math
+import random
 import re
 
 import pytest
@@ -32,6 +33,7 @@ from rooflens.validate.scenario_draws import (
     WIDE_PPS,
     WIDE_TPS,
     valid,
+    wide,
 )
 from rooflens.validate.scenario_space import check
 
@@ -227,3 +229,22 @@ def test_a_gpu_without_a_cited_tdp_still_predicts() -> None:
         assert main(["predict", "--model", "llama-3-8b", "--gpu", "gh200", "--json"]) == 0
     result = json.loads(out.getvalue())
     assert result["energy"] is None and result["tpot_s"] > 0
+
+
+def test_the_wide_draws_span_the_property_space_and_valid_matches_the_schema() -> None:
+    # the benchmark's `--space wide` (validate/scenario_draws.py) draws what the strategy above
+    # draws, within the same bounds, and `valid` is the schema's verdict, not a guess
+    rng = random.Random(5)
+    draws = [wide(rng) for _ in range(300)]
+    assert {d["gpu"] for d in draws} > {"a100-sxm-80gb", "h100-sxm"}
+    for d in draws:
+        spec = get_model(d["model"])
+        assert d["tp"] in WIDE_TPS and spec.n_heads % d["tp"] == 0
+        assert d["pp"] in WIDE_PPS and 1 <= d["batch"] <= WIDE_MAX_BATCH
+        assert 1 <= d["prompt_len"] <= max(1, min(WIDE_MAX_PROMPT, spec.max_context))
+    refused = [d for d in draws if not valid(d)]
+    assert 0 < len(refused) < len(draws)
+    w8a8 = {"model": "llama-3-8b", "gpu": "h100-sxm", "tp": 1, "pp": 1, "ep": 1, "batch": 1,
+            "prompt_len": 128, "output_len": 16, "opts": (), "weight_dtype": "fp8",
+            "act_dtype": "fp8"}  # fmt: skip
+    assert valid(w8a8) and not valid({**w8a8, "gpu": "a100-sxm-80gb"})  # no FP8 units there

@@ -17,6 +17,7 @@ from rooflens.hardware.presets import get_gpu, gpu_ids
 from rooflens.model.predict.api import make_scenario
 from rooflens.model.predict.scenario import lacks_fp8
 from rooflens.model.specs.presets import get_model, model_ids
+from rooflens.model.specs.quant import SCHEMES
 
 # The realistic space of issue 23: models, GPUs from A10 to B200, TP 1–8, precisions, and the
 # common optimizations.
@@ -63,7 +64,7 @@ def realistic(rng: random.Random) -> dict[str, Any]:
 # and GPU, TP/PP/EP, batch 1–1024, prompt 1–128k, every precision and option set. Some draws are
 # invalid scenarios (fp8 activations without FP8 units, a TP that splits no KV heads, ...):
 # `valid` says which.
-WIDE_TPS, WIDE_PPS = (1, 2, 4, 8), (1, 2)
+WIDE_TPS, WIDE_PPS = TPS, (1, 2)
 WIDE_MAX_BATCH, WIDE_MAX_PROMPT, WIDE_OUTPUT = 1024, 128 * 1024, (2, 64)
 
 
@@ -95,5 +96,8 @@ def valid(settings: dict[str, Any]) -> bool:
 
 
 def _fp8_activations(precision: dict[str, str]) -> bool:
-    """Whether a drawn precision runs its matmuls on fp8 activations (W8A8-FP8, FP8-block)."""
-    return precision.get("act_dtype") == "fp8" or precision.get("quant") == "fp8-block"
+    """Whether a drawn precision runs its matmuls on fp8 activations: its own act_dtype, else
+    its scheme's (model/specs/quant.py SCHEMES: W8A8-FP8, FP8-block)."""
+    scheme = SCHEMES.get(precision.get("quant", ""))
+    act = precision.get("act_dtype") or (scheme.act_dtype if scheme else "")
+    return act == "fp8"

@@ -137,3 +137,29 @@ def test_an_engines_attention_is_fitted_on_its_default_kernel_alone():
     assert stats["rows_by_gpu_impl"] == {"h100-sxm/e-1:default": 12}
     assert stats["median_abs_error"] < 0.02
     assert own.memory_fraction == pytest.approx(0.85, rel=0.1)
+
+
+def _fp8_rows(gpu_id: str, eff: KindEfficiency) -> pd.DataFrame:
+    sizes = (1, 128, 2048, 8192)
+    widths = (2048, 8192, 28672)
+    rows = [{"op": "gemm", "m": m, "n": n, "k": k, "dtype": "fp8", "weight_dtype": "fp8",
+             "quant": "fp8"} for m, n, k in itertools.product(sizes, widths, widths)]  # fmt: skip
+    table = pd.DataFrame(rows)
+    profile = Profile(name="truth", kinds={"gemm:fp8": eff}, source="test")
+    table["measured_s"] = predict_frame(table, get_gpu(gpu_id), profile)["predicted_s"]
+    return table.assign(gpu=gpu_id, impl="synthetic", source="test")
+
+
+def test_the_sm_side_work_is_told_apart_from_the_fraction_over_gpus():
+    # FP8 rows made with SM-side work in series with the MMAs, on three GPUs whose SMs issue
+    # 2,066 to 15,356 FP8 FLOP per cycle: the pooled fit tells the two apart and prices all three
+    truth = TRUE.model_copy(update={"compute_fraction": 0.9, "flops_per_sm_cycle": 20000.0})
+    gpus = ("rtx-pro-6000", "h100-sxm", "b300")
+    table = pd.concat([_fp8_rows(g, truth) for g in gpus], ignore_index=True)
+    eff, stats = fit_kind(table, "gemm:fp8", max_evals=3000)
+    assert stats["median_abs_error"] < 0.02
+    assert eff.flops_per_sm_cycle == pytest.approx(20000.0, rel=0.25)
+    # one GPU's rows cannot tell them apart: the fraction alone prices them, as well
+    one, stats = fit_kind(_fp8_rows("h100-sxm", truth), "gemm:fp8", max_evals=3000)
+    assert one.flops_per_sm_cycle == 0.0
+    assert stats["median_abs_error"] < 0.02

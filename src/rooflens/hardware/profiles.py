@@ -13,8 +13,9 @@ Each kind's terms (`KindEfficiency`: achieved compute and bandwidth fractions, a
 per call (seconds, or cycles of the GPU's clock), the overlap power of the roofs, a latency
 per wave of thread blocks, the blocks per SM that saturate bandwidth, the bytes per SM cycle
 an eager PyTorch kernel issues, the bytes per microsecond each of its resident threads keeps
-moving, the bytes a quantized GEMM's own input-quantization pass moves) are defined by the
-formula in model/pricing/roofline.py. Kinds: the op kinds of model/ops/op.py, plus
+moving, the FLOPs per SM cycle of the SM-side work in series with a quantized GEMM's MMAs, the
+bytes a quantized GEMM's own input-quantization pass moves) are defined by the formula in
+model/pricing/roofline.py. Kinds: the op kinds of model/ops/op.py, plus
 `attention_decode` (one new token per sequence) and `moe` (fused MoE experts,
 model/ops/moe.py), which take their own terms when fitted. A quantized matmul's kernel family
 (model/specs/quant.py) has terms of its own under `<kind>:<family>` (`gemm:fp8`,
@@ -91,6 +92,13 @@ class KindEfficiency(BaseModel):
         ge=0,
         description="bytes each resident thread of an eager (unfused PyTorch) kernel moves per "
         "microsecond: the bytes it keeps in flight over the memory latency (0: off)",
+    )
+    flops_per_sm_cycle: float = Field(
+        default=0.0,
+        ge=0,
+        description="tensor FLOPs per SM clock cycle of the SM-side work a tile's MMAs carry, in "
+        "series with them: 1 / rate = 1 / (peak x compute_fraction) + 1 / (SMs x clock x this) "
+        "(0: off)",
     )
     input_pass_bytes: float = Field(
         default=0.0,

@@ -50,6 +50,7 @@ from rooflens.validate.fit_terms import (
     EAGER_ROOF_TERMS,
     FIT_EVALS,
     FRONTIER_KINDS,
+    SERIES_TERM,
     START,
     TUNED_KINDS,
     Calls,
@@ -167,9 +168,14 @@ def fit_kind(
             start["overhead_cycles"] = default["overhead_cycles"]
     roofs = [t for t in terms if t in EAGER_ROOF_TERMS]
     held: dict[str, float] = {}
+    if SERIES_TERM in terms and len(chunks) < 2:
+        # one GPU's rows cannot tell the SM-side rate from the compute fraction (both scale
+        # every call's FLOPs alike): the fraction alone prices them (fit_terms.py SERIES_TERM)
+        held[SERIES_TERM] = 0.0
+        terms = tuple(t for t in terms if t != SERIES_TERM)
     if roofs and not any(c.eager.any() for c in calls):
         # no eager rows: the SM-side roof prices nothing here, so it keeps its pooled value
-        held = {t: getattr(pooled, t) if pooled is not None else 0.0 for t in roofs}
+        held.update({t: getattr(pooled, t) if pooled is not None else 0.0 for t in roofs})
         terms, roofs = tuple(t for t in terms if t not in roofs), []
     for term in roofs:
         # On its flat side (HBM binds, the roof does not) the simplex stalls: start the roof

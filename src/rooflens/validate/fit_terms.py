@@ -66,7 +66,18 @@ START = {"compute_fraction": 0.75, "memory_fraction": 0.8, "overhead_cycles": 60
          "overlap_power": 2.0, "wave_latency_s": 1e-6, "saturation_blocks_per_sm": 0.5,
          "wave_tail": 0.05, "bytes_per_sm_cycle": 4.0, "bytes_per_thread_us": 4.0,
          "input_pass_bytes": 2.5, "wave_latency_cycles": 2000.0,
-         "softmax_cycles": 0.05}  # fmt: skip
+         "softmax_cycles": 0.05, "flops_per_sm_cycle": 30000.0}  # fmt: skip
+# Quantized GEMM families also fit the SM-side work in series with their MMAs
+# (model/pricing/roofline.py): the FP8 tables reach 0.71, 0.56 and 0.52 of the FP8 peak on the
+# RTX PRO 6000, H100 and B300 (median, m, n, k >= 4,096), whose SMs issue 2,066, 7,568 and 15,356
+# FP8 FLOP per cycle, so the faster a GPU's MMAs per SM, the more of a tile's time goes to work
+# beside them. Leave-one-GPU-out, FP8 / NVFP4 GEMMs: median |error| 19.4 -> 17.8 %, p90 57.9 ->
+# 57.2 % (RTX PRO 6000 FP8 25.6 -> 18.6 %, H100 14.0 -> 13.3 %, B300 15.8 -> 15.1 %). 16-bit
+# GEMMs fit it at 150,000-380,000 FLOP per cycle, a few percent, and their held-out median gets
+# no better (9.46 -> 9.57 %): they go without. A kind fitted on one GPU (a GPU's own file, NVFP4
+# held out of one of its two GPUs) goes without too: its rows cannot tell the term from the
+# compute fraction, and a pooled value held fixed would cap what the fraction can fit.
+SERIES_TERM = "flops_per_sm_cycle"
 # Kinds whose implementations differ by more than the model's error (two engines' attention
 # kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
 FRONTIER_KINDS = ("attention", "attention_decode")
@@ -198,7 +209,7 @@ def terms_for(name: str) -> tuple[str, ...]:
         # families with quantized activations quantize them in a pass of their own (W8A8 FP8,
         # block FP8, NVFP4, SmoothQuant: model/pricing/roofline.py input_pass_s)
         quantized = family in FAMILIES and FAMILIES[family][0] not in ("bf16", "fp16")
-        return (*terms, "input_pass_bytes") if quantized else terms
+        return (*terms, "input_pass_bytes", SERIES_TERM) if quantized else terms
     if kind == "elementwise":
         return STREAM_TERMS
     if kind == "attention_decode":

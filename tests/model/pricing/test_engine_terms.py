@@ -139,3 +139,50 @@ def test_attention_takes_its_familys_terms_where_the_profile_has_them() -> None:
     assert kind_terms(bare, op(2048, "fp8", "fp8")) == a
     # a fitted family of decode alone (the fit's candidate profile) prices decode calls
     assert kind_terms(_profile(**{"attention_decode:kv_fp8": kv8}), op(1, "bf16", "fp8")) == kv8
+
+
+@pytest.mark.parametrize("gpu_id", ["h100-sxm", "b300", "rtx-pro-6000"])
+def test_the_sm_side_work_adds_its_flops_at_the_sms_issue_rate(gpu_id: str) -> None:
+    # a compute-bound FP8 GEMM, the roofs' max (no overlap power, no floor): the SM-side work
+    # adds FLOPs / (SMs x clock x rate) to the compute roof, whatever the tensor peak
+    gpu = get_gpu(gpu_id)
+    system = default_system(gpu)
+    op = gemm_op("x", "prefill", 1, 8192, 8192, 8192, "fp8", "fp8")
+    base = {"compute_fraction": 0.9, "overlap_power": None}
+    plain = price_op(op, system, _profile(**{"gemm:fp8": KindEfficiency(**base)}))
+    series = price_op(
+        op, system, _profile(**{"gemm:fp8": KindEfficiency(**base, flops_per_sm_cycle=2e4)})
+    )
+    flops = 2.0 * 8192**3
+    assert float(plain.compute_s) == pytest.approx(flops / (gpu.kernel_peak("fp8") * 0.9))
+    added = flops / (gpu.sm_count * float(gpu.boost_clock_hz or 0) * 2e4)
+    assert float(series.compute_s - plain.compute_s) == pytest.approx(added, rel=1e-9)
+    assert float(series.time_s - plain.time_s) == pytest.approx(added, rel=1e-9)
+
+
+def test_the_sm_side_work_costs_more_of_a_faster_sms_time() -> None:
+    # the same terms take a larger share of the B300's FP8 GEMM (15,356 FP8 FLOP per SM cycle)
+    # than of the RTX PRO 6000's (2,066): the achieved fraction of the peak falls with the rate
+    op = gemm_op("x", "prefill", 1, 8192, 8192, 8192, "fp8", "fp8")
+    terms = KindEfficiency(compute_fraction=0.9, overlap_power=None, flops_per_sm_cycle=2e4)
+
+    def achieved(gpu_id: str) -> float:
+        gpu = get_gpu(gpu_id)
+        priced = price_op(op, default_system(gpu), _profile(**{"gemm:fp8": terms}))
+        return float(op.flops / priced.compute_s / gpu.kernel_peak("fp8"))
+
+    rtx, h100, b300 = achieved("rtx-pro-6000"), achieved("h100-sxm"), achieved("b300")
+    assert 0.9 > rtx > h100 > b300
+    # closed form: 1 / fraction = 1 / 0.9 + (peak / (SMs x clock)) / 2e4
+    gpu = get_gpu("b300")
+    rate = gpu.kernel_peak("fp8") / (gpu.sm_count * float(gpu.boost_clock_hz or 0))
+    assert b300 == pytest.approx(1.0 / (1.0 / 0.9 + rate / 2e4), rel=1e-9)
+
+
+def test_only_quantized_gemm_families_fit_the_sm_side_work() -> None:
+    from rooflens.validate.fit_terms import SERIES_TERM, terms_for
+
+    for kind in ("gemm:fp8", "gemm:fp8_block", "gemm:nvfp4"):
+        assert SERIES_TERM in terms_for(kind)
+    for kind in ("gemm", "gemm:int4_wo", "attention", "moe:fp8"):
+        assert SERIES_TERM not in terms_for(kind)

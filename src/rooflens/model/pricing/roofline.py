@@ -8,7 +8,7 @@ kernels predict` and the validator (model/pricing/kernel_table.py) and the calib
 The time of one kernel call under a profile's terms for its kind:
 
     C = FLOPs / (peak · compute_fraction) · q         compute roof, q = 1 + wave_tail · (Q − 1),
-                                                       16-bit GEMMs: padding in SM cycles (grid.py);
+        + FLOPs / (SMs · clock · flops_per_sm_cycle)  16-bit GEMMs: padding in SM cycles (grid.py);
                                                        attention: + its softmax (softmax.py)
     M = bytes / (bandwidth · memory_fraction · u)     memory roof, u = min(1, blocks / (SMs · s))
     W = w · ceil(blocks / SMs)                        latency roof: each wave of thread blocks
@@ -47,6 +47,9 @@ decides); a tile-starved 16-bit GEMM splits K, and a wave costs its fullest tile
 costs SM cycles at a fixed rate, not the SM's tensor rate (model/pricing/grid.py holds the grid,
 the split, Q and `padding`). Norms and attention ops state their grids (model/ops/op.py,
 model/ops/attention.py). A collective does not overlap compute (model/pricing/comm.py).
+C's second term is the work a quantized GEMM's MMAs carry (addresses, barriers, scales, the
+epilogue) at the SMs' issue rate, SMs × clock: the more FLOP an SM's MMAs issue per cycle, the
+larger its share (validate/fit_terms.py SERIES_TERM has the FP8 tables that say so).
 overhead_s (+ overhead_cycles at the GPU's clock) is the floor of one kernel launch (under a
 CUDA graph: the graph node's launch and the kernel's ramp-up and tail); an op that launches
 more than one kernel states how many (`kernels` in its shape: split-KV attention adds its
@@ -196,13 +199,15 @@ def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     eff = kind_terms(profile, op)
     peak = tensor_peak(gpu, op.compute_dtype, profile)
     compute_s = op.flops / (peak * eff.compute_fraction)
+    rate = sm_mma_rate(gpu, peak)  # FLOP per SM cycle: the SM-side work's share (docstring)
+    if eff.flops_per_sm_cycle > 0:
+        compute_s = compute_s + op.flops / peak * rate / eff.flops_per_sm_cycle
     # A GEMM's CUDA-core work (weight dequantization) runs beside the tensor cores (Frantar et
     # al. 2024, "MARLIN" §3: dequantization overlapped with the MMAs), so busy_s takes the busier
     # unit; adding them priced TensorRT-LLM's A100 W4A16/W8A16 GEMMs above their measured time.
     vector_s = op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
     vector_s = vector_s + softmax_s(op, eff.softmax_cycles, gpu)  # attention's softmax
-    # One occupancy model at a time: a calibrated profile's fitted one (on the op's real grid)
-    # replaces the op's structural min(1, blocks / SMs).
+    # one occupancy model: a profile's fitted one (on the real grid) or the op's min(1, blocks/SMs)
     occupancy = 1.0 if eff.saturation_blocks_per_sm > 0 else op.bandwidth_fraction
     bandwidth = gpu.hbm_bytes_per_s * eff.memory_fraction * occupancy
     if op.shape.get("eager"):
@@ -219,10 +224,8 @@ def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
         with np.errstate(divide="ignore", invalid="ignore"):
             streamed = np.where(op.bytes > 0, streamed_bytes / op.bytes, 1.0)
     wave_s = per_wave_s(eff, gpu)
-    rate = sm_mma_rate(gpu, peak)
     busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed, vector_s, wave_s, rate)
-    busy = busy + comm_s
-    busy = busy + input_pass_s(op, eff, gpu)
+    busy = busy + comm_s + input_pass_s(op, eff, gpu)
     # A collective's fixed cost is its protocol's base latency (model/pricing/comm.py; fitted on
     # NCCL under `calibrated`): a kernel's per-call overhead on top would count it twice.
     # Per grid point: an op emitted for a whole grid (Flash-Decoding's combine where some

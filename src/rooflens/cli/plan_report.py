@@ -71,12 +71,12 @@ def _sim_cells(s: dict[str, Any], mark: bool = True) -> list[str]:
     gpu = c["gpu"] if c.get("prefill_gpu") in (None, "", c["gpu"]) else (
         f"{c['prefill_gpu']} → {c['gpu']}")  # fmt: skip
     return [roles(s), f"{c['n_gpus']} × {gpu} {unit} {engine_id(c)} {c['mode']} batch "
-            f"{c['batch']}",
+            f"{c['batch']}", precision_label(c["weight_dtype"], c["act_dtype"], c["kv_dtype"]),
             fmt_time(s["ttft_p50_s"]), fmt_time(s["ttft_p99_s"]), fmt_time(s["tpot_p50_s"]),
             fmt_time(s["tpot_p99_s"]), "; ".join(s["optimistic"]) or "—"]  # fmt: skip
 
 
-SIM_COLUMNS = ["role", "configuration", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99",
+SIM_COLUMNS = ["role", "configuration", "precision", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99",
                "analytical optimistic?"]  # fmt: skip
 
 

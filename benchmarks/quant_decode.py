@@ -69,6 +69,23 @@ def _batch_1_ratio(table: str, dtype: str) -> str:
             f"{len(ratio)} shapes, {table}")  # fmt: skip
 
 
+def sibling_note(model: str, gpu: str, engine: str, dtype: str, ratio: float) -> list[str]:
+    """Where `gpu` prices another measured GPU's kernels (hardware/profiles.py
+    `calibration_file`), that GPU's own ratio under the same terms, and how their HBM differs:
+    a faster HBM shortens the weight streaming a narrower dtype halves, not the per-call floors
+    or the step's other kernels. [] for a GPU with its own fit or the pooled one."""
+    sibling = calibration_path(get_gpu(gpu)).stem
+    if sibling in (gpu, "generic"):
+        return []
+    own = tpot_s(model, sibling, engine, dtype) / tpot_s(model, sibling, engine, "bf16")
+    hbm = get_gpu(gpu).hbm_bytes_per_s / get_gpu(sibling).hbm_bytes_per_s
+    why = (f"{gpu}'s HBM is {hbm:.2f}x {sibling}'s: it shortens the weight streaming that {dtype} "
+           "shrinks, not the launch floors or the step's other kernels" if hbm > 1.05
+           else f"the ratio is {sibling}'s own (its tables, below)")  # fmt: skip
+    return [f"{gpu} {engine} {dtype} {ratio:.2f}x: {sibling}'s terms price {own:.2f}x on "
+            f"{sibling}; {why}"]  # fmt: skip
+
+
 def tpot_s(model: str, gpu: str, engine: str, scheme: str) -> float:
     sc = make_scenario(model, gpu, batch=1, prompt_len=1024, output_len=128,
                        profile="calibrated", engine=engine, **SCHEMES[scheme])  # fmt: skip
@@ -83,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     missed = 0
     evidence: dict[str, list[str]] = {}
+    borrowed: list[str] = []
     print(f"{args.model}, batch 1, prompt 1024, calibrated: TPOT in ms (ratio to bf16)")
     for gpu in args.gpu or GPUS:
         for engine in args.engine or ENGINES:
@@ -95,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
                 ratio = tpot_s(args.model, gpu, engine, dtype) / bf16
                 ok = ratio <= target
                 missed += not ok
+                if not ok:
+                    borrowed += sibling_note(args.model, gpu, engine, dtype, ratio)
                 key = f"{dtype} {engine} (terms of {calibration_path(get_gpu(gpu)).stem})"
                 if key not in evidence:  # GPUs that share terms share their tables
                     evidence[key] = measured_at_batch_1(gpu, engine, dtype)
@@ -102,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"{dtype} {1e3 * ratio * bf16:6.2f} ({ratio:.2f}x{'' if ok else ' MISS'})"
                 )
             print("  ".join(cells))
+    if borrowed:
+        print("\nMisses on a GPU priced with a measured GPU's kernels (its SM design's):")
+        print("\n".join(f"  {line}" for line in borrowed))
     print("\nThe engines' own kernels at batch 1, in the tables the terms were fitted on:")
     for name, lines in evidence.items():
         for line in lines or ["no measured table named"]:

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from rooflens.hardware.presets import get_gpu
-from rooflens.hardware.profiles import KindEfficiency, Profile
+from rooflens.hardware.profiles import COPY_FRACTION, KindEfficiency, Profile
 from rooflens.model.pricing.kernel_table import predict_frame
 from rooflens.validate.calibrate import fit_kind
-from rooflens.validate.fit_terms import COPY_FRACTION, kind_rows
+from rooflens.validate.fit_terms import kind_rows
 from rooflens.validate.profile_fit import fit_profile, write_profile
 
 TRUE = KindEfficiency(

@@ -45,6 +45,11 @@ ENGINES = ("vllm", "sglang", "trtllm")  # the serving engines a calibrated price
 # their names as every face prints them (the launch settings of model/analysis/launch.py too)
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 DEFAULT_ENGINE = "vllm"
+# The share of HBM bandwidth a device copy reaches (3.01 of the H100's 3.35 TB/s, measured with
+# the H100 set: shared/data/measured/rooflens-h100/README.md): what a streaming kernel of the
+# engine's own (a quantized GEMM's input pass, model/pricing/roofline.py input_pass_s) moves at,
+# and the fit's prior for an eager kernel's HBM fraction (validate/fit_terms.py).
+COPY_FRACTION = 0.90
 # The most a dynamic activation quantization moves per 16-bit input element: its amax read (2 B),
 # the read to convert (2 B) and the 8-bit write (1 B); NVFP4's 4-bit write and 1/16 of a scale
 # move less.

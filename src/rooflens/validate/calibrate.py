@@ -39,13 +39,12 @@ import numpy as np
 import pandas as pd
 
 from rooflens.hardware.presets import get_gpu
-from rooflens.hardware.profiles import KindEfficiency, Profile
+from rooflens.hardware.profiles import COPY_FRACTION, KindEfficiency, Profile
 from rooflens.hardware.spec import SystemSpec
 from rooflens.hardware.systems import default_system
 from rooflens.model.pricing.kernel_table import Batch, batches, predict_frame
 from rooflens.model.pricing.roofline import price_op
 from rooflens.validate.fit_terms import (
-    COPY_FRACTION,
     COPY_PRIOR_TOLERANCE,
     EAGER_ROOF_TERMS,
     FIT_EVALS,
@@ -202,7 +201,7 @@ def fit_kind(
     found, fx = search(terms, held)
     if roofs:
         # One GPU's eager rows fit an HBM fraction as well as an SM-side roof: unless the rows
-        # clearly say otherwise, HBM streams at a device copy's (fit_terms.py COPY_FRACTION).
+        # clearly say otherwise, HBM streams at a device copy's (profiles.py COPY_FRACTION).
         free = tuple(t for t in terms if t != "memory_fraction")
         at_copy, f_copy = search(free, {"memory_fraction": COPY_FRACTION})
         if f_copy <= fx + COPY_PRIOR_TOLERANCE:

@@ -1,6 +1,7 @@
 """What `rooflens calibrate fit` fits for each operator kind: the measured ops a kind's rows
 are, the `KindEfficiency` terms it fits (hardware/profiles.py) and where the search starts,
-the prior that settles an eager kernel's SM-side roof against its HBM fraction (COPY_FRACTION),
+the prior that settles an eager kernel's SM-side roof against its HBM fraction (a device copy's,
+hardware/profiles.py COPY_FRACTION),
 which kinds are fitted on a subset (the attention frontier, tuned MoE configs), and the map
 between valid terms and the unconstrained vector Nelder-Mead searches (logistic for fractions,
 exp for positive terms). The fit itself is validate/calibrate.py.
@@ -46,16 +47,14 @@ DECODE_TERMS = tuple("wave_latency_cycles" if t == "wave_latency_s" else t for t
 MEMORY_TERMS = ("memory_fraction", "overhead_cycles", "bytes_per_sm_cycle")
 STREAM_TERMS = ("memory_fraction", "overhead_cycles", "bytes_per_thread_us")
 EAGER_ROOF_TERMS = ("bytes_per_sm_cycle", "bytes_per_thread_us")
-# One GPU's eager rows cannot tell an HBM fraction from an SM-side roof: a constant bandwidth
-# is explained by either. The fit then takes the HBM roof to be a device copy's (3.01 of the
-# H100's 3.35 TB/s, measured with the H100 set: shared/data/measured/rooflens-h100/README.md)
-# and lets the SM-side roof explain the rest, unless a free HBM fraction fits the rows better by
-# more than COPY_PRIOR_TOLERANCE (mean |log error|; the fits reach 0.03-0.10). The same eager
-# kernels run at 0.35-0.5 of HBM on the A100: they are not HBM-bound there. (With the launch
-# floor in cycles, the pooled eager elementwise rows of the A100 and A40 fit a free fraction
-# of 0.79 at 0.0962 against 0.0990 at the copy's: 0.3 % of mean |log error| says nothing about
-# a fused kernel's HBM roof, so the tolerance is 5e-3, not the 2e-3 it was.)
-COPY_FRACTION = 0.90
+# One GPU's eager rows cannot tell an HBM fraction from an SM-side roof: a constant bandwidth is
+# explained by either. The fit then takes the HBM roof to be a device copy's (hardware/profiles.py
+# COPY_FRACTION) and lets the SM-side roof explain the rest, unless a free HBM fraction fits the
+# rows better by more than COPY_PRIOR_TOLERANCE (mean |log error|; the fits reach 0.03-0.10). The
+# same eager kernels run at 0.35-0.5 of HBM on the A100: they are not HBM-bound there. (With the
+# launch floor in cycles, the pooled eager elementwise rows of the A100 and A40 fit a free fraction
+# of 0.79 at 0.0962 against 0.0990 at the copy's: 0.3 % of mean |log error| says nothing about a
+# fused kernel's HBM roof, so the tolerance is 5e-3, not the 2e-3 it was.)
 COPY_PRIOR_TOLERANCE = 5e-3
 # Norms launch one program per row (model/ops/op.py norm_op): few rows cannot fill the SMs.
 GRID_MEMORY_TERMS = (*STREAM_TERMS, "wave_latency_s", "saturation_blocks_per_sm")

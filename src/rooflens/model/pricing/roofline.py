@@ -17,8 +17,8 @@ The time of one kernel call under a profile's terms for its kind:
     w = wave_latency_s + wave_latency_cycles / clock  least time of one wave
     busy = (C^p + M^p + W^p)^(1/p)                    p = overlap_power (None: the max)
     time = busy + P + communication + (overhead_s + overhead_cycles / clock) · kernels
-    P = input_pass_bytes · m · k / (bandwidth · memory_fraction)   a quantized GEMM's own pass
-                                                       over its input (dynamic quantization)
+    P = input_pass_bytes · m · k / (bandwidth · 0.9)  a quantized GEMM's own pass over its input
+                                                       (dynamic quantization), at a copy's rate
 
 For an eager PyTorch kernel (`eager` in its shape: a harness that times unfused torch ops one
 by one, model/ops/op.py memory_op) the bandwidth is also capped by the SM side, the lesser of:
@@ -62,7 +62,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rooflens.hardware.profiles import KindEfficiency, Profile
+from rooflens.hardware.profiles import COPY_FRACTION, KindEfficiency, Profile
 from rooflens.hardware.spec import GPUSpec, SystemSpec
 from rooflens.model.ops.attention import SPLIT_FREE, regrid, unsplit_where
 from rooflens.model.ops.op import Num, Op, kernels_per_call
@@ -207,7 +207,7 @@ def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     # unit; adding them priced TensorRT-LLM's A100 W4A16/W8A16 GEMMs above their measured time.
     vector_s = op.vector_flops / (gpu.peak("fp32") * eff.compute_fraction)
     vector_s = vector_s + softmax_s(op, eff.softmax_cycles, gpu)  # attention's softmax
-    # one occupancy model: a profile's fitted one (on the real grid) or the op's min(1, blocks/SMs)
+    # one occupancy model: a profile's fitted one (on the grid) or the op's min(1, blocks / SMs)
     occupancy = 1.0 if eff.saturation_blocks_per_sm > 0 else op.bandwidth_fraction
     bandwidth = gpu.hbm_bytes_per_s * eff.memory_fraction * occupancy
     if op.shape.get("eager"):
@@ -226,8 +226,7 @@ def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     wave_s = per_wave_s(eff, gpu)
     busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed, vector_s, wave_s, rate)
     busy = busy + comm_s + input_pass_s(op, eff, gpu)
-    # A collective's fixed cost is its protocol's base latency (model/pricing/comm.py; fitted on
-    # NCCL under `calibrated`): a kernel's per-call overhead on top would count it twice.
+    # A collective's fixed cost is its protocol's base latency (comm.py): no launch floor on top.
     # Per grid point: an op emitted for a whole grid (Flash-Decoding's combine where some
     # points split) costs nothing where it does no work, as a scalar call would not emit it.
     return PricedOp(op, compute_s, memory_s, comm_s, busy + launch_floor_s(op, profile, gpu))
@@ -237,13 +236,14 @@ def input_pass_s(op: Op, eff: KindEfficiency, gpu: GPUSpec) -> Num:
     """The engine's own pass over a quantized GEMM's input before it (dynamic activation
     quantization: vLLM's scaled_fp8_quant reads the 16-bit activations for their amax, then
     reads them again and writes FP8; TensorRT-LLM's quantize op likewise), a kernel of its own
-    that does not overlap the GEMM: input_pass_bytes per input element at the kind's bandwidth.
-    Zero under `ideal` (a fused quantization moves nothing extra)."""
+    that does not overlap the GEMM: input_pass_bytes per input element at a device copy's rate
+    (COPY_FRACTION; at the GEMM's memory fraction, fits bent it to price the pass: vLLM's B300
+    FP8 GEMVs at 0.36 of HBM). Zero under `ideal` (a fused quantization moves nothing extra)."""
     if not eff.input_pass_bytes or op.kind != "gemm" or "k" not in op.shape:
         return 0.0
     m, k = np.asarray(op.shape["m"], float), np.asarray(op.shape["k"], float)
     elements = m * k * op.shape.get("heads", 1)
-    return elements * eff.input_pass_bytes / (gpu.hbm_bytes_per_s * eff.memory_fraction)
+    return elements * eff.input_pass_bytes / (gpu.hbm_bytes_per_s * COPY_FRACTION)
 
 
 def launch_floor_s(op: Op, profile: Profile, gpu: GPUSpec) -> Num:

@@ -72,7 +72,7 @@ def _batch_1_ratio(table: str, dtype: str) -> str:
 def sibling_note(model: str, gpu: str, engine: str, dtype: str, ratio: float) -> list[str]:
     """Where `gpu` prices another measured GPU's kernels (hardware/profiles.py
     `calibration_file`), that GPU's own ratio under the same terms, and how their HBM differs:
-    a faster HBM shortens the weight streaming a narrower dtype halves, not the per-call floors
+    a faster HBM shortens the weight streaming a narrower dtype shrinks, not the per-call floors
     or the step's other kernels. [] for a GPU with its own fit or the pooled one."""
     sibling = calibration_path(get_gpu(gpu)).stem
     if sibling in (gpu, "generic"):

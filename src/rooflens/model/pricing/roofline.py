@@ -17,8 +17,8 @@ The time of one kernel call under a profile's terms for its kind:
     w = wave_latency_s + wave_latency_cycles / clock  least time of one wave
     busy = (C^p + M^p + W^p)^(1/p)                    p = overlap_power (None: the max)
     time = busy + P + communication + (overhead_s + overhead_cycles / clock) · kernels
-    P = input_pass_bytes · m · k / (bandwidth · 0.9)  a quantized GEMM's own pass over its input
-                                                       (dynamic quantization), at a copy's rate
+    P = input_pass_bytes · m · k / (bandwidth · c)    a quantized GEMM's own pass over its input
+                                                       (dynamic quantization), c = COPY_FRACTION
 
 For an eager PyTorch kernel (`eager` in its shape: a harness that times unfused torch ops one
 by one, model/ops/op.py memory_op) the bandwidth is also capped by the SM side, the lesser of:

@@ -163,3 +163,27 @@ def test_the_sm_side_work_is_told_apart_from_the_fraction_over_gpus():
     one, stats = fit_kind(_fp8_rows("h100-sxm", truth), "gemm:fp8", max_evals=3000)
     assert one.flops_per_sm_cycle == 0.0
     assert stats["median_abs_error"] < 0.02
+
+
+def test_a_serialized_amax_is_told_apart_from_the_pass_bytes():
+    # W8A8 rows whose input pass pays 13 cycles a row beside 5 bytes an element (vLLM's
+    # per-tensor amax): narrow GEMMs at large m show the rows, wide k the bytes. One GPU's fit
+    # recovers both and prices the rows as well
+    truth = TRUE.model_copy(update={"input_pass_bytes": 5.0, "input_pass_row_cycles": 13.0})
+    sizes, widths = (1, 64, 1024, 4096, 16384), (32, 512, 4096, 16384)
+    rows = [{"op": "gemm", "m": m, "n": n, "k": k, "dtype": "fp8", "weight_dtype": "fp8",
+             "quant": "fp8"} for m, n, k in itertools.product(sizes, widths, widths)]  # fmt: skip
+    table = pd.DataFrame(rows)
+    profile = Profile(name="truth", kinds={"gemm:fp8": truth}, source="test")
+    table["measured_s"] = predict_frame(table, get_gpu("h100-sxm"), profile)["predicted_s"]
+    table = table.assign(gpu="h100-sxm", impl="synthetic", source="test")
+    eff, stats = fit_kind(table, "gemm:fp8", max_evals=3000)
+    assert stats["median_abs_error"] < 0.02
+    assert eff.input_pass_row_cycles == pytest.approx(13.0, rel=0.2)
+    # without the term the same rows cannot be priced as well (the bytes cap at 5 an element)
+    without = eff.model_copy(update={"input_pass_row_cycles": 0.0})
+    narrow = table[(table["n"] == 32) & (table["k"] == 32) & (table["m"] == 16384)]
+    priced = predict_frame(
+        narrow, get_gpu("h100-sxm"), Profile(name="x", kinds={"gemm:fp8": without}, source="t")
+    )
+    assert float((narrow["measured_s"] / priced["predicted_s"]).min()) > 1.5

@@ -47,7 +47,7 @@ ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 DEFAULT_ENGINE = "vllm"
 # The share of HBM bandwidth a device copy reaches (3.01 of the H100's 3.35 TB/s, measured with
 # the H100 set: shared/data/measured/rooflens-h100/README.md): what a streaming kernel of the
-# engine's own (a quantized GEMM's input pass, model/pricing/roofline.py input_pass_s) moves at,
+# engine's own (a quantized GEMM's input pass, model/pricing/input_pass.py) moves at,
 # and the fit's prior for an eager kernel's HBM fraction (validate/fit_terms.py).
 COPY_FRACTION = 0.90
 # The most a dynamic activation quantization moves per 16-bit input element: its amax read (2 B),
@@ -112,6 +112,13 @@ class KindEfficiency(BaseModel):
         description="bytes moved per input element by a kernel of its own before a quantized "
         "GEMM (dynamic activation quantization: the 16-bit read, the narrow write, the amax "
         "pass) (0: none, or fused into the previous op)",
+    )
+    input_pass_row_cycles: float = Field(
+        default=0.0,
+        ge=0,
+        description="SM clock cycles per input row that the input pass serializes, beside its "
+        "bytes (a per-tensor amax taken by one atomic max per row on one address: vLLM's "
+        "dynamic FP8 scale) (0: none)",
     )
     wave_tail: float = Field(
         default=0.0,

@@ -194,3 +194,31 @@ def test_only_quantized_gemm_families_fit_the_sm_side_work() -> None:
         assert SERIES_TERM in terms_for(kind)
     for kind in ("gemm", "gemm:int4_wo", "attention", "moe:fp8"):
         assert SERIES_TERM not in terms_for(kind)
+
+
+@pytest.mark.parametrize("gpu_id", ["h100-sxm", "b300", "rtx-pro-6000"])
+def test_a_serialized_amax_costs_its_cycles_per_row_at_the_gpus_clock(gpu_id: str) -> None:
+    # vLLM's per-tensor amax: one atomic max per input row, serialized. It adds rows x cycles
+    # / clock to the pass whatever k is (the bytes are the pass's other half), and ideal has none
+    gpu = get_gpu(gpu_id)
+    system = default_system(gpu)
+    terms = {"compute_fraction": 0.8, "memory_fraction": 0.9, "input_pass_bytes": 5.0}
+    plain = _profile(**{"gemm:fp8": KindEfficiency(**terms)})
+    serial = _profile(**{"gemm:fp8": KindEfficiency(**terms, input_pass_row_cycles=13.0)})
+    for m, k in ((16, 32), (16384, 32), (16384, 4096)):
+        op = gemm_op("x", "prefill", 1, m, 32, k, "fp8", "fp8")
+        added = price_op(op, system, serial).time_s - price_op(op, system, plain).time_s
+        assert float(added) == pytest.approx(m * 13.0 / float(gpu.boost_clock_hz or 0), rel=1e-9)
+        assert price_op(op, system, IDEAL).time_s < price_op(op, system, serial).time_s
+    # batched GEMMs (one per head) serialize every head's rows
+    op = gemm_op("x", "prefill", 1, 512, 32, 32, "fp8", "fp8", heads=8)
+    added = price_op(op, system, serial).time_s - price_op(op, system, plain).time_s
+    assert float(added) == pytest.approx(8 * 512 * 13.0 / float(gpu.boost_clock_hz or 0), rel=1e-9)
+
+
+def test_only_per_tensor_fp8_fits_cycles_per_row() -> None:
+    from rooflens.validate.fit_terms import ROW_TERM, terms_for
+
+    assert ROW_TERM in terms_for("gemm:fp8")
+    for kind in ("gemm", "gemm:fp8_block", "gemm:nvfp4", "gemm:sq", "gemm:int4_wo", "moe:fp8"):
+        assert ROW_TERM not in terms_for(kind)

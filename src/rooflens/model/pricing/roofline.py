@@ -18,7 +18,8 @@ The time of one kernel call under a profile's terms for its kind:
     busy = (C^p + M^p + W^p)^(1/p)                    p = overlap_power (None: the max)
     time = busy + P + communication + (overhead_s + overhead_cycles / clock) · kernels
     P = input_pass_bytes · m · k / (bandwidth · c)    a quantized GEMM's own pass over its input
-                                                       (dynamic quantization), c = COPY_FRACTION
+        + m · input_pass_row_cycles / clock           (dynamic quantization), c = COPY_FRACTION;
+                                                       per row: a per-tensor amax's atomics
 
 For an eager PyTorch kernel (`eager` in its shape: a harness that times unfused torch ops one
 by one, model/ops/op.py memory_op) the bandwidth is also capped by the SM side, the lesser of:
@@ -62,13 +63,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rooflens.hardware.profiles import COPY_FRACTION, KindEfficiency, Profile
+from rooflens.hardware.profiles import KindEfficiency, Profile
 from rooflens.hardware.spec import GPUSpec, SystemSpec
 from rooflens.model.ops.attention import SPLIT_FREE, regrid, unsplit_where
 from rooflens.model.ops.op import Num, Op, kernels_per_call
 from rooflens.model.pricing.comm import collective_time_s
 from rooflens.model.pricing.eager_roofs import eager_roof
 from rooflens.model.pricing.grid import MMA_REF_FLOP_PER_SM_CYCLE, padding, thread_blocks
+from rooflens.model.pricing.input_pass import input_pass_s
 from rooflens.model.pricing.softmax import softmax_s
 
 
@@ -230,20 +232,6 @@ def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     # Per grid point: an op emitted for a whole grid (Flash-Decoding's combine where some
     # points split) costs nothing where it does no work, as a scalar call would not emit it.
     return PricedOp(op, compute_s, memory_s, comm_s, busy + launch_floor_s(op, profile, gpu))
-
-
-def input_pass_s(op: Op, eff: KindEfficiency, gpu: GPUSpec) -> Num:
-    """The engine's own pass over a quantized GEMM's input before it (dynamic activation
-    quantization: vLLM's scaled_fp8_quant reads the 16-bit activations for their amax, then
-    reads them again and writes FP8; TensorRT-LLM's quantize op likewise), a kernel of its own
-    that does not overlap the GEMM: input_pass_bytes per input element at a device copy's rate
-    (COPY_FRACTION; at the GEMM's memory fraction, fits bent it to price the pass: vLLM's B300
-    FP8 GEMVs at 0.36 of HBM). Zero under `ideal` (a fused quantization moves nothing extra)."""
-    if not eff.input_pass_bytes or op.kind != "gemm" or "k" not in op.shape:
-        return 0.0
-    m, k = np.asarray(op.shape["m"], float), np.asarray(op.shape["k"], float)
-    elements = m * k * op.shape.get("heads", 1)
-    return elements * eff.input_pass_bytes / (gpu.hbm_bytes_per_s * COPY_FRACTION)
 
 
 def launch_floor_s(op: Op, profile: Profile, gpu: GPUSpec) -> Num:

@@ -23,6 +23,18 @@ def input_pass_s(op: Op, eff: KindEfficiency, gpu: GPUSpec) -> Num:
     SGLang's takes 13). Zero under `ideal` (a fused quantization moves nothing)."""
     if not eff.input_pass_bytes or op.kind != "gemm" or "k" not in op.shape:
         return 0.0
-    rows = np.asarray(op.shape["m"], float) * op.shape.get("heads", 1)
-    stream_s = rows * op.shape["k"] * eff.input_pass_bytes / (gpu.hbm_bytes_per_s * COPY_FRACTION)
-    return stream_s + rows * eff.input_pass_row_cycles / gpu.clock_hz()
+    elements = _rows(op) * op.shape["k"]
+    stream_s = elements * eff.input_pass_bytes / (gpu.hbm_bytes_per_s * COPY_FRACTION)
+    return stream_s + serialized_rows_s(op, eff, gpu)
+
+
+def serialized_rows_s(op: Op, eff: KindEfficiency, gpu: GPUSpec) -> Num:
+    """The pass's serialized share: input_pass_row_cycles per input row at the GPU's clock (zero
+    where the op has no pass)."""
+    if not eff.input_pass_bytes or op.kind != "gemm" or "k" not in op.shape:
+        return 0.0
+    return _rows(op) * eff.input_pass_row_cycles / gpu.clock_hz()
+
+
+def _rows(op: Op) -> np.ndarray:
+    return np.asarray(op.shape["m"], float) * op.shape.get("heads", 1)

@@ -56,7 +56,7 @@ def main() -> None:
     print(f"  crashes:                               {counts['crash']}")
     print(f"  broken physics:                        {counts['physics']}")
     print(f"  op > 20× ideal and > 10 % of its step: {counts['ratio']}")
-    print(f"  the same, its grid's measured waves:   {counts['ratio_measured']}")
+    print(f"  the same, as measured kernels run it:  {counts['ratio_measured']}")
     # calibrated quantized decode (int4/int8 weight-only, SmoothQuant, fp8, block fp8) vs bf16
     print(f"  quantized decode > bf16, no table:     {counts['quant']}")
     print(f"  quantized decode > bf16, table named:  {counts['quant_named']}")

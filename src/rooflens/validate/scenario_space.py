@@ -138,7 +138,7 @@ def _step_shares(pred: Prediction) -> Iterator[Share]:
                 eff = kind_terms(profile, p.op)
                 wave = per_wave_s(eff, sc.gpu)
                 floor = float(np.mean(launch_floor_s(p.op, profile, sc.gpu))) + wave
-                if key.startswith("attention"):  # the only kind `_ratios` reads it for
+                if key.startswith("attention"):
                     # the latency roof alone: the busy time of the same grid with no work
                     grid = busy_s(eff, 0.0, 0.0, p.op, sc.gpu.sm_count, wave_s=wave)
                     explained = max(float(np.mean(grid)) - wave, 0.0) * p.op.count
@@ -241,17 +241,19 @@ def _ratios(r: Report, cal: Prediction, ideal: Prediction) -> None:
 
 
 def gemm_tables(pred: Prediction) -> str:
-    """The engine GEMM tables that measure the input pass's serialized rows on this prediction's
-    GPU (its own, its same-SM sibling's, or every measured GPU's for the pooled file)."""
-    source = calibration_path(pred.scenario.gpu).stem
-    folder = MEASURED_FOLDERS.get(source, "aiconfigurator-*")
-    return f"{folder}/gemm/{pred.scenario.engine}/*/gemm_perf.parquet"
+    """The engine's GEMM tables that measure the input pass's serialized rows on this
+    prediction's GPU."""
+    return f"{_tables_folder(pred)}/gemm/{pred.scenario.engine}/*/gemm_perf.parquet"
 
 
 def attention_tables(pred: Prediction, key: str) -> str:
     """The engines' attention tables the `calibrated` terms `key` of this prediction's GPU were
-    fitted on (its own, its same-SM sibling's, or every measured GPU's for the pooled file)."""
-    source = calibration_path(pred.scenario.gpu).stem
-    folder = MEASURED_FOLDERS.get(source, "aiconfigurator-*")
+    fitted on."""
     phase = "generation" if key.startswith("attention_decode") else "context"
-    return f"{folder}/attention/*/*/{phase}_attention_perf.parquet"
+    return f"{_tables_folder(pred)}/attention/*/*/{phase}_attention_perf.parquet"
+
+
+def _tables_folder(pred: Prediction) -> str:
+    """The measured folder of the calibration file this prediction's GPU takes: its own, its
+    same-SM sibling's, or every measured GPU's for the pooled file."""
+    return MEASURED_FOLDERS.get(calibration_path(pred.scenario.gpu).stem, "aiconfigurator-*")

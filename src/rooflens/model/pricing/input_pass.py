@@ -21,7 +21,7 @@ def input_pass_s(op: Op, eff: KindEfficiency, gpu: GPUSpec) -> Num:
     FP8 GEMVs at 0.36 of HBM), plus input_pass_row_cycles per row (vLLM's per-tensor amax takes
     one atomic max per row on one address, serialized: 122 µs at m = 16,384 on the H100, where
     SGLang's takes 13). Zero under `ideal` (a fused quantization moves nothing)."""
-    if not eff.input_pass_bytes or op.kind != "gemm" or "k" not in op.shape:
+    if not _has_pass(op, eff):
         return 0.0
     elements = _rows(op) * op.shape["k"]
     stream_s = elements * eff.input_pass_bytes / (gpu.hbm_bytes_per_s * COPY_FRACTION)
@@ -31,9 +31,13 @@ def input_pass_s(op: Op, eff: KindEfficiency, gpu: GPUSpec) -> Num:
 def serialized_rows_s(op: Op, eff: KindEfficiency, gpu: GPUSpec) -> Num:
     """The pass's serialized share: input_pass_row_cycles per input row at the GPU's clock (zero
     where the op has no pass)."""
-    if not eff.input_pass_bytes or op.kind != "gemm" or "k" not in op.shape:
+    if not _has_pass(op, eff):
         return 0.0
     return _rows(op) * eff.input_pass_row_cycles / gpu.clock_hz()
+
+
+def _has_pass(op: Op, eff: KindEfficiency) -> bool:
+    return bool(eff.input_pass_bytes) and op.kind == "gemm" and "k" in op.shape
 
 
 def _rows(op: Op) -> np.ndarray:

@@ -118,7 +118,7 @@ class KindEfficiency(BaseModel):
         ge=0,
         description="SM clock cycles per input row that the input pass serializes, beside its "
         "bytes (a per-tensor amax taken by one atomic max per row on one address: vLLM's "
-        "dynamic FP8 scale) (0: none)",
+        "dynamic FP8 scale; TensorRT-LLM's block FP8 on sm_120) (0: none)",
     )
     wave_tail: float = Field(
         default=0.0,

@@ -78,16 +78,21 @@ START = {"compute_fraction": 0.75, "memory_fraction": 0.8, "overhead_cycles": 60
 # held out of one of its two GPUs) goes without too: its rows cannot tell the term from the
 # compute fraction, and a pooled value held fixed would cap what the fraction can fit.
 SERIES_TERM = "flops_per_sm_cycle"
-# Per-tensor FP8 GEMMs (W8A8, dynamic scale) also fit cycles per input row of their input pass
-# (model/pricing/input_pass.py): vLLM's amax takes one atomic max per row on one address, and
-# they serialize. At n = k = 32 its calls grow 7.1 ns a row on the H100 (122 µs at m = 16,384),
-# 6.1 on the B300, 3.7 on the RTX PRO 6000, where SGLang's and TensorRT-LLM's stay within 13 µs.
-# Fitted per engine, in sample: vLLM 12.6, 13.0 and 8.2 cycles, its median / p90 |error| 14.9 /
-# 42.5 -> 7.7 / 24.2 % (H100), 12.5 / 53.1 -> 5.6 / 19.9 % (B300), 9.0 / 34.2 -> 6.8 / 25.2 %
-# (RTX PRO 6000); SGLang and TensorRT-LLM fit 0.06-1.3 cycles and the same error. NVFP4 (a static
-# global scale: no amax) fits ~1 cycle and no better (vLLM on the B300 5.2 -> 5.3 %): it goes
-# without, as do block FP8 and SmoothQuant, whose scales are per group or per row.
+# FP8 GEMMs (W8A8 per tensor with a dynamic scale, and block FP8) also fit cycles per input row
+# of their input pass (model/pricing/input_pass.py): vLLM's amax takes one atomic max per row on
+# one address, and they serialize. At n = k = 32 its calls grow 7.1 ns a row on the H100 (122 µs
+# at m = 16,384), 6.1 on the B300, 3.7 on the RTX PRO 6000, where SGLang's and TensorRT-LLM's
+# stay within 13 µs. Fitted per engine, in sample: vLLM 12.6, 13.0 and 8.2 cycles, its median /
+# p90 |error| 14.9 / 42.5 -> 7.7 / 24.2 % (H100), 12.5 / 53.1 -> 5.6 / 19.9 % (B300), 9.0 / 34.2
+# -> 6.8 / 25.2 % (RTX PRO 6000); SGLang and TensorRT-LLM fit 0.06-1.3 cycles and the same
+# error. Block FP8 fits them too: TensorRT-LLM's on the RTX PRO 6000 (sm_120) grows 16 ns a row
+# at n = k = 128 (264 µs at m = 16,384, where the B300's and H100's take 8-11 µs; the mechanism
+# is not identified): 51 cycles, its error 13.9 / 50.6 -> 6.5 / 20.3 %; every other engine and
+# GPU fits 0.5-1.2 and the same error, and held out the class is unchanged (15.3 / 40.4 -> 15.4
+# / 40.7 %, B300 and H100). NVFP4 (a static global scale: no amax) fits ~1 cycle and no better
+# (vLLM on the B300 5.2 -> 5.3 %): it goes without, as does SmoothQuant (per-row scales).
 ROW_TERM = "input_pass_row_cycles"
+ROW_FAMILIES = ("fp8", "fp8_block")
 # Kinds whose implementations differ by more than the model's error (two engines' attention
 # kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
 FRONTIER_KINDS = ("attention", "attention_decode")
@@ -217,11 +222,11 @@ def terms_for(name: str) -> tuple[str, ...]:
         # tiles instead); its small-grid costs are the wave and tile terms, monotone in m.
         terms = (*(t for t in FULL_TERMS if t != "saturation_blocks_per_sm"), "wave_tail")
         # families with quantized activations quantize them in a pass of their own (W8A8 FP8,
-        # block FP8, NVFP4, SmoothQuant: model/pricing/input_pass.py); per-tensor FP8 per row too
+        # block FP8, NVFP4, SmoothQuant: model/pricing/input_pass.py); the FP8 ones per row too
         quantized = family in FAMILIES and FAMILIES[family][0] not in ("bf16", "fp16")
         if not quantized:
             return terms
-        return (*terms, "input_pass_bytes", SERIES_TERM, *(ROW_TERM,) * (family == "fp8"))
+        return (*terms, "input_pass_bytes", SERIES_TERM, *(ROW_TERM,) * (family in ROW_FAMILIES))
     if kind == "elementwise":
         return STREAM_TERMS
     if kind == "attention_decode":

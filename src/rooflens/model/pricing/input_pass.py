@@ -20,7 +20,8 @@ def input_pass_s(op: Op, eff: KindEfficiency, gpu: GPUSpec) -> Num:
     (COPY_FRACTION; at the GEMM's memory fraction, fits bent it to price the pass: vLLM's B300
     FP8 GEMVs at 0.36 of HBM), plus input_pass_row_cycles per row (vLLM's per-tensor amax takes
     one atomic max per row on one address, serialized: 122 µs at m = 16,384 on the H100, where
-    SGLang's takes 13). Zero under `ideal` (a fused quantization moves nothing)."""
+    SGLang's takes 13; TensorRT-LLM's block-FP8 pass on the RTX PRO 6000 pays 16 ns a row too).
+    Zero under `ideal` (a fused quantization moves nothing)."""
     if not _has_pass(op, eff):
         return 0.0
     elements = _rows(op) * op.shape["k"]

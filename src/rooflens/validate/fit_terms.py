@@ -88,9 +88,8 @@ SERIES_TERM = "flops_per_sm_cycle"
 # error. Block FP8 fits them too: TensorRT-LLM's on the RTX PRO 6000 (sm_120) grows 16 ns a row
 # at n = k = 128 (264 µs at m = 16,384, where the B300's and H100's take 8-11 µs; the mechanism
 # is not identified): 51 cycles, its error 13.9 / 50.6 -> 6.5 / 20.3 %; every other engine and
-# GPU fits 0.5-1.2 and the same error, and held out the class is unchanged (15.3 / 40.4 -> 15.4
-# / 40.7 %, B300 and H100). NVFP4 (a static global scale: no amax) fits ~1 cycle and no better
-# (vLLM on the B300 5.2 -> 5.3 %): it goes without, as does SmoothQuant (per-row scales).
+# GPU fits 0.5-1.2 and the same error, held out unchanged. NVFP4 (a static global scale: no
+# amax) fits ~1 cycle and no better: it goes without, as does SmoothQuant (per-row scales).
 ROW_TERM = "input_pass_row_cycles"
 ROW_FAMILIES = ("fp8", "fp8_block")
 # Kinds whose implementations differ by more than the model's error (two engines' attention

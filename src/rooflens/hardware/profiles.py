@@ -14,8 +14,9 @@ per call (seconds, or cycles of the GPU's clock), the overlap power of the roofs
 per wave of thread blocks, the blocks per SM that saturate bandwidth, the bytes per SM cycle
 an eager PyTorch kernel issues, the bytes per microsecond each of its resident threads keeps
 moving, the FLOPs per SM cycle of the SM-side work in series with a quantized GEMM's MMAs, the
-bytes a quantized GEMM's own input-quantization pass moves) are defined by the formula in
-model/pricing/roofline.py. Kinds: the op kinds of model/ops/op.py, plus
+bytes a quantized GEMM's own input-quantization pass moves and the cycles per input row it
+serializes) are defined by the formula in model/pricing/roofline.py (the pass:
+model/pricing/input_pass.py). Kinds: the op kinds of model/ops/op.py, plus
 `attention_decode` (one new token per sequence) and `moe` (fused MoE experts,
 model/ops/moe.py), which take their own terms when fitted. A quantized matmul's kernel family
 (model/specs/quant.py) has terms of its own under `<kind>:<family>` (`gemm:fp8`,

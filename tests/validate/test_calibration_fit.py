@@ -187,3 +187,16 @@ def test_a_serialized_amax_is_told_apart_from_the_pass_bytes():
         narrow, get_gpu("h100-sxm"), Profile(name="x", kinds={"gemm:fp8": without}, source="t")
     )
     assert float((narrow["measured_s"] / priced["predicted_s"]).min()) > 1.5
+
+
+def test_the_l2_rate_is_recovered_from_resident_rows():
+    # RTX PRO 6000 GEMMs timed over 6 weight copies: the copies of the narrower shapes fit in its
+    # 128 MiB of L2 and stream at 5 B per SM cycle (2.3 TB/s), the wider ones from GDDR7
+    truth = TRUE.model_copy(update={"l2_bytes_per_sm_cycle": 5.0})
+    table = _synthetic("rtx-pro-6000", truth).drop(columns="measured_s")
+    table["weight_copies"] = 6.0
+    profile = Profile(name="truth", kinds={"gemm": truth}, source="test")
+    table["measured_s"] = predict_frame(table, get_gpu("rtx-pro-6000"), profile)["predicted_s"]
+    eff, stats = fit_kind(table, "gemm", max_evals=3000)
+    assert stats["median_abs_error"] < 0.01
+    assert eff.l2_bytes_per_sm_cycle == pytest.approx(5.0, rel=0.2)

@@ -259,3 +259,22 @@ def test_vllm_block_fp8_gemms_timed_eagerly_are_left_out(kernels, measured_dir):
                       "measured_s"].median() < 15e-6  # fmt: skip
     gemm = kernels[kernels.op.eq("gemm") & kernels.quant.eq("fp8_block")]
     assert len(gemm) and not gemm["impl"].str.startswith("vllm").any()  # no GPU keeps them
+
+
+def test_the_copy_rule_tells_resident_gemms_from_cold_ones(kernels):
+    # The RTX PRO 6000's bf16 GEMVs (m = 1) at one weight size, SGLang against TensorRT-LLM:
+    # where the rule says both keep their copies in L2 they run alike, where it says one does
+    # (TensorRT-LLM's 5 copies of 25.2 MB, its 2 of 67.1 MB) that one runs in half the time
+    rows = kernels[(kernels.gpu == "rtx-pro-6000") & (kernels.m == 1)
+                   & (kernels.quant == "bfloat16")].copy()  # fmt: skip
+    rows["engine"] = rows["impl"].str.split("-").str[0]
+    rows["resident"] = rows["weight_copies"] * rows["n"] * rows["k"] * 2 <= 134217728
+    for n, k in ((4096, 2048), (3072, 4096), (4096, 8192)):
+        shape = rows[(rows.n == n) & (rows.k == k)].set_index("engine")
+        sglang, trtllm = shape.loc["sglang"], shape.loc["trtllm"]
+        if sglang["resident"] == trtllm["resident"]:
+            assert (n, k) == (4096, 2048) and trtllm["resident"]
+            assert trtllm["measured_s"] == pytest.approx(sglang["measured_s"], rel=0.2)
+        else:
+            assert trtllm["resident"] and not sglang["resident"]
+            assert trtllm["measured_s"] < 0.6 * sglang["measured_s"]

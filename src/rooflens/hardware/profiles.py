@@ -134,6 +134,13 @@ class KindEfficiency(BaseModel):
         "its softmax (the exponential on the special-function units, the FP32 scaling, max and "
         "sum) beside the MMAs (0: none; model/pricing/softmax.py)",
     )
+    l2_bytes_per_sm_cycle: float = Field(
+        default=0.0,
+        ge=0,
+        description="bytes per SM per clock a GEMM streams when its harness's working set fits "
+        "in L2 (a benchmark cycling a few weight copies: model/pricing/l2_resident.py), where "
+        "that beats the DRAM roof (0: off; a deployment's step streams its weights cold)",
+    )
 
 
 class Profile(BaseModel):

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from rooflens.hardware.presets import get_gpu
+from rooflens.model.pricing.l2_resident import WEIGHT_COPIES
 from rooflens.validate.measured_files import (
     DEFAULT_ROOT,
     IMPL_COLUMNS,
@@ -51,6 +54,32 @@ GAP_SHAPES = {"m": 16, "n": 512, "k": 512}
 EAGER_TIMED = (("VLLM", "fp8_block"),)  # (framework, gemm_dtype), case as the tables write it
 
 
+# The weight copies each collector cycles through between replays of one GEMM (the
+# collector/<engine>/collect_gemm.py of aiconfigurator-core 0.12.0): a call whose copies fit in L2
+# reads its weights from there (model/pricing/l2_resident.py, with what the tables show). SGLang
+# and vLLM take 6 (vLLM 1 for NVFP4); TensorRT-LLM max(1, min(5, ceil(L2 / weight bytes))), its
+# weight bytes 2, 1, 1 and 0.5 per element for bf16, FP8, block FP8 and NVFP4. TensorRT-LLM 1.0's
+# profiler-timed quantized GEMMs (TRT_FLOW) state none: priced cold.
+COPIES = {"sglang": 6, "vllm": 6}
+ONE_COPY = {"vllm": ("nvfp4",)}
+TRTLLM_MAX_COPIES = 5
+TRTLLM_WEIGHT_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "nvfp4": 0.5}
+
+
+def weight_copies(d: pd.DataFrame, gpus: pd.Series) -> pd.Series:
+    """Each row's weight copies as its collector cycled them (COPIES; NaN where not known)."""
+    engine = d["framework"].astype(str).str.lower()
+    dtype = d["gemm_dtype"].astype(str)
+    copies = engine.map(COPIES).astype(float)
+    for name, dtypes in ONE_COPY.items():
+        copies = copies.where(~(engine.eq(name) & dtype.isin(dtypes)), 1.0)
+    trt = engine.eq("trtllm") & ~d["kernel_source"].astype(str).str.startswith(TRT_FLOW)
+    weight = d["n"] * d["k"] * dtype.map(TRTLLM_WEIGHT_BYTES)
+    l2 = gpus.map(lambda g: float(get_gpu(str(g)).l2_bytes))
+    fitted = np.clip(np.ceil(l2 / weight), 1.0, TRTLLM_MAX_COPIES)
+    return copies.where(~trt, fitted)
+
+
 def graph_latency_ms(d: pd.DataFrame) -> pd.Series:
     """`latency` as a CUDA-graph replay times it. A TensorRT-profiler row loses its table's host
     gap: the median, over GAP_SHAPES, of its SmoothQuant GEMM's time less the same table's
@@ -85,6 +114,7 @@ def load_aiconfigurator_gemm(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
         frame = frame.join(engine_precision(d["gemm_dtype"]))
         frame["measured_s"] = graph_latency_ms(d) * MS
         frame["impl"], frame["gpu"] = impl(d), d["device"].map(gpu_id)
+        frame[WEIGHT_COPIES] = weight_copies(d, frame["gpu"])
         frame["source"] = rel(path, root)
         frames.append(frame)
     return concat(frames)

@@ -66,7 +66,7 @@ START = {"compute_fraction": 0.75, "memory_fraction": 0.8, "overhead_cycles": 60
          "wave_tail": 0.05, "bytes_per_sm_cycle": 4.0, "bytes_per_thread_us": 4.0,
          "input_pass_bytes": 2.5, "wave_latency_cycles": 2000.0,
          "softmax_cycles": 0.05, "flops_per_sm_cycle": 30000.0,
-         "input_pass_row_cycles": 2.0}  # fmt: skip
+         "input_pass_row_cycles": 2.0, "l2_bytes_per_sm_cycle": 8.0}  # fmt: skip
 # Quantized GEMM families also fit the SM-side work in series with their MMAs
 # (model/pricing/roofline.py): the FP8 tables reach 0.71, 0.56 and 0.52 of the FP8 peak on the
 # RTX PRO 6000, H100 and B300 (median, m, n, k >= 4,096), whose SMs issue 2,066, 7,568 and 15,356
@@ -91,6 +91,7 @@ SERIES_TERM = "flops_per_sm_cycle"
 # GPU fits 0.5-1.2 and the same error, held out unchanged. NVFP4 (a static global scale: no
 # amax) fits ~1 cycle and no better: it goes without, as does SmoothQuant (per-row scales).
 ROW_TERM = "input_pass_row_cycles"
+L2_TERM = "l2_bytes_per_sm_cycle"  # GEMMs: weights a benchmark keeps in L2 (l2_resident.py)
 ROW_FAMILIES = ("fp8", "fp8_block")
 # Kinds whose implementations differ by more than the model's error (two engines' attention
 # kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
@@ -134,8 +135,7 @@ def floor_start(calls: list[Calls]) -> float:
     return float(np.exp(np.mean(np.log(values)))) if values else START["overhead_cycles"]
 
 
-# Kinds whose rows are engines' kernels: fitted per engine too (hardware/profiles.py
-# `engines`), and per kernel family (`gemm:fp8`, `moe:int4_wo`, model/specs/quant.py).
+# Kinds of engines' kernels: fitted per engine too (profiles.py `engines`) and per family.
 ENGINE_KINDS = ("gemm", "attention", "attention_decode", "moe")
 FAMILY_KINDS = ("gemm", "moe")
 # Rows per GPU and implementation a fit prices (a fixed-seed sample): 2.5 M measured calls
@@ -219,7 +219,7 @@ def terms_for(name: str) -> tuple[str, ...]:
         # No occupancy term: a GEMM's grid jumps at each 128-row tile, so bandwidth that grows
         # with blocks would price m = 129 faster than m = 128 (cuBLAS picks split-K or smaller
         # tiles instead); its small-grid costs are the wave and tile terms, monotone in m.
-        terms = (*(t for t in FULL_TERMS if t != "saturation_blocks_per_sm"), "wave_tail")
+        terms = (*(t for t in FULL_TERMS if t != "saturation_blocks_per_sm"), "wave_tail", L2_TERM)
         # families with quantized activations quantize them in a pass of their own (W8A8 FP8,
         # block FP8, NVFP4, SmoothQuant: model/pricing/input_pass.py); the FP8 ones per row too
         quantized = family in FAMILIES and FAMILIES[family][0] not in ("bf16", "fp16")

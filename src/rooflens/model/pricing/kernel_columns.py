@@ -4,7 +4,8 @@ group of rows into checked float arrays with one-line errors naming the row. Gro
 into Ops and pricing them is model/pricing/kernel_table.py.
 
 Ops (DESIGN.md's contract, then its extensions):
-- `gemm`: m, n, k, dtype (+ weight_dtype, group_size; heads for a batched per-head GEMM);
+- `gemm`: m, n, k, dtype (+ weight_dtype, group_size; heads for a batched per-head GEMM;
+  weight_copies, a benchmark's weight copies cycled between replays: model/pricing/l2_resident.py);
 - `attention_prefill`: batch, seq_len, n_heads, n_kv_heads, head_dim, dtype, kv_dtype
   (+ new_tokens < seq_len for chunked prefill or verification, window, kv_splits);
 - `attention_decode`: batch, kv_len, n_heads, n_kv_heads, head_dim, dtype, kv_dtype

@@ -10,7 +10,11 @@ The time of one kernel call under a profile's terms for its kind:
     C = FLOPs / (peak · compute_fraction) · q         compute roof, q = 1 + wave_tail · (Q − 1),
         + FLOPs / (SMs · clock · flops_per_sm_cycle)  16-bit GEMMs: padding in SM cycles (grid.py);
                                                        attention: + its softmax (softmax.py)
-    M = bytes / (bandwidth · memory_fraction · u)     memory roof, u = min(1, blocks / (SMs · s))
+    M = bytes / (bandwidth · memory_fraction · u)     memory roof, u = min(1, blocks / (SMs · s));
+                                                       a benchmark's GEMM whose weight copies fit
+                                                       in L2 reads its weights at SMs · clock ·
+                                                       l2_bytes_per_sm_cycle where faster
+                                                       (l2_resident.py)
     W = w · ceil(blocks / SMs)                        latency roof: each wave of thread blocks
                                                        costs at least one dependent-load chain
                                                        (split KV grids: waves of the unsplit ones)
@@ -71,6 +75,7 @@ from rooflens.model.pricing.comm import collective_time_s
 from rooflens.model.pricing.eager_roofs import eager_roof
 from rooflens.model.pricing.grid import MMA_REF_FLOP_PER_SM_CYCLE, padding, thread_blocks
 from rooflens.model.pricing.input_pass import input_pass_s
+from rooflens.model.pricing.l2_resident import memory_s as l2_memory_s
 from rooflens.model.pricing.softmax import softmax_s
 
 
@@ -214,7 +219,7 @@ def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     bandwidth = gpu.hbm_bytes_per_s * eff.memory_fraction * occupancy
     if op.shape.get("eager"):
         bandwidth = np.minimum(bandwidth, eager_roof(gpu, eff))
-    memory_s = op.bytes / bandwidth
+    memory_s = l2_memory_s(op, eff, gpu, bandwidth)  # bytes / bandwidth; a benchmark's L2
     comm_s: Num = 0.0
     if op.kind == "comm":
         comm_s = collective_time_s(op, system, profile)

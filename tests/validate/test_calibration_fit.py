@@ -194,7 +194,7 @@ def test_the_l2_rate_is_recovered_from_resident_rows():
     # 128 MiB of L2 and stream at 5 B per SM cycle (2.3 TB/s), the wider ones from GDDR7
     truth = TRUE.model_copy(update={"l2_bytes_per_sm_cycle": 5.0})
     table = _synthetic("rtx-pro-6000", truth).drop(columns="measured_s")
-    table["weight_copies"] = 6.0
+    table["replay_copies"] = 6.0
     profile = Profile(name="truth", kinds={"gemm": truth}, source="test")
     table["measured_s"] = predict_frame(table, get_gpu("rtx-pro-6000"), profile)["predicted_s"]
     eff, stats = fit_kind(table, "gemm", max_evals=3000)

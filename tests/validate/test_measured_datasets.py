@@ -268,7 +268,7 @@ def test_the_copy_rule_tells_resident_gemms_from_cold_ones(kernels):
     rows = kernels[(kernels.gpu == "rtx-pro-6000") & (kernels.m == 1)
                    & (kernels.quant == "bfloat16")].copy()  # fmt: skip
     rows["engine"] = rows["impl"].str.split("-").str[0]
-    rows["resident"] = rows["weight_copies"] * rows["n"] * rows["k"] * 2 <= 134217728
+    rows["resident"] = rows["replay_copies"] * rows["n"] * rows["k"] * 2 <= 134217728
     for n, k in ((4096, 2048), (3072, 4096), (4096, 8192)):
         shape = rows[(rows.n == n) & (rows.k == k)].set_index("engine")
         sglang, trtllm = shape.loc["sglang"], shape.loc["trtllm"]

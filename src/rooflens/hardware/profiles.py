@@ -137,9 +137,10 @@ class KindEfficiency(BaseModel):
     l2_bytes_per_sm_cycle: float = Field(
         default=0.0,
         ge=0,
-        description="bytes per SM per clock a GEMM streams when its harness's working set fits "
-        "in L2 (a benchmark cycling a few weight copies: model/pricing/l2_resident.py), where "
-        "that beats the DRAM roof (0: off; a deployment's step streams its weights cold)",
+        description="bytes per SM per clock a benchmark's call reads what it re-reads each "
+        "replay at (a GEMM's weight copies, attention's KV cache) where those fit in L2 and that "
+        "beats the DRAM roof (0: off; model/pricing/l2_resident.py; a deployment's step reads "
+        "them cold)",
     )
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from rooflens.hardware.presets import get_gpu
-from rooflens.model.pricing.l2_resident import WEIGHT_COPIES
+from rooflens.model.pricing.l2_resident import REPLAY_COPIES
 from rooflens.validate.measured_files import (
     DEFAULT_ROOT,
     IMPL_COLUMNS,
@@ -56,7 +56,8 @@ EAGER_TIMED = (("VLLM", "fp8_block"),)  # (framework, gemm_dtype), case as the t
 
 # The weight copies each collector cycles through between replays of one GEMM (the
 # collector/<engine>/collect_gemm.py of aiconfigurator-core 0.12.0): a call whose copies fit in L2
-# reads its weights from there (model/pricing/l2_resident.py, with what the tables show). SGLang
+# reads its weights from there (model/pricing/l2_resident.py, with what the tables show). Every
+# attention collector replays one call over one KV cache: 1 copy (ATTENTION_COPIES). SGLang
 # and vLLM take 6 (vLLM 1 for NVFP4); TensorRT-LLM max(1, min(5, ceil(L2 / weight bytes))), its
 # weight bytes 2, 1, 1 and 0.5 per element for bf16, FP8, block FP8 and NVFP4. TensorRT-LLM 1.0's
 # profiler-timed quantized GEMMs (TRT_FLOW) state none: priced cold.
@@ -64,9 +65,10 @@ COPIES = {"sglang": 6, "vllm": 6}
 ONE_COPY = {"vllm": ("nvfp4",)}
 TRTLLM_MAX_COPIES = 5
 TRTLLM_WEIGHT_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "nvfp4": 0.5}
+ATTENTION_COPIES = 1.0
 
 
-def weight_copies(d: pd.DataFrame, gpus: pd.Series) -> pd.Series:
+def gemm_copies(d: pd.DataFrame, gpus: pd.Series) -> pd.Series:
     """Each row's weight copies as its collector cycled them (COPIES; NaN where not known)."""
     engine = d["framework"].astype(str).str.lower()
     dtype = d["gemm_dtype"].astype(str)
@@ -114,7 +116,7 @@ def load_aiconfigurator_gemm(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
         frame = frame.join(engine_precision(d["gemm_dtype"]))
         frame["measured_s"] = graph_latency_ms(d) * MS
         frame["impl"], frame["gpu"] = impl(d), d["device"].map(gpu_id)
-        frame[WEIGHT_COPIES] = weight_copies(d, frame["gpu"])
+        frame[REPLAY_COPIES] = gemm_copies(d, frame["gpu"])
         frame["source"] = rel(path, root)
         frames.append(frame)
     return concat(frames)
@@ -151,6 +153,7 @@ def load_aiconfigurator_attention(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
                     "gpu": d["device"].map(gpu_id),
                     "source": rel(path, root),
                     "kv_write": 1,  # the engine's KV-cache write kernel is in the call
+                    REPLAY_COPIES: ATTENTION_COPIES,  # one cache, replayed
                     # sliding-window layers attend to the last `window_size` keys (0: all);
                     # tables without the column measured full attention only
                     "window": d["window_size"].fillna(0).astype(int)

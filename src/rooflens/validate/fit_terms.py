@@ -37,13 +37,15 @@ FULL_TERMS = ("compute_fraction", "memory_fraction", "overhead_cycles", "overlap
 # prefill program's the tensor-core tiles' asynchronous loads. Leave-one-GPU-out over the four
 # GPUs with engine attention tables (16-bit cache, median / p90 |error|): seconds 15.0 / 46.2 %,
 # cycles 13.7 / 46.0 % (A100 17.9 -> 14.4 %, RTX PRO 6000 18.2 -> 16.6 %); fp8 cache 16.0 / 50.9
-# -> 16.6 / 50.8 %; prefill in cycles was worse, 14.0 / 37.1 -> 15.3 / 38.2 %.
-DECODE_TERMS = tuple("wave_latency_cycles" if t == "wave_latency_s" else t for t in FULL_TERMS)
+# -> 16.6 / 50.8 %; prefill in cycles was worse, 14.0 / 37.1 -> 15.3 / 38.2 %. Decode and GEMMs
+# also fit the rate of a benchmark's operands kept in L2 (L2_TERM, model/pricing/l2_resident.py).
+L2_TERM = "l2_bytes_per_sm_cycle"
+DECODE_TERMS = (*("wave_latency_cycles" if t == "wave_latency_s" else t for t in FULL_TERMS),
+                L2_TERM)  # fmt: skip
 # Memory kinds measured as eager PyTorch kernels also fit their SM-side roof
-# (model/pricing/roofline.py;
-# no effect on fused calls): the embedding gather its bytes per SM cycle (issue-bound on index
-# arithmetic), streaming norms and elementwise kernels their bytes per resident thread per µs
-# (bound by the loads they keep in flight: Vidur's A100/A40 speed ratio is their threads', 1.7x).
+# (model/pricing/roofline.py; no effect on fused calls): the embedding gather its bytes per SM
+# cycle (issue-bound on index arithmetic), streaming norms and elementwise kernels their bytes
+# per resident thread per µs (the loads they keep in flight: Vidur's A100/A40 ratio, 1.7x).
 MEMORY_TERMS = ("memory_fraction", "overhead_cycles", "bytes_per_sm_cycle")
 STREAM_TERMS = ("memory_fraction", "overhead_cycles", "bytes_per_thread_us")
 EAGER_ROOF_TERMS = ("bytes_per_sm_cycle", "bytes_per_thread_us")
@@ -91,7 +93,6 @@ SERIES_TERM = "flops_per_sm_cycle"
 # GPU fits 0.5-1.2 and the same error, held out unchanged. NVFP4 (a static global scale: no
 # amax) fits ~1 cycle and no better: it goes without, as does SmoothQuant (per-row scales).
 ROW_TERM = "input_pass_row_cycles"
-L2_TERM = "l2_bytes_per_sm_cycle"  # GEMMs: weights a benchmark keeps in L2 (l2_resident.py)
 ROW_FAMILIES = ("fp8", "fp8_block")
 # Kinds whose implementations differ by more than the model's error (two engines' attention
 # kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
@@ -138,8 +139,7 @@ def floor_start(calls: list[Calls]) -> float:
 # Kinds of engines' kernels: fitted per engine too (profiles.py `engines`) and per family.
 ENGINE_KINDS = ("gemm", "attention", "attention_decode", "moe")
 FAMILY_KINDS = ("gemm", "moe")
-# Rows per GPU and implementation a fit prices (a fixed-seed sample): 2.5 M measured calls
-# over five GPUs and three engines would make one evaluation of the objective take seconds.
+# Rows per GPU and implementation a fit prices (a fixed-seed sample: 2.5 M calls are too many).
 MAX_ROWS_PER_IMPL = 600
 # Objective evaluations per kind (Nelder-Mead; from the pooled terms a GPU's own fit needs fewer).
 FIT_EVALS = 800

@@ -26,10 +26,14 @@ from collections.abc import Sequence
 import pandas as pd
 
 from rooflens.model.pricing.kernel_columns import ATTENTION_OPS, REQUIRED
+from rooflens.model.pricing.l2_resident import REPLAY_COPIES
 
 # Optional contract columns that change what a row computes (they are part of its key).
 OPTIONAL_KEYS = ("weight_dtype", "group_size", "quant", "kv_write", "eager", "window")
 BEST_IMPL = "best-of-impls"
+# Columns that say how a row was measured, not what it computes: a frontier row takes its
+# winner's (the copies its harness replayed, model/pricing/l2_resident.py).
+CARRIED = (REPLAY_COPIES,)
 
 
 def shape_keys(table: pd.DataFrame, op: str) -> list[str]:
@@ -40,10 +44,10 @@ def shape_keys(table: pd.DataFrame, op: str) -> list[str]:
 
 
 def _frontier_of(rows: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, dict[str, object]]:
-    """Rows of one GPU and op measured by >= 2 implementations -> one row per shared key."""
-    per_impl = (
-        rows.groupby([*keys, "impl"], sort=False, dropna=False)["measured_s"].median().reset_index()
-    )
+    """Rows of one GPU and op measured by >= 2 implementations -> one row per shared key, with
+    the winner's measurement and how its harness ran it (CARRIED)."""
+    how = {"measured_s": "median", **{c: "first" for c in CARRIED if c in rows.columns}}
+    per_impl = rows.groupby([*keys, "impl"], sort=False, dropna=False).agg(how).reset_index()
     n_impls = per_impl.groupby(keys, sort=False, dropna=False)["impl"].transform("nunique")
     shared = per_impl[n_impls >= 2]
     best = shared.loc[shared.groupby(keys, sort=False, dropna=False)["measured_s"].idxmin()]

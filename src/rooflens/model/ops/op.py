@@ -114,13 +114,8 @@ def gemm_op(
     group_size: int = 128,
     heads: int = 1,
     quant: str | None = None,
-    weight_copies: Num | None = None,
 ) -> Op:
     """Y[M,N] = X[M,K] · W[N,K]ᵀ: 2MNK FLOPs; reads W once and X once, writes Y once.
-
-    `weight_copies` is a benchmark's: the weight copies it cycles through between replays,
-    which stay in L2 where they fit (model/pricing/l2_resident.py); None (every step of a
-    deployment) streams the weights cold.
 
     `quant` names the kernel family when the operands alone do not (128-block FP8 against
     per-tensor FP8, model/specs/quant.py); the family selects the calibrated terms
@@ -135,7 +130,6 @@ def gemm_op(
             "weight_dtype": weight_dtype, "group_size": group_size}  # fmt: skip
     if quant:
         call["quant"] = quant
-    copies = {} if weight_copies is None else {"weight_copies": weight_copies}
     family = quant or family_of(weight_dtype, act_dtype)
     family = None if family in PLAIN_FAMILIES else family  # 16-bit: the bare kind's terms
     return Op(
@@ -155,10 +149,9 @@ def gemm_op(
             "k": K,
             **({"heads": heads} if heads > 1 else {}),
             **({"family": family} if family else {}),
-            **copies,
         },
         vector_flops=dequant_vector_flops(M, N, K, weight_dtype, act_dtype),
-        call={**call, **copies, **({"heads": heads} if heads > 1 else {})},
+        call={**call, "heads": heads} if heads > 1 else call,
     )
 
 

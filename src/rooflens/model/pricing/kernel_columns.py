@@ -4,8 +4,7 @@ group of rows into checked float arrays with one-line errors naming the row. Gro
 into Ops and pricing them is model/pricing/kernel_table.py.
 
 Ops (DESIGN.md's contract, then its extensions):
-- `gemm`: m, n, k, dtype (+ weight_dtype, group_size; heads for a batched per-head GEMM;
-  weight_copies, a benchmark's weight copies cycled between replays: model/pricing/l2_resident.py);
+- `gemm`: m, n, k, dtype (+ weight_dtype, group_size; heads for a batched per-head GEMM);
 - `attention_prefill`: batch, seq_len, n_heads, n_kv_heads, head_dim, dtype, kv_dtype
   (+ new_tokens < seq_len for chunked prefill or verification, window, kv_splits);
 - `attention_decode`: batch, kv_len, n_heads, n_kv_heads, head_dim, dtype, kv_dtype
@@ -21,6 +20,8 @@ Ops (DESIGN.md's contract, then its extensions):
   elements_read, elements_written, dtype (+ flops_per_element, default 1); `embedding`: rows,
   hidden, dtype; `comm`: collective, comm_bytes, n_gpus (+ span_gpus, hierarchical), priced on
   the system given (default: the GPU's default node, model/pricing/comm.py).
+Any op of a benchmark's table may state `replay_copies`: the copies of what each replay re-reads
+(a GEMM's weights, attention's KV cache) that it cycles through (model/pricing/l2_resident.py).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from rooflens.model.pricing.kernel_columns import (
     flag,
     group_sizes,
 )
-from rooflens.model.pricing.l2_resident import WEIGHT_COPIES
+from rooflens.model.pricing.l2_resident import REPLAY_COPIES, replayed
 from rooflens.model.pricing.roofline import price_op
 from rooflens.model.specs.quant import FAMILIES
 
@@ -92,8 +92,8 @@ def _group_op(grp: Group, group_size: int, sm_count: int) -> Op:
     op_name, dtype, col = grp.op, grp.dtype, grp.col
     if op_name == "gemm":
         return gemm_op("gemm", "kernel", 1, col("m"), col("n"), col("k"), grp.extra, dtype,
-                       group_size, heads=int(grp.variant("heads", 1)), quant=_quant(grp),
-                       weight_copies=grp.optional(WEIGHT_COPIES))  # fmt: skip
+                       group_size, heads=int(grp.variant("heads", 1)),
+                       quant=_quant(grp))  # fmt: skip
     if op_name in SECOND_DTYPE and op_name != "moe":
         return _attention(grp, sm_count)
     if op_name == "moe":  # model/ops/moe.py: this GPU's experts and its slice of their width
@@ -172,7 +172,8 @@ def batches(table: pd.DataFrame, gpu: GPUSpec, internal: bool = False) -> list[B
     key: Any
     for key, g in frame.groupby(keys, sort=False, dropna=False):
         grp = Group(g, str(key[0]), str(key[1]), str(key[2]), internal)
-        out.append(Batch(_group_op(grp, int(key[3]), gpu.sm_count), g.index.to_numpy()))
+        op = replayed(_group_op(grp, int(key[3]), gpu.sm_count), grp.optional(REPLAY_COPIES))
+        out.append(Batch(op, g.index.to_numpy()))
     return out
 
 

@@ -47,6 +47,13 @@ def test_recovers_the_terms_that_made_the_data():
     assert eff.overhead_cycles == pytest.approx(5640.0, rel=0.15)
 
 
+def test_rows_that_state_no_replay_copies_hold_the_l2_rate_at_zero():
+    # a table that does not say how its harness replayed a call (a user's, Vidur's eager rows)
+    # leaves the L2 rate nothing to price: it is not searched, and stays off
+    eff, _ = fit_kind(_synthetic("rtx-pro-6000", TRUE), "gemm", max_evals=400)
+    assert eff.l2_bytes_per_sm_cycle == 0.0
+
+
 def test_pooled_fit_uses_each_gpus_own_datasheet():
     # The same efficiency on two GPUs with different peaks: one pooled fit explains both.
     table = pd.concat([_synthetic("a100-sxm-80gb", TRUE, 0.02), _synthetic("h100-sxm", TRUE, 0.02)])

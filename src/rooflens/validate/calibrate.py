@@ -43,12 +43,14 @@ from rooflens.hardware.profiles import COPY_FRACTION, KindEfficiency, Profile
 from rooflens.hardware.spec import SystemSpec
 from rooflens.hardware.systems import default_system
 from rooflens.model.pricing.kernel_table import Batch, batches, predict_frame
+from rooflens.model.pricing.l2_resident import REPLAY_COPIES
 from rooflens.model.pricing.roofline import price_op
 from rooflens.validate.fit_terms import (
     COPY_PRIOR_TOLERANCE,
     EAGER_ROOF_TERMS,
     FIT_EVALS,
     FRONTIER_KINDS,
+    L2_TERM,
     SERIES_TERM,
     START,
     TUNED_KINDS,
@@ -172,6 +174,10 @@ def fit_kind(
         # every call's FLOPs alike): the fraction alone prices them (fit_terms.py SERIES_TERM)
         held[SERIES_TERM] = 0.0
         terms = tuple(t for t in terms if t != SERIES_TERM)
+    stated = REPLAY_COPIES in rows.columns and rows.loc[keep, REPLAY_COPIES].notna().any()
+    if L2_TERM in terms and not stated:
+        held[L2_TERM] = 0.0  # no row says how its harness replayed it: the L2 rate prices none
+        terms = tuple(t for t in terms if t != L2_TERM)
     if roofs and not any(c.eager.any() for c in calls):
         # no eager rows: the SM-side roof prices nothing here, so it keeps its pooled value
         held.update({t: getattr(pooled, t) if pooled is not None else 0.0 for t in roofs})

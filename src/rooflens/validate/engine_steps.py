@@ -13,7 +13,10 @@ measure is left out of both sums and counted.
 
 On a measured GPU this is in sample (the calibration was fitted on these tables), so it tells
 what the per-call errors add up to over a real step, per precision and tensor-parallel degree;
-it says nothing about a GPU nobody measured (`rooflens validate cv` does).
+it says nothing about a GPU nobody measured (`rooflens validate cv` does). Each row is also
+priced as the table's harness ran it (`warm_s`: replayed over its collector's copies, which stay
+in L2 where they fit, model/pricing/l2_resident.py), beside the deployment's price (`ours_s`,
+which streams every operand cold, as a step does).
 """
 
 from __future__ import annotations
@@ -27,8 +30,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooflens.hardware.profiles import get_profile
 from rooflens.model.pricing.comm import CUSTOM_ALLREDUCE_MAX_BYTES
-from rooflens.validate.aiconfigurator import load_aiconfigurator_attention, load_aiconfigurator_gemm
+from rooflens.model.pricing.l2_resident import replayed
+from rooflens.model.pricing.roofline import price_op
+from rooflens.validate.aiconfigurator import (
+    ATTENTION_COPIES,
+    gemm_copies,
+    load_aiconfigurator_attention,
+    load_aiconfigurator_gemm,
+)
 from rooflens.validate.custom_ar_fit import load_custom_allreduce
 from rooflens.validate.fit_terms import engine_of
 from rooflens.validate.frontier import most_measured
@@ -169,9 +180,11 @@ def step_rows(pred: Any, root: str = str(DEFAULT_ROOT)) -> pd.DataFrame:
     (the GEMM's precision, `attention` or `all_reduce`)."""
     sc = pred.scenario
     gpu, engine = sc.gpu.id, sc.engine
+    profile = get_profile(sc.profile, sc.gpu, engine)
     priced = pred.prefill.priced + pred.decode.priced
     out = []
     for row, p in zip(pred.to_dict()["ops"], priced, strict=True):
+        copies: float | None = None  # how the table's harness replayed the call
         if row["op"] == "gemm" and "experts_read" not in p.op.shape:
             quant = table_quant(row, p.op.shape.get("family"))
             table = gemm_table(gpu, engine, quant, root)
@@ -180,6 +193,16 @@ def step_rows(pred: Any, root: str = str(DEFAULT_ROOT)) -> pd.DataFrame:
                 continue
             each = table.at(float(m), row["n"], row["k"]) if table else float("nan")
             what = f"{int(m)}x{row['n']}x{row['k']}"
+            harness = pd.DataFrame(
+                {
+                    "framework": [engine],
+                    "gemm_dtype": [quant],
+                    "n": [row["n"]],
+                    "k": [row["k"]],
+                    "kernel_source": [""],
+                }
+            )
+            copies = float(gemm_copies(harness, pd.Series([gpu])).iloc[0])  # fmt: skip
         elif row["op"] in ATTENTION_AXES:
             quant = "attention"
             sizes = [float(np.asarray(row[a], float).mean()) for a in ATTENTION_AXES[row["op"]]]
@@ -188,6 +211,7 @@ def step_rows(pred: Any, root: str = str(DEFAULT_ROOT)) -> pd.DataFrame:
                    "fp8" if row["kv_dtype"] == "fp8" else "bf16")  # fmt: skip
             table = attention_table(gpu, engine, row["op"], key, root)
             each = table.at(*sizes) if table else float("nan")
+            copies = ATTENTION_COPIES
             what = " x ".join(f"{a} {x:,.0f}" for a, x in zip(ATTENTION_AXES[row["op"]], sizes,
                                                                strict=True))  # fmt: skip
         elif row["op"] == "comm" and row.get("collective") == "all_reduce":
@@ -195,8 +219,11 @@ def step_rows(pred: Any, root: str = str(DEFAULT_ROOT)) -> pd.DataFrame:
             each = allreduce_s(gpu, engine, int(row["n_gpus"]), float(row["comm_bytes"]), root)
         else:
             continue
+        warm = row["time_s"]
+        if copies is not None and not np.isnan(copies):
+            warm = float(np.mean(price_op(replayed(p.op, copies), sc.system, profile).total_s))
         out.append({"phase": row["phase"], "name": row["name"], "call": what, "quant": quant,
-                    "count": row["count"], "ours_s": row["time_s"],
+                    "count": row["count"], "ours_s": row["time_s"], "warm_s": warm,
                     "tables_s": each * row["count"]})  # fmt: skip
     return pd.DataFrame(out)
 
@@ -217,5 +244,6 @@ def summarize(rows: pd.DataFrame) -> dict[str, float]:
         ok = label == "all_reduce" or bool(whole)
         part = rows[mine & covered]
         out[f"{label}_ours_s"] = float(part["ours_s"].sum()) if ok else float("nan")
+        out[f"{label}_warm_s"] = float(part["warm_s"].sum()) if ok else float("nan")
         out[f"{label}_tables_s"] = float(part["tables_s"].sum()) if ok else float("nan")
     return out

@@ -97,3 +97,20 @@ def test_weight_only_fp8_reads_no_w8a8_table(measured_dir):
     gemms = rows[rows.quant.ne("attention") & rows.quant.ne("all_reduce")]
     assert gemms[gemms.name.ne("lm_head")].tables_s.isna().all()
     assert np.isnan(summarize(rows)["gemm_ours_s"])
+
+
+def test_a_small_decodes_cache_is_warm_in_the_table_and_cold_in_a_step(measured_dir):
+    # Llama-3-8B at batch 1 on the B300: 2,112 cached tokens x 4 kB a layer is 8.7 MB, inside
+    # its 126 MB L2, so the table's harness (one cache, replayed) read it warm; priced as replayed
+    # the attention sums agree with the table, cold (a serving step) they cost more. The GEMMs'
+    # six weight copies (50 MB of qkv weights each) do not fit: warm and cold agree
+    rows = step_rows(predict("llama-3-8b", "b300", batch=1, prompt_len=2048, engine="vllm"),
+                     str(measured_dir))  # fmt: skip
+    decode = rows[rows.phase.eq("decode")]
+    core = decode[decode.name.eq("attn.core")].iloc[0]
+    assert core.warm_s < 0.95 * core.ours_s
+    s = summarize(decode)
+    assert 0.9 < s["attention_warm_s"] / s["attention_tables_s"] < 1.1
+    assert s["attention_ours_s"] > 1.1 * s["attention_tables_s"]
+    qkv = decode[decode.name.eq("attn.qkv_proj")].iloc[0]
+    assert qkv.warm_s == pytest.approx(qkv.ours_s, rel=1e-12)

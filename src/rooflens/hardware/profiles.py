@@ -15,8 +15,9 @@ per wave of thread blocks, the blocks per SM that saturate bandwidth, the bytes 
 an eager PyTorch kernel issues, the bytes per microsecond each of its resident threads keeps
 moving, the FLOPs per SM cycle of the SM-side work in series with a quantized GEMM's MMAs, the
 bytes a quantized GEMM's own input-quantization pass moves and the cycles per input row it
-serializes) are defined by the formula in model/pricing/roofline.py (the pass:
-model/pricing/input_pass.py). Kinds: the op kinds of model/ops/op.py, plus
+serializes, the bytes per SM cycle a benchmark's call reads its replayed operands from L2 at)
+are defined by the formula in model/pricing/roofline.py (the pass: model/pricing/input_pass.py;
+L2: model/pricing/l2_resident.py). Kinds: the op kinds of model/ops/op.py, plus
 `attention_decode` (one new token per sequence) and `moe` (fused MoE experts,
 model/ops/moe.py), which take their own terms when fitted. A quantized matmul's kernel family
 (model/specs/quant.py) has terms of its own under `<kind>:<family>` (`gemm:fp8`,

@@ -56,11 +56,11 @@ EAGER_TIMED = (("VLLM", "fp8_block"),)  # (framework, gemm_dtype), case as the t
 
 # The weight copies each collector cycles through between replays of one GEMM (the
 # collector/<engine>/collect_gemm.py of aiconfigurator-core 0.12.0): a call whose copies fit in L2
-# reads its weights from there (model/pricing/l2_resident.py, with what the tables show). Every
-# attention collector replays one call over one KV cache: 1 copy (ATTENTION_COPIES). SGLang
+# reads its weights from there (model/pricing/l2_resident.py, with what the tables show). SGLang
 # and vLLM take 6 (vLLM 1 for NVFP4); TensorRT-LLM max(1, min(5, ceil(L2 / weight bytes))), its
 # weight bytes 2, 1, 1 and 0.5 per element for bf16, FP8, block FP8 and NVFP4. TensorRT-LLM 1.0's
-# profiler-timed quantized GEMMs (TRT_FLOW) state none: priced cold.
+# profiler-timed quantized GEMMs (TRT_FLOW) state none: priced cold. Every attention collector
+# replays one call over one KV cache: 1 copy (ATTENTION_COPIES).
 COPIES = {"sglang": 6, "vllm": 6}
 ONE_COPY = {"vllm": ("nvfp4",)}
 TRTLLM_MAX_COPIES = 5

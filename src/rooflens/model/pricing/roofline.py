@@ -11,8 +11,9 @@ The time of one kernel call under a profile's terms for its kind:
         + FLOPs / (SMs · clock · flops_per_sm_cycle)  16-bit GEMMs: padding in SM cycles (grid.py);
                                                        attention: + its softmax (softmax.py)
     M = bytes / (bandwidth · memory_fraction · u)     memory roof, u = min(1, blocks / (SMs · s));
-                                                       a benchmark's GEMM whose weight copies fit
-                                                       in L2 reads its weights at SMs · clock ·
+                                                       a benchmark's call whose replayed copies
+                                                       fit in L2 reads them (a GEMM's weights,
+                                                       attention's KV) at SMs · clock ·
                                                        l2_bytes_per_sm_cycle where faster
                                                        (l2_resident.py)
     W = w · ceil(blocks / SMs)                        latency roof: each wave of thread blocks

@@ -207,3 +207,23 @@ def test_the_l2_rate_is_recovered_from_resident_rows():
     eff, stats = fit_kind(table, "gemm", max_evals=3000)
     assert stats["median_abs_error"] < 0.01
     assert eff.l2_bytes_per_sm_cycle == pytest.approx(5.0, rel=0.2)
+
+
+def test_a_pooled_fit_keeps_an_engines_terms_only_where_they_span_two_gpus():
+    # vLLM's FP8 GEMMs measured on two GPUs, TensorRT-LLM's (2x slower) on one: pooled, vLLM's
+    # own terms stand and TensorRT-LLM's runs at the family's; the H100's own file keeps both
+    slow = TRUE.model_copy(update={"compute_fraction": 0.35, "memory_fraction": 0.4})
+    table = pd.concat(
+        [
+            _fp8_rows("h100-sxm", TRUE).assign(impl="vllm-0.24.0:cutlass"),
+            _fp8_rows("rtx-pro-6000", TRUE).assign(impl="vllm-0.24.0:cutlass"),
+            _fp8_rows("h100-sxm", slow).assign(impl="trtllm-1.3.0:torch_flow"),
+        ],
+        ignore_index=True,
+    )
+    pooled = fit_profile(table, None, max_evals=200)
+    assert "gemm:fp8" in pooled.engines["vllm"]
+    assert "gemm:fp8" not in pooled.engines.get("trtllm", {})
+    own = fit_profile(table, "h100-sxm", max_evals=200)
+    assert "gemm:fp8" in own.engines["trtllm"]
+    assert own.engines["trtllm"]["gemm:fp8"].compute_fraction < 0.6

@@ -8,7 +8,8 @@ For one GPU (or pooled over GPUs: `generic.yaml`) a profile holds
   every implementation weighted equally: what an engine not measured on that kind runs at;
 - `engines`: per serving engine (vLLM, SGLang, TensorRT-LLM), the engine kinds (GEMM families,
   attention, MoE families) fitted on that engine's own kernels alone, each search started from
-  the pooled terms. `get_profile(..., engine)` lays them over `kinds`.
+  the pooled terms; pooled over GPUs, a GEMM family's only where the engine's rows of it span
+  `MIN_ENGINE_GPUS`. `get_profile(..., engine)` lays them over `kinds`.
 A measured GPU's file takes what it has rows for and the generic terms for the rest (an engine's
 kind inherited from generic.yaml only where the GPU has no rows of that kind at all: its own
 kernels, of any engine, say more about it than another GPU's).
@@ -44,6 +45,19 @@ from rooflens.validate.store import provenance_base
 COMM_PRIOR = {"comm_bandwidth_fraction": 0.8, "comm_latency_scale": 1.0}
 # A per-engine search starts from the pooled terms of the same rows' GPU: fewer steps suffice.
 ENGINE_EVALS_SHARE = 0.5
+# A pooled profile (generic.yaml, a held-out fold) keeps an engine's own terms for a GEMM family
+# only where that engine's rows of it span this many GPUs. Fitted on one GPU they describe that
+# SM design's kernel (vLLM and SGLang run FlashInfer's CuTe-DSL NVFP4 GEMMs on the B300, its
+# CUTLASS ones on the RTX PRO 6000; TensorRT-LLM's NVFP4 terms fitted on the B300 price the RTX
+# PRO 6000's GEMMs +69 % slow, the family's terms pooled over the engines +23 %), and a GPU of
+# that design takes them from its sibling's file (hardware/profiles.py calibration_file). A GEMM
+# family's engines run the same shapes at one rate where compute binds (the B300's NVFP4: 4,238,
+# 4,260 and 4,257 TFLOP/s median at m, n, k >= 4,096), so the family's pooled terms are a fair
+# prior. A fused-MoE family's engines run kernels of different designs (vLLM's per-tensor FP8 MoE,
+# the RTX PRO 6000 held out, +258 % on the family's terms, TensorRT-LLM's +15 %): they keep their
+# own terms from one GPU (the rule over MoE too took that cell from 70.8 to 94.5 %).
+MIN_ENGINE_GPUS = 2
+SPAN_KINDS = ("gemm",)
 METHOD = (
     "mean |log(pred/measured)|, each impl (attention: impl and decade of bytes) weighted "
     f"equally, at most {MAX_ROWS_PER_IMPL} rows per GPU and impl (fixed-seed sample), "
@@ -78,6 +92,9 @@ def fit_profile(
         for kind in fit_kinds(own):
             if base_kind(kind) not in ENGINE_KINDS or kind not in kinds:
                 continue
+            spans = own.loc[kind_rows(own, kind), "gpu"].nunique()
+            if gpu_id is None and base_kind(kind) in SPAN_KINDS and spans < MIN_ENGINE_GPUS:
+                continue  # one GPU's kernel: its terms are that SM design's, not any GPU's
             evals = max(100, int(max_evals * ENGINE_EVALS_SHARE))
             eff, stats = fit_kind(own, kind, evals, kinds[kind], one_engine=True)
             if not stats["rows"]:

@@ -53,9 +53,9 @@ ENGINE_EVALS_SHARE = 0.5
 # that design takes them from its sibling's file (hardware/profiles.py calibration_file). A GEMM
 # family's engines run the same shapes at one rate where compute binds (the B300's NVFP4: 4,238,
 # 4,260 and 4,257 TFLOP/s median at m, n, k >= 4,096), so the family's pooled terms are a fair
-# prior. A fused-MoE family's engines run kernels of different designs (vLLM's per-tensor FP8 MoE,
-# the RTX PRO 6000 held out, +258 % on the family's terms, TensorRT-LLM's +15 %): they keep their
-# own terms from one GPU (the rule over MoE too took that cell from 70.8 to 94.5 %).
+# prior. A fused-MoE family's engines run kernels of different designs, and its pooled terms are
+# pulled by the worst (vLLM's per-tensor FP8 MoE, the RTX PRO 6000 held out: +258 %): they keep
+# their own terms from one GPU (held to the rule, that GPU's TensorRT-LLM FP8 MoE 12.0 -> 19.8 %).
 MIN_ENGINE_GPUS = 2
 SPAN_KINDS = ("gemm",)
 METHOD = (

@@ -92,9 +92,10 @@ def fit_profile(
         for kind in fit_kinds(own):
             if base_kind(kind) not in ENGINE_KINDS or kind not in kinds:
                 continue
-            spans = own.loc[kind_rows(own, kind), "gpu"].nunique()
-            if gpu_id is None and base_kind(kind) in SPAN_KINDS and spans < MIN_ENGINE_GPUS:
-                continue  # one GPU's kernel: its terms are that SM design's, not any GPU's
+            if gpu_id is None and base_kind(kind) in SPAN_KINDS:
+                spans = own.loc[kind_rows(own, kind), "gpu"].nunique()
+                if spans < MIN_ENGINE_GPUS:
+                    continue  # one GPU's kernel: its terms are that SM design's, not any GPU's
             evals = max(100, int(max_evals * ENGINE_EVALS_SHARE))
             eff, stats = fit_kind(own, kind, evals, kinds[kind], one_engine=True)
             if not stats["rows"]:

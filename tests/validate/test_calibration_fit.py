@@ -209,13 +209,33 @@ def test_the_l2_rate_is_recovered_from_resident_rows():
     assert eff.l2_bytes_per_sm_cycle == pytest.approx(5.0, rel=0.2)
 
 
-def test_a_pooled_fit_keeps_an_engines_terms_only_where_they_span_two_gpus():
-    # vLLM's FP8 GEMMs measured on two GPUs, TensorRT-LLM's (2x slower) on one: pooled, vLLM's
-    # own terms stand and TensorRT-LLM's runs at the family's; the H100's own file keeps both
+def test_a_pooled_fit_drops_an_engines_one_gpu_terms_where_no_other_gpu_measured_the_family():
+    # vLLM's FP8 GEMMs and TensorRT-LLM's (2x slower) measured on the H100 alone: pooled, both
+    # run at the family's terms (one SM design's kernels describe no other GPU); the H100's own
+    # file keeps both
     slow = TRUE.model_copy(update={"compute_fraction": 0.35, "memory_fraction": 0.4})
     table = pd.concat(
         [
             _fp8_rows("h100-sxm", TRUE).assign(impl="vllm-0.24.0:cutlass"),
+            _fp8_rows("h100-sxm", slow).assign(impl="trtllm-1.3.0:torch_flow"),
+        ],
+        ignore_index=True,
+    )
+    pooled = fit_profile(table, None, max_evals=200)
+    assert "gemm:fp8" in pooled.kinds
+    assert "gemm:fp8" not in pooled.engines.get("vllm", {})
+    assert "gemm:fp8" not in pooled.engines.get("trtllm", {})
+    own = fit_profile(table, "h100-sxm", max_evals=200)
+    assert "gemm:fp8" in own.engines["trtllm"]
+    assert own.engines["trtllm"]["gemm:fp8"].compute_fraction < 0.6
+
+
+def test_a_pooled_fit_keeps_an_engines_one_gpu_terms_where_other_gpus_measured_the_family():
+    # TensorRT-LLM's slow FP8 GEMMs on the H100 alone, vLLM's on the RTX PRO 6000: the family's
+    # pooled terms would mix another engine's kernel on another GPU, so each engine keeps its own
+    slow = TRUE.model_copy(update={"compute_fraction": 0.35, "memory_fraction": 0.4})
+    table = pd.concat(
+        [
             _fp8_rows("rtx-pro-6000", TRUE).assign(impl="vllm-0.24.0:cutlass"),
             _fp8_rows("h100-sxm", slow).assign(impl="trtllm-1.3.0:torch_flow"),
         ],
@@ -223,7 +243,5 @@ def test_a_pooled_fit_keeps_an_engines_terms_only_where_they_span_two_gpus():
     )
     pooled = fit_profile(table, None, max_evals=200)
     assert "gemm:fp8" in pooled.engines["vllm"]
-    assert "gemm:fp8" not in pooled.engines.get("trtllm", {})
-    own = fit_profile(table, "h100-sxm", max_evals=200)
-    assert "gemm:fp8" in own.engines["trtllm"]
-    assert own.engines["trtllm"]["gemm:fp8"].compute_fraction < 0.6
+    assert pooled.engines["trtllm"]["gemm:fp8"].compute_fraction < 0.6
+    assert pooled.engines["vllm"]["gemm:fp8"].compute_fraction > 0.6

@@ -8,8 +8,9 @@ For one GPU (or pooled over GPUs: `generic.yaml`) a profile holds
   every implementation weighted equally: what an engine not measured on that kind runs at;
 - `engines`: per serving engine (vLLM, SGLang, TensorRT-LLM), the engine kinds (GEMM families,
   attention, MoE families) fitted on that engine's own kernels alone, each search started from
-  the pooled terms; pooled over GPUs, a GEMM family's only where the engine's rows of it span
-  `MIN_ENGINE_GPUS`. `get_profile(..., engine)` lays them over `kinds`.
+  the pooled terms; pooled over GPUs, a GEMM family's dropped where the engine's rows of it span
+  fewer than `MIN_ENGINE_GPUS` and no other GPU measured the family. `get_profile(..., engine)`
+  lays them over `kinds`.
 A measured GPU's file takes what it has rows for and the generic terms for the rest (an engine's
 kind inherited from generic.yaml only where the GPU has no rows of that kind at all: its own
 kernels, of any engine, say more about it than another GPU's).
@@ -45,8 +46,9 @@ from rooflens.validate.store import provenance_base
 COMM_PRIOR = {"comm_bandwidth_fraction": 0.8, "comm_latency_scale": 1.0}
 # A per-engine search starts from the pooled terms of the same rows' GPU: fewer steps suffice.
 ENGINE_EVALS_SHARE = 0.5
-# A pooled profile (generic.yaml, a held-out fold) keeps an engine's own terms for a GEMM family
-# only where that engine's rows of it span this many GPUs. Fitted on one GPU they describe that
+# A pooled profile (generic.yaml, a held-out fold) drops an engine's own terms for a GEMM family
+# where that engine's rows of it span fewer than this many GPUs and the family's rows, every
+# engine's, come from those same GPUs. Fitted on one GPU they describe that
 # SM design's kernel (vLLM and SGLang run FlashInfer's CuTe-DSL NVFP4 GEMMs on the B300, its
 # CUTLASS ones on the RTX PRO 6000; TensorRT-LLM's NVFP4 terms fitted on the B300 price the RTX
 # PRO 6000's GEMMs +69 % slow, the family's terms pooled over the engines +23 %), and a GPU of
@@ -56,6 +58,10 @@ ENGINE_EVALS_SHARE = 0.5
 # prior. A fused-MoE family's engines run kernels of different designs, and its pooled terms are
 # pulled by the worst (vLLM's per-tensor FP8 MoE, the RTX PRO 6000 held out: +258 %): they keep
 # their own terms from one GPU (held to the rule, that GPU's TensorRT-LLM FP8 MoE 12.0 -> 19.8 %).
+# Where the family's rows span other GPUs too, its pooled terms mix other engines' kernels on
+# other GPUs, and the engine's own from one GPU say more (TensorRT-LLM's int8 weight-only GEMMs,
+# measured on the A100 alone: the family's terms, pulled by SGLang 0.5.6's slow kernel on the
+# H100, price Llama-3-8B's batch-1 W8A16 decode on a B200 at 4.45 ms a token, the engine's 2.50).
 MIN_ENGINE_GPUS = 2
 SPAN_KINDS = ("gemm",)
 METHOD = (
@@ -93,8 +99,9 @@ def fit_profile(
             if base_kind(kind) not in ENGINE_KINDS or kind not in kinds:
                 continue
             if gpu_id is None and base_kind(kind) in SPAN_KINDS:
-                spans = own.loc[kind_rows(own, kind), "gpu"].nunique()
-                if spans < MIN_ENGINE_GPUS:
+                spans = set(own.loc[kind_rows(own, kind), "gpu"])
+                family = set(rows.loc[kind_rows(rows, kind), "gpu"])
+                if len(spans) < MIN_ENGINE_GPUS and family == spans:
                     continue  # one GPU's kernel: its terms are that SM design's, not any GPU's
             evals = max(100, int(max_evals * ENGINE_EVALS_SHARE))
             eff, stats = fit_kind(own, kind, evals, kinds[kind], one_engine=True)

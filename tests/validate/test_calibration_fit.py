@@ -245,3 +245,39 @@ def test_a_pooled_fit_keeps_an_engines_one_gpu_terms_where_other_gpus_measured_t
     assert "gemm:fp8" in pooled.engines["vllm"]
     assert pooled.engines["trtllm"]["gemm:fp8"].compute_fraction < 0.6
     assert pooled.engines["vllm"]["gemm:fp8"].compute_fraction > 0.6
+
+
+def _one_row_rows(gpu_id: str, impl: str, extra_s: float, every: int = 1) -> pd.DataFrame:
+    # synthetic FP8 GEMMs at m = 1, 2, 64 over 30 shapes; every `every`-th shape's m = 1 call
+    # pays extra_s on top of the truth
+    shapes = list(
+        itertools.product((512, 2048, 4096, 8192, 14336, 28672), (512, 1024, 2048, 4096, 8192))
+    )
+    rows = [{"op": "gemm", "m": m, "n": n, "k": k, "dtype": "fp8", "weight_dtype": "fp8",
+             "quant": "fp8"} for n, k in shapes for m in (1, 2, 64)]  # fmt: skip
+    table = pd.DataFrame(rows)
+    profile = Profile(name="truth", kinds={"gemm:fp8": TRUE}, source="test")
+    table["measured_s"] = predict_frame(table, get_gpu(gpu_id), profile)["predicted_s"]
+    shape = table.groupby(["n", "k"]).ngroup()
+    table.loc[table["m"].eq(1) & shape.mod(every).eq(0), "measured_s"] += extra_s
+    return table.assign(gpu=gpu_id, impl=impl, source="test")
+
+
+def test_an_engines_m1_path_is_measured_where_nine_shapes_in_ten_show_it():
+    # vLLM's FP8 GEMMs +13 us at m = 1 on every shape: the fit prices it in cycles at the GPU's
+    # clock; SGLang's +13 us on every second shape only (noise, a kernel switch on some shapes):
+    # no term
+    gpu = get_gpu("b300")
+    clock = float(gpu.boost_clock_hz or 0)
+    vllm = _one_row_rows("b300", "vllm-0.24.0:cutlass", 13e-6)
+    eff, _ = fit_kind(vllm, "gemm:fp8", max_evals=200)
+    assert eff.single_row_cycles == pytest.approx(13e-6 * clock, rel=0.01)
+    sglang = _one_row_rows("b300", "sglang-0.5.14:sgl", 13e-6, every=2)
+    assert fit_kind(sglang, "gemm:fp8", max_evals=200)[0].single_row_cycles == 0.0
+    # pooled over both engines, half the shapes: no term; the engine's own fit keeps vLLM's
+    pooled = fit_profile(pd.concat([vllm, sglang], ignore_index=True), "b300", max_evals=200)
+    assert pooled.kinds["gemm:fp8"].single_row_cycles == 0.0
+    assert pooled.engines["vllm"]["gemm:fp8"].single_row_cycles == pytest.approx(
+        13e-6 * clock, rel=0.01
+    )
+    assert pooled.engines["sglang"]["gemm:fp8"].single_row_cycles == 0.0

@@ -122,6 +122,13 @@ class KindEfficiency(BaseModel):
         "bytes (a per-tensor amax taken by one atomic max per row on one address: vLLM's "
         "dynamic FP8 scale; TensorRT-LLM's block FP8 on sm_120) (0: none)",
     )
+    single_row_cycles: float = Field(
+        default=0.0,
+        ge=0,
+        description="SM clock cycles a GEMM call costs beyond its terms where its input is one "
+        "row (m = 1): the engine's m = 1 path (vLLM 0.24's per-tensor FP8 on the B300: +13.3 µs "
+        "a call over m = 2 at every shape) (0: none; validate/fit_terms.py single_row_cycles)",
+    )
     wave_tail: float = Field(
         default=0.0,
         ge=0,

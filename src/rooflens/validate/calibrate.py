@@ -52,6 +52,7 @@ from rooflens.validate.fit_terms import (
     FRONTIER_KINDS,
     L2_TERM,
     SERIES_TERM,
+    SINGLE_ROW_TERM,
     START,
     TUNED_KINDS,
     Calls,
@@ -61,6 +62,7 @@ from rooflens.validate.fit_terms import (
     kind_rows,
     roof_start,
     sample_rows,
+    single_row_cycles,
     terms_for,
     to_params,
     to_vector,
@@ -174,6 +176,9 @@ def fit_kind(
         # every call's FLOPs alike): the fraction alone prices them (fit_terms.py SERIES_TERM)
         held[SERIES_TERM] = 0.0
         terms = tuple(t for t in terms if t != SERIES_TERM)
+    if base == "gemm":
+        # measured on every shape at m = 1 and 2, not searched on a sample (fit_terms.py)
+        held[SINGLE_ROW_TERM] = single_row_cycles(measured)
     stated = REPLAY_COPIES in rows.columns and rows.loc[keep, REPLAY_COPIES].notna().any()
     if L2_TERM in terms and not stated:
         held[L2_TERM] = 0.0  # no row says how its harness replayed it: the L2 rate prices none

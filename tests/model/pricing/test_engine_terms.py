@@ -223,3 +223,39 @@ def test_only_the_fp8_families_fit_cycles_per_row() -> None:
     assert ROW_TERM in terms_for("gemm:fp8_block")
     for kind in ("gemm", "gemm:nvfp4", "gemm:sq", "gemm:int4_wo", "moe:fp8"):
         assert ROW_TERM not in terms_for(kind)
+
+
+@pytest.mark.parametrize("gpu_id", ["h100-sxm", "b300"])
+def test_a_one_row_gemm_pays_its_engines_m1_path_at_the_gpus_clock(gpu_id: str) -> None:
+    # S = single_row_cycles / clock where m = 1, and nothing at m = 2, for heads > 1 or under ideal
+    gpu = get_gpu(gpu_id)
+    system = default_system(gpu)
+    terms = {"compute_fraction": 0.8, "memory_fraction": 0.9}
+    plain = _profile(**{"gemm:fp8": KindEfficiency(**terms)})
+    path = _profile(**{"gemm:fp8": KindEfficiency(**terms, single_row_cycles=26000.0)})
+    clock = float(gpu.boost_clock_hz or 0)
+    for m, added_s in ((1, 26000.0 / clock), (2, 0.0), (4096, 0.0)):
+        op = gemm_op("x", "decode", 1, m, 4096, 4096, "fp8", "fp8")
+        added = price_op(op, system, path).time_s - price_op(op, system, plain).time_s
+        assert float(added) == pytest.approx(added_s, abs=1e-12)
+    batched = gemm_op("x", "decode", 1, 1, 128, 512, "fp8", "fp8", heads=8)
+    assert price_op(batched, system, path).time_s == price_op(batched, system, plain).time_s
+    op = gemm_op("x", "decode", 1, 1, 4096, 4096, "fp8", "fp8")
+    assert price_op(op, system, IDEAL).time_s < price_op(op, system, plain).time_s
+
+
+def test_a_one_row_path_prices_only_the_m1_points_of_a_grid() -> None:
+    import pandas as pd
+
+    from rooflens.model.pricing.kernel_table import predict_frame
+
+    gpu = get_gpu("b300")
+    rows = pd.DataFrame({"op": "gemm", "m": [1, 2, 1, 8], "n": 4096, "k": [4096, 4096, 512, 512],
+                         "dtype": "fp8", "weight_dtype": "fp8", "quant": "fp8"})  # fmt: skip
+    terms = {"compute_fraction": 0.8, "memory_fraction": 0.9}
+    plain = _profile(**{"gemm:fp8": KindEfficiency(**terms)})
+    path = _profile(**{"gemm:fp8": KindEfficiency(**terms, single_row_cycles=26000.0)})
+    added = (predict_frame(rows, gpu, path)["predicted_s"]
+             - predict_frame(rows, gpu, plain)["predicted_s"]).to_numpy()  # fmt: skip
+    extra = 26000.0 / float(gpu.boost_clock_hz or 0)
+    assert added == pytest.approx([extra, 0.0, extra, 0.0], abs=1e-12)

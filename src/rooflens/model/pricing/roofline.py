@@ -21,10 +21,11 @@ The time of one kernel call under a profile's terms for its kind:
                                                        (split KV grids: waves of the unsplit ones)
     w = wave_latency_s + wave_latency_cycles / clock  least time of one wave
     busy = (C^p + M^p + W^p)^(1/p)                    p = overlap_power (None: the max)
-    time = busy + P + communication + (overhead_s + overhead_cycles / clock) · kernels
+    time = busy + P + S + communication + (overhead_s + overhead_cycles / clock) · kernels
     P = input_pass_bytes · m · k / (bandwidth · c)    a quantized GEMM's own pass over its input
         + m · input_pass_row_cycles / clock           (dynamic quantization), c = COPY_FRACTION;
                                                        per row: a per-tensor amax's atomics
+    S = single_row_cycles / clock where m = 1         a GEMM engine's m = 1 path (one row)
 
 For an eager PyTorch kernel (`eager` in its shape: a harness that times unfused torch ops one
 by one, model/ops/op.py memory_op) the bandwidth is also capped by the SM side, the lesser of:
@@ -233,11 +234,23 @@ def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
             streamed = np.where(op.bytes > 0, streamed_bytes / op.bytes, 1.0)
     wave_s = per_wave_s(eff, gpu)
     busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed, vector_s, wave_s, rate)
-    busy = busy + comm_s + input_pass_s(op, eff, gpu)
+    busy = busy + comm_s + input_pass_s(op, eff, gpu) + single_row_s(op, eff, gpu)
     # A collective's fixed cost is its protocol's base latency (comm.py): no launch floor on top.
     # Per grid point: an op emitted for a whole grid (Flash-Decoding's combine where some
     # points split) costs nothing where it does no work, as a scalar call would not emit it.
     return PricedOp(op, compute_s, memory_s, comm_s, busy + launch_floor_s(op, profile, gpu))
+
+
+def single_row_s(op: Op, eff: KindEfficiency, gpu: GPUSpec) -> Num:
+    """S: a GEMM call's extra time where its input is one row (m = 1, one head): the engine's
+    m = 1 path, single_row_cycles at the GPU's clock (zero elsewhere and under `ideal`)."""
+    if not eff.single_row_cycles or op.kind != "gemm" or op.shape.get("heads", 1) != 1:
+        return 0.0
+    one = np.asarray(op.shape.get("m", 0)) == 1
+    if not np.any(one):
+        return 0.0
+    extra = eff.single_row_cycles / gpu.clock_hz()
+    return extra if np.all(one) else np.where(one, extra, 0.0)
 
 
 def launch_floor_s(op: Op, profile: Profile, gpu: GPUSpec) -> Num:

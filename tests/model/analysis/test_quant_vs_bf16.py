@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import CALIBRATION_DIR, ENGINES, load_calibration
 from rooflens.model.analysis.quant_vs_bf16 import (
     MAX_DECODE_BATCH,
@@ -123,3 +124,33 @@ def test_every_table_the_provenance_names_exists_with_its_kernel_and_dtype() -> 
         assert {MEASURED_FOLDERS[DEVICE_IDS[v]] for v in d["device"]} == {gpu}, t
         mine = (d["dtype"] == t.dtype) & (d["kernel_source"] == t.kernel_source)
         assert (mine & (d["version"] == t.version)).any(), t
+
+
+def test_vllm_fp8_on_b300_at_batch_1_names_its_m1_path() -> None:
+    # vLLM's CUTLASS FP8 GEMM at m = 1 on the B300 runs a path of its own (validate/fit_terms.py
+    # SINGLE_ROW_TERM): the note says what it costs a call, at the fitted cycles and the clock
+    fields = {**B300_FP8, "engine": "vllm"}
+    slower = quant_slower_than_bf16(run(make_scenario("llama-3-8b", "b300", **fields)))
+    assert slower is not None and slower.families == ("gemm:fp8",)
+    cycles = load_calibration(CALIBRATION_DIR / "b300.yaml").engines["vllm"]["gemm:fp8"]
+    expected = cycles.single_row_cycles / float(get_gpu("b300").boost_clock_hz or 0)
+    assert expected > 10e-6
+    assert dict(slower.single_row_s) == pytest.approx({"gemm:fp8": expected}, rel=1e-9)
+    assert "m = 1 path costs" in slower.note
+    assert slower.to_dict()["single_row_s"] == dict(slower.single_row_s)
+    # at batch 2 the GEMMs run the m >= 2 kernel: fp8 pays again
+    two = run(make_scenario("llama-3-8b", "b300", **{**fields, "batch": 2}))
+    assert quant_slower_than_bf16(two) is None
+
+
+@needs_measured
+def test_the_b300_vllm_fp8_table_measures_its_m1_path() -> None:
+    # the term's second route: the table itself, m = 1 against m = 2 on every shape
+    d = pd.read_parquet(DEFAULT_ROOT / "aiconfigurator-b300/gemm/vllm/0.24.0/gemm_perf.parquet")
+    d = d[d["gemm_dtype"].eq("fp8") & d["m"].isin((1, 2))]
+    by_shape = d.pivot_table(index=["n", "k"], columns="m", values="latency")  # ms
+    extra_s = ((by_shape[1] - by_shape[2]) * 1e-3).dropna()
+    cycles = load_calibration(CALIBRATION_DIR / "b300.yaml").engines["vllm"]["gemm:fp8"]
+    fitted_s = cycles.single_row_cycles / float(get_gpu("b300").boost_clock_hz or 0)
+    assert len(extra_s) > 400 and extra_s.quantile(0.1) > 0
+    assert fitted_s == pytest.approx(extra_s.median(), rel=0.02)

@@ -46,7 +46,7 @@ def main() -> None:
     for r in reports:
         counts["refused (one-line error)"] += bool(r.refused)
         counts["does not fit (exit 3)"] += not r.fits and not r.refused
-        for kind in ("crash", "physics", "ratio", "ratio_measured"):
+        for kind in ("crash", "physics", "physics_measured", "ratio", "ratio_measured"):
             counts[kind] += bool(getattr(r, kind))
         counts["quant"] += any(q.startswith("calibrated") for q in r.quant)
         counts["quant_named"] += any(q.startswith("calibrated") for q in r.quant_named)
@@ -55,6 +55,7 @@ def main() -> None:
     print(f"{len(scenarios)} {args.space} scenarios (seed {args.seed}{invalid}) in {elapsed:.1f} s")
     print(f"  crashes:                               {counts['crash']}")
     print(f"  broken physics:                        {counts['physics']}")
+    print(f"  faster at 2× batch, as kernels run it: {counts['physics_measured']}")
     print(f"  op > 20× ideal and > 10 % of its step: {counts['ratio']}")
     print(f"  the same, as measured kernels run it:  {counts['ratio_measured']}")
     # calibrated quantized decode (int4/int8 weight-only, SmoothQuant, fp8, block fp8) vs bf16
@@ -63,7 +64,17 @@ def main() -> None:
     # every sampled scenario is valid: a refusal (exit 2) is a failure too
     print(f"  refused (exit 2 on a valid scenario):  {counts['refused (one-line error)']}")
     print(f"  does not fit (exit 3):                 {counts['does not fit (exit 3)']}")
-    for kind in ("crash", "physics", "ratio", "ratio_measured", "quant", "quant_named", "refused"):
+    kinds = (
+        "crash",
+        "physics",
+        "physics_measured",
+        "ratio",
+        "ratio_measured",
+        "quant",
+        "quant_named",
+        "refused",
+    )
+    for kind in kinds:
         shown = [r for r in reports if getattr(r, kind)][: args.show]
         for r in shown:
             s = {k: v for k, v in r.scenario.items() if v not in ((), None)}

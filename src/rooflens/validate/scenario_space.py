@@ -27,7 +27,11 @@ scenario at a time through the Python API the faces call:
   measured), so such an op is recorded with those tables (`ratio_measured`), not as a finding.
   A GEMM is likewise taken above its input pass's serialized rows (model/pricing/input_pass.py:
   vLLM's per-tensor FP8 amax, one atomic per row, measured at every m up to 16,384): a narrow
-  GEMM over millions of prompt tokens pays them at tens of times its ideal time.
+  GEMM over millions of prompt tokens pays them at tens of times its ideal time; and above its
+  engine's m = 1 path (model/pricing/roofline.py single_row_s: vLLM's FP8 on the B300, 13.3 µs
+  a one-row call more than a two-row one, measured on every shape), which also lets a step of
+  one-row GEMMs cost more than the same step at twice the batch by that much, and no more
+  (`physics_measured`, named with the engine's GEMM tables).
 
 tests/model/test_scenario_space.py draws scenarios with hypothesis; benchmarks/scenario_space.py
 draws a fixed random sample (validate/scenario_draws.py: the realistic space, or the property
@@ -60,6 +64,8 @@ from rooflens.model.pricing.roofline import (
     kind_terms,
     launch_floor_s,
     per_wave_s,
+    single_row_paths,
+    single_row_s,
 )
 from rooflens.model.specs.dtypes import NARROW_WEIGHT_DTYPES
 from rooflens.model.specs.params import count_params
@@ -76,7 +82,7 @@ VISION_BYTES = 2.0  # bytes per vision-encoder parameter: it stays 16-bit (model
 class Report:
     """What one scenario broke: `crash` (an unexpected exception), `physics` (monotonicity,
     linearity, quantization) and `ratio` (an op far above its ideal time), each one line; and
-    what measured tables explain (`quant_named`, `ratio_measured`)."""
+    what measured tables explain (`quant_named`, `ratio_measured`, `physics_measured`)."""
 
     scenario: dict[str, Any]
     crash: list[str] = field(default_factory=list)
@@ -85,6 +91,7 @@ class Report:
     quant_named: list[str] = field(default_factory=list)
     ratio: list[str] = field(default_factory=list)
     ratio_measured: list[str] = field(default_factory=list)
+    physics_measured: list[str] = field(default_factory=list)
     refused: str = ""
     fits: bool = True
 
@@ -123,6 +130,7 @@ class Share:
     explained: float
     share: float
     key: str
+    why: str = ""  # what the measured kernels do that `explained` prices
 
 
 def _step_shares(pred: Prediction) -> Iterator[Share]:
@@ -131,6 +139,7 @@ def _step_shares(pred: Prediction) -> Iterator[Share]:
     for phase in (pred.prefill, pred.decode):
         for p in phase.priced:
             seconds, explained, key = float(np.mean(p.total_s)), 0.0, kind_key(profile, p.op)
+            why = ""
             if p.op.kind == "comm":  # a collective's fixed cost: its protocol's latency
                 empty = replace(p.op, comm_bytes=0.0)
                 floor = float(np.mean(collective_time_s(empty, sc.system, profile)))
@@ -142,11 +151,15 @@ def _step_shares(pred: Prediction) -> Iterator[Share]:
                     # the latency roof alone: the busy time of the same grid with no work
                     grid = busy_s(eff, 0.0, 0.0, p.op, sc.gpu.sm_count, wave_s=wave)
                     explained = max(float(np.mean(grid)) - wave, 0.0) * p.op.count
+                    why = "its grid's waves"
                 else:
-                    explained = float(np.mean(serialized_rows_s(p.op, eff, sc.gpu))) * p.op.count
+                    rows = float(np.mean(serialized_rows_s(p.op, eff, sc.gpu))) * p.op.count
+                    path = float(np.mean(single_row_s(p.op, eff, sc.gpu))) * p.op.count
+                    explained = rows + path
+                    why = "its m = 1 path" if path > rows else "its input pass's serialized rows"
             share = seconds / phase.time_s if phase.time_s > 0 else 0.0
             yield Share(f"{phase.phase}.{p.op.name}", seconds, floor * p.op.count, explained,
-                        share, key)  # fmt: skip
+                        share, key, why)  # fmt: skip
 
 
 def check(settings: dict[str, Any], quant_profiles: tuple[str, ...] = ("ideal",)) -> Report:
@@ -175,8 +188,20 @@ def check(settings: dict[str, Any], quant_profiles: tuple[str, ...] = ("ideal",)
 
 def _monotone(r: Report, s: dict[str, Any], base: Prediction) -> None:
     more_batch = predict(s, batch=2 * s["batch"], profile="calibrated")
-    _not_below(r, "TTFT at 2× batch", base.ttft_s, more_batch.ttft_s)
-    _not_below(r, "TPOT at 2× batch", base.tpot_s, more_batch.tpot_s)
+    # a step of one-row GEMMs pays the engine's m = 1 path, measured slower than two rows
+    # (model/pricing/roofline.py single_row_s): at twice the batch it may step faster by that
+    for what, small, big, phase in (
+        ("TTFT at 2× batch", base.ttft_s, more_batch.ttft_s, base.prefill),
+        ("TPOT at 2× batch", base.tpot_s, more_batch.tpot_s, base.decode),
+    ):
+        path = _one_row_s(base, phase.priced)
+        if big < small * (1 - REL_TOL) and big >= (small - path) * (1 - REL_TOL):
+            r.physics_measured.append(
+                f"{what}: {big * 1e3:.4g} ms < {small * 1e3:.4g} ms: the m = 1 path of its "
+                f"one-row GEMMs, as {gemm_tables(base)} measure m = 1 against m = 2"
+            )
+        else:
+            _not_below(r, what, small, big)
     kv, kv2 = base.memory.kv_cache_bytes, more_batch.memory.kv_cache_bytes
     if not math.isclose(kv2, 2 * kv, rel_tol=1e-9):
         r.physics.append(f"KV cache at 2× batch: {kv2:.6g} B, not 2 × {kv:.6g} B")
@@ -187,6 +212,13 @@ def _monotone(r: Report, s: dict[str, Any], base: Prediction) -> None:
     more_prompt = predict(s, prompt_len=2 * max(2, s["prompt_len"]), profile="calibrated")
     _not_below(r, "TTFT at 2× prompt", base.ttft_s, more_prompt.ttft_s)
     _not_below(r, "TPOT at 2× prompt", base.tpot_s, more_prompt.tpot_s)
+
+
+def _one_row_s(pred: Prediction, priced: list[Any]) -> float:
+    """Seconds a step of `priced` pays for its one-row GEMMs' m = 1 path."""
+    sc = pred.scenario
+    paths = single_row_paths(priced, get_profile(sc.profile, sc.gpu, sc.engine), sc.gpu)
+    return sum(per_call * calls for per_call, calls in paths.values())
 
 
 def _linear(r: Report, s: dict[str, Any], base: Prediction) -> None:
@@ -232,12 +264,10 @@ def _ratios(r: Report, cal: Prediction, ideal: Prediction) -> None:
                 f"above its launch floor), {s.share:.0%} of its step")  # fmt: skip
         if s.seconds - s.floor - s.explained > limit:
             r.ratio.append(line)
-        elif s.key.startswith("attention"):
-            r.ratio_measured.append(f"{line}: its grid's waves, as {attention_tables(cal, s.key)} "
-                                    "measure such calls")  # fmt: skip
         else:
-            r.ratio_measured.append(f"{line}: its input pass's serialized rows, as "
-                                    f"{gemm_tables(cal)} measure such calls")  # fmt: skip
+            tables = attention_tables(cal, s.key) if s.key.startswith("attention") else (
+                gemm_tables(cal))  # fmt: skip
+            r.ratio_measured.append(f"{line}: {s.why}, as {tables} measure such calls")
 
 
 def gemm_tables(pred: Prediction) -> str:

@@ -138,6 +138,10 @@ def test_vllm_fp8_on_b300_at_batch_1_names_its_m1_path() -> None:
     assert dict(slower.single_row_s) == pytest.approx({"gemm:fp8": expected}, rel=1e-9)
     assert "m = 1 path costs" in slower.note
     assert slower.to_dict()["single_row_s"] == dict(slower.single_row_s)
+    # and the prediction itself says so: 4 GEMMs x 32 layers a step pay it
+    pred = run(make_scenario("llama-3-8b", "b300", **fields))
+    (note,) = [n for n in pred.notes if "m = 1 path" in n]
+    assert "128 calls a decode step" in note and "vLLM's gemm:fp8" in note
     # at batch 2 the GEMMs run the m >= 2 kernel: fp8 pays again
     two = run(make_scenario("llama-3-8b", "b300", **{**fields, "batch": 2}))
     assert quant_slower_than_bf16(two) is None

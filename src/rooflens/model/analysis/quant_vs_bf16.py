@@ -39,7 +39,7 @@ from rooflens.model.optimizations.base import Optimization
 from rooflens.model.predict.api import make_pipeline, parse_opts
 from rooflens.model.predict.scenario import Scenario
 from rooflens.model.predict.steps import Prediction
-from rooflens.model.pricing.roofline import kind_key, kind_terms, single_row_s
+from rooflens.model.pricing.roofline import kind_key, single_row_paths
 
 MAX_DECODE_BATCH = 16  # decode at this batch and below is weight-read bound: quantization pays
 REL_TOL = 1e-6  # a tie (whole tiles, whole waves) is not slower
@@ -130,12 +130,10 @@ def quant_slower_than_bf16(
     named = sc.profile == "calibrated"  # `ideal` is fitted on nothing
     path = calibration_path(sc.gpu)
     tables = [t for f in families for t in fitted_on(path, sc.engine, f)] if named else []
-    paths = {kind_key(profile, p.op): float(np.max(single_row_s(p.op, kind_terms(profile, p.op),
-                                                                sc.gpu)))
-             for p in quantized}  # fmt: skip
+    paths = single_row_paths(quantized, profile, sc.gpu)
     return QuantSlower(pred.tpot_s, twin.tpot_s, sc.precision.text, sc.engine,
                        tuple(families), tuple(tables),
-                       tuple((f, paths[f]) for f in families if paths.get(f)))  # fmt: skip
+                       tuple((f, paths[f][0]) for f in families if f in paths))  # fmt: skip
 
 
 def bf16_twin(sc: Scenario) -> Scenario:

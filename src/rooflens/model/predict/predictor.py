@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rooflens.hardware.profiles import Profile, get_profile
+from rooflens.hardware.profiles import ENGINE_NAMES, Profile, get_profile
+from rooflens.io.units import fmt_time
 from rooflens.model.ops.op import Op
 from rooflens.model.optimizations.base import Optimization, ordered
 from rooflens.model.predict.memory import memory_breakdown
@@ -27,7 +28,7 @@ from rooflens.model.predict.steps import (
     decode_kv_lens,
     phase_result,
 )
-from rooflens.model.pricing.roofline import PricedOp, price_ops, step_time_s
+from rooflens.model.pricing.roofline import PricedOp, price_ops, single_row_paths, step_time_s
 
 
 class Pipeline:
@@ -77,7 +78,8 @@ class Pipeline:
             tpot_s=decode_s,
             e2e_s=prefill_s + decode_s * (w.output_len - 1),
             memory=self.memory(),
-            notes=_unit_notes(prefill + decode, sc, self.profile),
+            notes=_unit_notes(prefill + decode, sc, self.profile)
+            + _one_row_notes(decode, sc, self.profile),
         )
         if sc.parallel.pp > 1:
             pred = apply_pipeline_parallel(pred, self)
@@ -106,6 +108,18 @@ def _unit_notes(priced: list[PricedOp], sc: Scenario, profile: Profile) -> list[
         for unit in sorted(capped) if not profile.datasheet_peaks
     ]  # fmt: skip
     return notes
+
+
+def _one_row_notes(decode: list[PricedOp], sc: Scenario, profile: Profile) -> list[str]:
+    """Say when a decode step's one-row GEMMs (batch 1) pay the engine's m = 1 path, measured
+    slower than two rows (roofline.py single_row_s): a batch of 2 may step faster."""
+    engine = ENGINE_NAMES.get(sc.engine, sc.engine)
+    return [
+        f"{engine}'s {key} GEMMs run their m = 1 path at one row a call: +{fmt_time(per_call)} a "
+        f"call, {calls:.0f} calls a decode step (+{fmt_time(per_call * calls)}), as its measured "
+        "kernels run m = 1 against m = 2; a batch of 2 may step faster"
+        for key, (per_call, calls) in sorted(single_row_paths(decode, profile, sc.gpu).items())
+    ]
 
 
 def predict(scenario: Scenario, optimizations: list[Optimization] | None = None) -> Prediction:

@@ -253,6 +253,20 @@ def single_row_s(op: Op, eff: KindEfficiency, gpu: GPUSpec) -> Num:
     return extra if np.all(one) else np.where(one, extra, 0.0)
 
 
+def single_row_paths(
+    priced: list[PricedOp], profile: Profile, gpu: GPUSpec
+) -> dict[str, tuple[float, float]]:
+    """Per profile key whose one-row GEMM calls pay an engine's m = 1 path (single_row_s): its
+    seconds a call and the calls of `priced` (one step) that pay it."""
+    out: dict[str, tuple[float, float]] = {}
+    for p in priced:
+        extra = float(np.max(single_row_s(p.op, kind_terms(profile, p.op), gpu)))
+        if extra > 0:
+            key = kind_key(profile, p.op)
+            out[key] = (extra, out.get(key, (0.0, 0.0))[1] + float(p.op.count))
+    return out
+
+
 def launch_floor_s(op: Op, profile: Profile, gpu: GPUSpec) -> Num:
     """The fixed time of one call: the profile's per-launch floor × the kernels the call
     launches (zero under `ideal`, and for a collective, whose base latency is its own)."""

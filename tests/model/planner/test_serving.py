@@ -111,3 +111,20 @@ def test_neutral_optimization_is_the_identity() -> None:
         assert np.array_equal(getattr(with_opt, field), getattr(CURVES, field))
     assert (with_opt.tokens_per_step, with_opt.rows_per_sequence) == (1.0, 1.0)
     assert with_opt.max_batch_memory == CURVES.max_batch_memory
+
+
+@pytest.mark.parametrize("batch", [1, 2, 30])
+def test_a_one_row_step_keeps_its_m1_path_outside_the_envelope(batch: int) -> None:
+    # vLLM's FP8 GEMMs on the B300 pay their m = 1 path at one sequence (roofline.py
+    # single_row_s): the curve at batch 1 is that step's own price, and the steps above it are
+    # not lifted to it (predict's TPOT at each batch, a second route)
+    group = Group("b300", 1, 1, 1, "fp8", "fp8", "bf16", engine="vllm")
+    curves = build_curves(get_model("llama-3-8b"), group, W, [], profile="calibrated",
+                          chunk_tokens=2048, overhead_bytes=1.5 * 2**30)  # fmt: skip
+    sc = make_scenario("llama-3-8b", "b300", batch=batch, prompt_len=512, output_len=128,
+                       weight_dtype="fp8", act_dtype="fp8", kv_dtype="bf16", engine="vllm",
+                       profile="calibrated")  # fmt: skip
+    got = float(np.interp(batch, curves.tokens, curves.decode_s))
+    assert got == pytest.approx(run(sc).tpot_s, rel=0.01)
+    assert curves.decode_s[0] > curves.decode_s[1] * 1.2  # the path: +1.7 ms on ~3 ms
+    assert np.all(np.diff(curves.decode_s[1:]) >= 0)  # the envelope, from two rows on

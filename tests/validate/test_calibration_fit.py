@@ -209,42 +209,33 @@ def test_the_l2_rate_is_recovered_from_resident_rows():
     assert eff.l2_bytes_per_sm_cycle == pytest.approx(5.0, rel=0.2)
 
 
-def test_a_pooled_fit_drops_an_engines_one_gpu_terms_where_no_other_gpu_measured_the_family():
-    # vLLM's FP8 GEMMs and TensorRT-LLM's (2x slower) measured on the H100 alone: pooled, both
-    # run at the family's terms (one SM design's kernels describe no other GPU); the H100's own
-    # file keeps both
+@pytest.mark.parametrize("vllm_gpu", ["h100-sxm", "rtx-pro-6000"])
+def test_a_pooled_fit_drops_an_engines_one_gpu_terms_only_where_no_other_gpu_measured_the_family(
+    vllm_gpu: str,
+):
+    # TensorRT-LLM's FP8 GEMMs (2x slower) measured on the H100 alone, vLLM's on one GPU too.
+    # Where vLLM's are the H100's as well, the family is that one GPU's: pooled, both engines run
+    # at its terms (one SM design's kernels describe no other GPU). Where vLLM's are the RTX PRO
+    # 6000's, the family's terms would mix another engine's kernel on another GPU: each engine
+    # keeps its own. The H100's own file keeps TensorRT-LLM's either way.
     slow = TRUE.model_copy(update={"compute_fraction": 0.35, "memory_fraction": 0.4})
     table = pd.concat(
         [
-            _fp8_rows("h100-sxm", TRUE).assign(impl="vllm-0.24.0:cutlass"),
+            _fp8_rows(vllm_gpu, TRUE).assign(impl="vllm-0.24.0:cutlass"),
             _fp8_rows("h100-sxm", slow).assign(impl="trtllm-1.3.0:torch_flow"),
         ],
         ignore_index=True,
     )
     pooled = fit_profile(table, None, max_evals=200)
     assert "gemm:fp8" in pooled.kinds
-    assert "gemm:fp8" not in pooled.engines.get("vllm", {})
-    assert "gemm:fp8" not in pooled.engines.get("trtllm", {})
+    if vllm_gpu == "h100-sxm":
+        assert "gemm:fp8" not in pooled.engines.get("vllm", {})
+        assert "gemm:fp8" not in pooled.engines.get("trtllm", {})
+    else:
+        assert pooled.engines["trtllm"]["gemm:fp8"].compute_fraction < 0.6
+        assert pooled.engines["vllm"]["gemm:fp8"].compute_fraction > 0.6
     own = fit_profile(table, "h100-sxm", max_evals=200)
-    assert "gemm:fp8" in own.engines["trtllm"]
     assert own.engines["trtllm"]["gemm:fp8"].compute_fraction < 0.6
-
-
-def test_a_pooled_fit_keeps_an_engines_one_gpu_terms_where_other_gpus_measured_the_family():
-    # TensorRT-LLM's slow FP8 GEMMs on the H100 alone, vLLM's on the RTX PRO 6000: the family's
-    # pooled terms would mix another engine's kernel on another GPU, so each engine keeps its own
-    slow = TRUE.model_copy(update={"compute_fraction": 0.35, "memory_fraction": 0.4})
-    table = pd.concat(
-        [
-            _fp8_rows("rtx-pro-6000", TRUE).assign(impl="vllm-0.24.0:cutlass"),
-            _fp8_rows("h100-sxm", slow).assign(impl="trtllm-1.3.0:torch_flow"),
-        ],
-        ignore_index=True,
-    )
-    pooled = fit_profile(table, None, max_evals=200)
-    assert "gemm:fp8" in pooled.engines["vllm"]
-    assert pooled.engines["trtllm"]["gemm:fp8"].compute_fraction < 0.6
-    assert pooled.engines["vllm"]["gemm:fp8"].compute_fraction > 0.6
 
 
 def _one_row_rows(gpu_id: str, impl: str, extra_s: float, every: int = 1) -> pd.DataFrame:

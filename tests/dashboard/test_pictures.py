@@ -18,7 +18,8 @@ from rooflens.hardware.profiles import get_profile
 from rooflens.model.ops.op import kernels_per_call
 from rooflens.model.predict.api import make_scenario, run
 from rooflens.model.pricing.host import EAGER_LAUNCH_S, step_launches
-from rooflens.model.pricing.roofline import kind_terms, per_launch_s
+from rooflens.model.pricing.kinds import kind_terms
+from rooflens.model.pricing.roofline import per_launch_s
 
 
 def test_breakdown_adds_up_to_the_step_times() -> None:

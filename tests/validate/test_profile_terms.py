@@ -18,7 +18,8 @@ from rooflens.hardware.systems import default_system
 from rooflens.model.ops.attention import attention_op
 from rooflens.model.ops.op import Op, gemm_op
 from rooflens.model.pricing.grid import thread_blocks
-from rooflens.model.pricing.roofline import busy_s, kind_terms, price_op
+from rooflens.model.pricing.kinds import kind_terms
+from rooflens.model.pricing.roofline import busy_s, price_op
 
 A100 = get_gpu("a100-sxm-80gb")
 SYSTEM = default_system(A100)

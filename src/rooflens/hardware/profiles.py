@@ -127,7 +127,7 @@ class KindEfficiency(BaseModel):
         ge=0,
         description="SM clock cycles a GEMM call costs beyond its terms where its input is one "
         "row (m = 1): the engine's m = 1 path (vLLM 0.24's per-tensor FP8 on the B300: +13.3 µs "
-        "a call over m = 2 at every shape) (0: none; validate/fit_terms.py single_row_cycles)",
+        "a call over m = 2 at every shape) (0: none; validate/single_row_fit.py)",
     )
     wave_tail: float = Field(
         default=0.0,

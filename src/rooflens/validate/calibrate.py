@@ -52,7 +52,6 @@ from rooflens.validate.fit_terms import (
     FRONTIER_KINDS,
     L2_TERM,
     SERIES_TERM,
-    SINGLE_ROW_TERM,
     START,
     TUNED_KINDS,
     Calls,
@@ -62,7 +61,6 @@ from rooflens.validate.fit_terms import (
     kind_rows,
     roof_start,
     sample_rows,
-    single_row_cycles,
     terms_for,
     to_params,
     to_vector,
@@ -70,6 +68,7 @@ from rooflens.validate.fit_terms import (
 from rooflens.validate.frontier import best_of_impls, default_kernel
 from rooflens.validate.moe_configs import SUBSET_COLUMN, UNTUNED
 from rooflens.validate.optimize import minimise
+from rooflens.validate.single_row_fit import SINGLE_ROW_TERM, single_row_cycles
 
 
 @dataclass
@@ -177,7 +176,7 @@ def fit_kind(
         held[SERIES_TERM] = 0.0
         terms = tuple(t for t in terms if t != SERIES_TERM)
     if base == "gemm":
-        # measured on every shape at m = 1 and 2, not searched on a sample (fit_terms.py)
+        # measured on every shape at m = 1 and 2, not searched on a sample (single_row_fit.py)
         held[SINGLE_ROW_TERM] = single_row_cycles(measured)
     stated = REPLAY_COPIES in rows.columns and rows.loc[keep, REPLAY_COPIES].notna().any()
     if L2_TERM in terms and not stated:

@@ -14,7 +14,6 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import ENGINES, INPUT_PASS_MAX_BYTES, KindEfficiency
 from rooflens.hardware.spec import GPUSpec
 from rooflens.model.pricing.eager_roofs import eager_roof
@@ -95,17 +94,6 @@ SERIES_TERM = "flops_per_sm_cycle"
 # amax) fits ~1 cycle and no better: it goes without, as does SmoothQuant (per-row scales).
 ROW_TERM = "input_pass_row_cycles"
 ROW_FAMILIES = ("fp8", "fp8_block")
-# A GEMM engine's m = 1 path (model/pricing/roofline.py's S), measured, not searched: per shape
-# (n, k) of a GPU and implementation measured at m = 1 and m = 2, whose weights and time a
-# one-row input barely moves, the difference in SM cycles. Where nine shapes in ten run slower
-# at m = 1 (SINGLE_ROW_QUANTILE above zero, over SINGLE_ROW_MIN_SHAPES or more), the median
-# prices it. Of 41 GPU x engine GEMM cells one passes: vLLM 0.24's per-tensor FP8 on the B300,
-# +13.3 µs a call (q10 10.9, q90 14.7 µs; 307 of its 35,742 rows, 5 of a fit's 600-row sample),
-# whose batch-1 decode GEMMs the searched terms priced at 0.45-0.54x the table. Every other
-# cell's q10 is -0.1 to -25 µs (the RTX PRO 6000's vLLM FP8: median +1.2, q10 -1.7 µs).
-SINGLE_ROW_TERM = "single_row_cycles"
-SINGLE_ROW_QUANTILE = 0.1
-SINGLE_ROW_MIN_SHAPES = 20
 # Kinds whose implementations differ by more than the model's error (two engines' attention
 # kernels, ~1.4x at large KV on the A100): fitted on the per-shape fastest implementation.
 FRONTIER_KINDS = ("attention", "attention_decode")
@@ -157,27 +145,6 @@ MAX_ROWS_PER_IMPL = 600
 FIT_EVALS = 800
 
 
-def single_row_cycles(rows: pd.DataFrame) -> float:
-    """SINGLE_ROW_TERM of a GEMM kind's rows (any GPUs and implementations): the median m = 1
-    minus m = 2 time per shape in SM cycles at each GPU's clock, where its SINGLE_ROW_QUANTILE
-    is above zero; else 0."""
-    keys = ["gpu", "impl", "n", "k"]
-    pairs = rows[rows["m"].isin((1, 2))].pivot_table(
-        index=keys, columns="m", values="measured_s", aggfunc="median"
-    )
-    if 1 not in pairs or 2 not in pairs:
-        return 0.0
-    diff = (pairs[1] - pairs[2]).dropna()
-    if len(diff) < SINGLE_ROW_MIN_SHAPES:
-        return 0.0
-    gpus = diff.index.get_level_values("gpu")
-    clock = np.array([get_gpu(str(g)).clock_hz() for g in gpus])
-    cycles = diff.to_numpy(float) * clock
-    if np.quantile(cycles, SINGLE_ROW_QUANTILE) <= 0:
-        return 0.0
-    return float(np.median(cycles))
-
-
 def base_kind(kind: str) -> str:
     """`gemm` of `gemm:fp8`: the kind whose terms (terms_for) and rows (KIND_OPS) it has."""
     return kind.split(":")[0]
@@ -219,7 +186,7 @@ def attention_families(table: pd.DataFrame) -> pd.Series:
 
 def one_token(table: pd.DataFrame) -> pd.Series:
     """Decode-shaped rows (one new token per sequence), whichever phase they were measured as:
-    pricing gives them the decode kinds and families (model/pricing/roofline.py kind_key)."""
+    pricing gives them the decode kinds and families (model/pricing/kinds.py kind_key)."""
     rows = table["op"].eq("attention_decode")
     if "seq_len" in table.columns:
         rows |= table["op"].eq("attention_prefill") & table["seq_len"].eq(1)

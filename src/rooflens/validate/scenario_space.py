@@ -28,7 +28,7 @@ scenario at a time through the Python API the faces call:
   A GEMM is likewise taken above its input pass's serialized rows (model/pricing/input_pass.py:
   vLLM's per-tensor FP8 amax, one atomic per row, measured at every m up to 16,384): a narrow
   GEMM over millions of prompt tokens pays them at tens of times its ideal time; and above its
-  engine's m = 1 path (model/pricing/roofline.py single_row_s: vLLM's FP8 on the B300, 13.3 µs
+  engine's m = 1 path (model/pricing/single_row.py: vLLM's FP8 on the B300, 13.3 µs
   a one-row call more than a two-row one, measured on every shape), which also lets a step of
   one-row GEMMs cost more than the same step at twice the batch by that much, and no more
   (`physics_measured`, named with the engine's GEMM tables).
@@ -58,15 +58,9 @@ from rooflens.model.predict.api import make_scenario, run
 from rooflens.model.predict.steps import Prediction
 from rooflens.model.pricing.comm import collective_time_s
 from rooflens.model.pricing.input_pass import serialized_rows_s
-from rooflens.model.pricing.roofline import (
-    busy_s,
-    kind_key,
-    kind_terms,
-    launch_floor_s,
-    per_wave_s,
-    single_row_paths,
-    single_row_s,
-)
+from rooflens.model.pricing.kinds import kind_key, kind_terms
+from rooflens.model.pricing.roofline import busy_s, launch_floor_s, per_wave_s
+from rooflens.model.pricing.single_row import single_row_paths, single_row_s
 from rooflens.model.specs.dtypes import NARROW_WEIGHT_DTYPES
 from rooflens.model.specs.params import count_params
 from rooflens.model.specs.presets import get_model
@@ -189,7 +183,7 @@ def check(settings: dict[str, Any], quant_profiles: tuple[str, ...] = ("ideal",)
 def _monotone(r: Report, s: dict[str, Any], base: Prediction) -> None:
     more_batch = predict(s, batch=2 * s["batch"], profile="calibrated")
     # a step of one-row GEMMs pays the engine's m = 1 path, measured slower than two rows
-    # (model/pricing/roofline.py single_row_s): at twice the batch it may step faster by that
+    # (model/pricing/single_row.py): at twice the batch it may step faster by that
     for what, small, big, phase in (
         ("TTFT at 2× batch", base.ttft_s, more_batch.ttft_s, base.prefill),
         ("TPOT at 2× batch", base.tpot_s, more_batch.tpot_s, base.decode),
@@ -217,7 +211,9 @@ def _monotone(r: Report, s: dict[str, Any], base: Prediction) -> None:
 def _one_row_s(pred: Prediction, priced: list[Any]) -> float:
     """Seconds a step of `priced` pays for its one-row GEMMs' m = 1 path."""
     sc = pred.scenario
-    paths = single_row_paths(priced, get_profile(sc.profile, sc.gpu, sc.engine), sc.gpu)
+    paths = single_row_paths(
+        [p.op for p in priced], get_profile(sc.profile, sc.gpu, sc.engine), sc.gpu
+    )
     return sum(per_call * calls for per_call, calls in paths.values())
 
 

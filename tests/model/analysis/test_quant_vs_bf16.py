@@ -127,8 +127,9 @@ def test_every_table_the_provenance_names_exists_with_its_kernel_and_dtype() -> 
 
 
 def test_vllm_fp8_on_b300_at_batch_1_names_its_m1_path() -> None:
-    # vLLM's CUTLASS FP8 GEMM at m = 1 on the B300 runs a path of its own (validate/fit_terms.py
-    # SINGLE_ROW_TERM): the note says what it costs a call, at the fitted cycles and the clock
+    # vLLM's CUTLASS FP8 GEMM at m = 1 on the B300 runs a path of its own
+    # (validate/single_row_fit.py): the note says what it costs a call, at the fitted cycles and
+    # the clock
     fields = {**B300_FP8, "engine": "vllm"}
     slower = quant_slower_than_bf16(run(make_scenario("llama-3-8b", "b300", **fields)))
     assert slower is not None and slower.families == ("gemm:fp8",)

@@ -19,13 +19,8 @@ from rooflens.hardware.spec import CLOCK_FALLBACK_HZ
 from rooflens.hardware.systems import default_system
 from rooflens.model.ops.attention import attention_op
 from rooflens.model.ops.op import Op, gemm_op
-from rooflens.model.pricing.roofline import (
-    kind_key,
-    kind_terms,
-    per_launch_s,
-    per_wave_s,
-    price_op,
-)
+from rooflens.model.pricing.kinds import kind_key, kind_terms
+from rooflens.model.pricing.roofline import per_launch_s, per_wave_s, price_op
 from rooflens.model.specs.quant import attention_family
 
 

@@ -11,7 +11,7 @@ from rooflens.hardware.errors import FieldError, RooflensError
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import DEFAULT_ENGINE, get_profile
 from rooflens.model.predict.api import make_scenario, run
-from rooflens.model.pricing.roofline import kind_terms
+from rooflens.model.pricing.kinds import kind_terms
 
 
 def test_bf16_on_volta_is_noted_and_priced_at_the_fp16_peak() -> None:

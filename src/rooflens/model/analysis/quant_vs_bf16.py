@@ -39,7 +39,8 @@ from rooflens.model.optimizations.base import Optimization
 from rooflens.model.predict.api import make_pipeline, parse_opts
 from rooflens.model.predict.scenario import Scenario
 from rooflens.model.predict.steps import Prediction
-from rooflens.model.pricing.roofline import kind_key, single_row_paths
+from rooflens.model.pricing.kinds import kind_key
+from rooflens.model.pricing.single_row import single_row_paths
 
 MAX_DECODE_BATCH = 16  # decode at this batch and below is weight-read bound: quantization pays
 REL_TOL = 1e-6  # a tie (whole tiles, whole waves) is not slower
@@ -79,7 +80,7 @@ class QuantSlower:
     engine: str
     families: tuple[str, ...]  # profile keys of the matmuls that got slower
     tables: tuple[MeasuredTable, ...]  # what those keys were fitted on; () = none named
-    # family -> the engine's m = 1 path a one-row call of it pays, s (roofline.py single_row_s)
+    # family -> the engine's m = 1 path a one-row call of it pays, s (model/pricing/single_row.py)
     single_row_s: tuple[tuple[str, float], ...] = ()
 
     @property
@@ -130,7 +131,7 @@ def quant_slower_than_bf16(
     named = sc.profile == "calibrated"  # `ideal` is fitted on nothing
     path = calibration_path(sc.gpu)
     tables = [t for f in families for t in fitted_on(path, sc.engine, f)] if named else []
-    paths = single_row_paths(quantized, profile, sc.gpu)
+    paths = single_row_paths([p.op for p in quantized], profile, sc.gpu)
     return QuantSlower(pred.tpot_s, twin.tpot_s, sc.precision.text, sc.engine,
                        tuple(families), tuple(tables),
                        tuple((f, paths[f][0]) for f in families if f in paths))  # fmt: skip

@@ -119,7 +119,7 @@ def gemm_op(
 
     `quant` names the kernel family when the operands alone do not (128-block FP8 against
     per-tensor FP8, model/specs/quant.py); the family selects the calibrated terms
-    (model/pricing/roofline.py kind_terms).
+    (model/pricing/kinds.py kind_terms).
 
     `heads` > 1 is a batched GEMM of `heads` products [M, K] · [K, N/heads], each head with its
     own weight and its own input (MLA's absorbed projections): the FLOPs and weights of one

@@ -218,14 +218,10 @@ def build_curves(
     # Non-decreasing in M (running maximum): the cost model's Flash-Decoding split heuristic
     # makes a few batches cheaper than smaller ones (on an H100, 17 sequences of 8 KV heads
     # fill the SMs unsplit while 16 split and pay a combine kernel), which would let latency
-    # fall as load rises; the planner takes the envelope (conservative, < 1 % at those M). A
-    # step of one-row GEMMs (one sequence a micro-batch) keeps its own price, outside it: the
-    # engine's m = 1 path (model/pricing/roofline.py single_row_s; vLLM's FP8 on the B300, 1.7
-    # ms a Llama-3-8B step) is measured dearer than two rows, a cost of that step alone, not a
-    # floor under every batch above it (it had priced a 70B TP-4 step at batch 30 +45 %).
-    many = B[:, 0] > 1
-    per_token = per_token.copy()
-    per_token[many] = np.maximum.accumulate(per_token[many], axis=0)
+    # fall as load rises; the planner takes the envelope (conservative, < 1 % at those M). One
+    # sequence a micro-batch keeps its own price: its m = 1 path is no floor (single_row.py).
+    envelope = np.maximum.accumulate(np.where(B[:, :1] > 1, per_token, 0.0), axis=0)
+    per_token = np.where(B[:, :1] > 1, envelope, per_token)
     # Σ L over the M sequences grows by M positions when L grows by one: slope per KV token
     # (at each M: attention's achieved bandwidth may depend on the batch).
     slope = (per_token[:, 1] - per_token[:, 0]) / (kv_len * M)

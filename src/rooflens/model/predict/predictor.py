@@ -28,7 +28,8 @@ from rooflens.model.predict.steps import (
     decode_kv_lens,
     phase_result,
 )
-from rooflens.model.pricing.roofline import PricedOp, price_ops, single_row_paths, step_time_s
+from rooflens.model.pricing.roofline import PricedOp, price_ops, step_time_s
+from rooflens.model.pricing.single_row import single_row_paths
 
 
 class Pipeline:
@@ -112,13 +113,15 @@ def _unit_notes(priced: list[PricedOp], sc: Scenario, profile: Profile) -> list[
 
 def _one_row_notes(decode: list[PricedOp], sc: Scenario, profile: Profile) -> list[str]:
     """Say when a decode step's one-row GEMMs (batch 1) pay the engine's m = 1 path, measured
-    slower than two rows (roofline.py single_row_s): a batch of 2 may step faster."""
+    slower than two rows (model/pricing/single_row.py): a batch of 2 may step faster."""
     engine = ENGINE_NAMES.get(sc.engine, sc.engine)
     return [
         f"{engine}'s {key} GEMMs run their m = 1 path at one row a call: +{fmt_time(per_call)} a "
         f"call, {calls:.0f} calls a decode step (+{fmt_time(per_call * calls)}), as its measured "
         "kernels run m = 1 against m = 2; a batch of 2 may step faster"
-        for key, (per_call, calls) in sorted(single_row_paths(decode, profile, sc.gpu).items())
+        for key, (per_call, calls) in sorted(
+            single_row_paths([p.op for p in decode], profile, sc.gpu).items()
+        )
     ]
 
 

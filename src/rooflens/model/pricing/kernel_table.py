@@ -133,7 +133,7 @@ def _group_op(grp: Group, group_size: int, sm_count: int) -> Op:
 def batches(table: pd.DataFrame, gpu: GPUSpec, internal: bool = False) -> list[Batch]:
     """Group a kernel table into array-shaped Ops for `gpu` (positions refer to `table`'s row
     order). Attention rows with one new token per sequence form their own groups: pricing
-    gives them the decode terms (model/pricing/roofline.py kind_terms), as it would row by row.
+    gives them the decode terms (model/pricing/kinds.py kind_terms), as it would row by row.
     `internal`: the rows are the operator table's own calls, not a user's (no int32 limits)."""
     if "op" not in table.columns:
         raise RooflensError("input needs an 'op' column (gemm, attention_prefill, ...)")

@@ -25,7 +25,7 @@ The time of one kernel call under a profile's terms for its kind:
     P = input_pass_bytes · m · k / (bandwidth · c)    a quantized GEMM's own pass over its input
         + m · input_pass_row_cycles / clock           (dynamic quantization), c = COPY_FRACTION;
                                                        per row: a per-tensor amax's atomics
-    S = single_row_cycles / clock where m = 1         a GEMM engine's m = 1 path (one row)
+    S = single_row_cycles / clock where m = 1         a GEMM engine's m = 1 path (single_row.py)
 
 For an eager PyTorch kernel (`eager` in its shape: a harness that times unfused torch ops one
 by one, model/ops/op.py memory_op) the bandwidth is also capped by the SM side, the lesser of:
@@ -77,7 +77,9 @@ from rooflens.model.pricing.comm import collective_time_s
 from rooflens.model.pricing.eager_roofs import eager_roof
 from rooflens.model.pricing.grid import MMA_REF_FLOP_PER_SM_CYCLE, padding, thread_blocks
 from rooflens.model.pricing.input_pass import input_pass_s
+from rooflens.model.pricing.kinds import kind_terms
 from rooflens.model.pricing.l2_resident import memory_s as l2_memory_s
+from rooflens.model.pricing.single_row import single_row_s
 from rooflens.model.pricing.softmax import softmax_s
 
 
@@ -116,35 +118,6 @@ class PricedOp:
         times = ("compute_s", "memory_s", "comm_s", "time_s")
         picked = [np.where(take, getattr(unsplit, f), getattr(self, f)) for f in times]
         return PricedOp(unsplit_where(self.op, unsplit.op, take), *picked)
-
-
-def kind_terms(profile: Profile, op: Op) -> KindEfficiency:
-    """The profile's terms for one op: those under its `kind_key`."""
-    return profile.kind(kind_key(profile, op))
-
-
-def kind_key(profile: Profile, op: Op) -> str:
-    """The key of the profile's terms that price one op. Decode-shaped attention (one new token
-    per sequence: flash-decoding kernels) takes `attention_decode` when the profile has it;
-    prefill, chunked prefill and verification (T > 1, or a mixed grid) take `attention`. A fused
-    MoE layer's routed experts (a `gemm` with `experts_read`, model/ops/moe.py: a grouped GEMM
-    over ragged per-expert batches) take `moe`; a quantized matmul its kernel family's key
-    (`gemm:fp8`, `moe:int4_wo`, model/specs/quant.py), and so does FP8 attention or attention
-    over an fp8 cache (`attention:fp8`, `attention_decode:kv_fp8`); each where the profile has
-    it."""
-    kinds, shape = profile.kinds, op.shape
-    if op.kind == "gemm":
-        family = shape.get("family")
-        keys = (f"moe:{family}", "moe") if "experts_read" in shape else ()
-        return next((key for key in (*keys, f"gemm:{family}") if key in kinds), "gemm")
-    if op.kind == "attention":
-        new_tokens = shape.get("new_tokens")
-        decode = new_tokens is not None and bool(np.all(np.asarray(new_tokens) <= 1))
-        bases = ("attention_decode", "attention") if decode else ("attention",)
-        family = shape.get("decode_family" if decode else "family")
-        candidates = [k for b in bases for k in (f"{b}:{family}", b)]
-        return next((key for key in candidates if key in kinds), "attention")
-    return op.kind
 
 
 def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count: int,
@@ -239,32 +212,6 @@ def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
     # Per grid point: an op emitted for a whole grid (Flash-Decoding's combine where some
     # points split) costs nothing where it does no work, as a scalar call would not emit it.
     return PricedOp(op, compute_s, memory_s, comm_s, busy + launch_floor_s(op, profile, gpu))
-
-
-def single_row_s(op: Op, eff: KindEfficiency, gpu: GPUSpec) -> Num:
-    """S: a GEMM call's extra time where its input is one row (m = 1, one head): the engine's
-    m = 1 path, single_row_cycles at the GPU's clock (zero elsewhere and under `ideal`)."""
-    if not eff.single_row_cycles or op.kind != "gemm" or op.shape.get("heads", 1) != 1:
-        return 0.0
-    one = np.asarray(op.shape.get("m", 0)) == 1
-    if not np.any(one):
-        return 0.0
-    extra = eff.single_row_cycles / gpu.clock_hz()
-    return extra if np.all(one) else np.where(one, extra, 0.0)
-
-
-def single_row_paths(
-    priced: list[PricedOp], profile: Profile, gpu: GPUSpec
-) -> dict[str, tuple[float, float]]:
-    """Per profile key whose one-row GEMM calls pay an engine's m = 1 path (single_row_s): its
-    seconds a call and the calls of `priced` (one step) that pay it."""
-    out: dict[str, tuple[float, float]] = {}
-    for p in priced:
-        extra = float(np.max(single_row_s(p.op, kind_terms(profile, p.op), gpu)))
-        if extra > 0:
-            key = kind_key(profile, p.op)
-            out[key] = (extra, out.get(key, (0.0, 0.0))[1] + float(p.op.count))
-    return out
 
 
 def launch_floor_s(op: Op, profile: Profile, gpu: GPUSpec) -> Num:

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from rooflens.hardware.presets import get_gpu
-from rooflens.hardware.profiles import CALIBRATION_DIR, ENGINES, load_calibration
+from rooflens.hardware.profiles import CALIBRATION_DIR, ENGINES, get_profile, load_calibration
+from rooflens.io.units import fmt_time
 from rooflens.model.analysis.quant_vs_bf16 import (
     MAX_DECODE_BATCH,
     MEASURED_FOLDERS,
@@ -18,6 +19,7 @@ from rooflens.model.analysis.quant_vs_bf16 import (
     quant_slower_than_bf16,
 )
 from rooflens.model.predict.api import make_scenario, run
+from rooflens.model.pricing.single_row import single_row_paths
 from rooflens.validate.measured_files import DEFAULT_ROOT, DEVICE_IDS
 
 needs_measured = pytest.mark.skipif(
@@ -128,21 +130,22 @@ def test_every_table_the_provenance_names_exists_with_its_kernel_and_dtype() -> 
 
 def test_vllm_fp8_on_b300_at_batch_1_names_its_m1_path() -> None:
     # vLLM's CUTLASS FP8 GEMM at m = 1 on the B300 runs a path of its own
-    # (validate/single_row_fit.py): the note says what it costs a call, at the fitted cycles and
-    # the clock
+    # (validate/single_row_fit.py): slower than bf16, named with its table, and the prediction
+    # says what the path costs a call (the fitted cycles at the clock) and a step
     fields = {**B300_FP8, "engine": "vllm"}
-    slower = quant_slower_than_bf16(run(make_scenario("llama-3-8b", "b300", **fields)))
+    pred = run(make_scenario("llama-3-8b", "b300", **fields))
+    slower = quant_slower_than_bf16(pred)
     assert slower is not None and slower.families == ("gemm:fp8",)
+    assert "aiconfigurator-b300/gemm/vllm/0.24.0/gemm_perf.parquet" in slower.note
     cycles = load_calibration(CALIBRATION_DIR / "b300.yaml").engines["vllm"]["gemm:fp8"]
     expected = cycles.single_row_cycles / float(get_gpu("b300").boost_clock_hz or 0)
     assert expected > 10e-6
-    assert dict(slower.single_row_s) == pytest.approx({"gemm:fp8": expected}, rel=1e-9)
-    assert "m = 1 path costs" in slower.note
-    assert slower.to_dict()["single_row_s"] == dict(slower.single_row_s)
-    # and the prediction itself says so: 4 GEMMs x 32 layers a step pay it
-    pred = run(make_scenario("llama-3-8b", "b300", **fields))
+    profile = get_profile("calibrated", get_gpu("b300"), "vllm")
+    paths = single_row_paths([p.op for p in pred.decode.priced], profile, get_gpu("b300"))
+    assert paths == {"gemm:fp8": (pytest.approx(expected, rel=1e-9), 128.0)}  # 4 GEMMs x 32
     (note,) = [n for n in pred.notes if "m = 1 path" in n]
-    assert "128 calls a decode step" in note and "vLLM's gemm:fp8" in note
+    assert f"+{fmt_time(expected)} a call, 128 calls a decode step" in note
+    assert "vLLM's gemm:fp8" in note
     # at batch 2 the GEMMs run the m >= 2 kernel: fp8 pays again
     two = run(make_scenario("llama-3-8b", "b300", **{**fields, "batch": 2}))
     assert quant_slower_than_bf16(two) is None

@@ -40,7 +40,6 @@ from rooflens.model.predict.api import make_pipeline, parse_opts
 from rooflens.model.predict.scenario import Scenario
 from rooflens.model.predict.steps import Prediction
 from rooflens.model.pricing.kinds import kind_key
-from rooflens.model.pricing.single_row import single_row_paths
 
 MAX_DECODE_BATCH = 16  # decode at this batch and below is weight-read bound: quantization pays
 REL_TOL = 1e-6  # a tie (whole tiles, whole waves) is not slower
@@ -80,8 +79,6 @@ class QuantSlower:
     engine: str
     families: tuple[str, ...]  # profile keys of the matmuls that got slower
     tables: tuple[MeasuredTable, ...]  # what those keys were fitted on; () = none named
-    # family -> the engine's m = 1 path a one-row call of it pays, s (model/pricing/single_row.py)
-    single_row_s: tuple[tuple[str, float], ...] = ()
 
     @property
     def named(self) -> bool:
@@ -95,16 +92,13 @@ class QuantSlower:
         if not self.named:
             return f"{head}; no measured table says so: {', '.join(self.families) or 'no matmul'}"
         tables = "; ".join(f"{t.table} ({t.dtype}, {t.kernel_source})" for t in self.tables)
-        paths = "".join(f"; {f}'s m = 1 path costs {fmt_time(t)} a call (measured there: m = 1 "
-                        "against m = 2, per shape)" for f, t in self.single_row_s)  # fmt: skip
-        return f"{head}: {', '.join(self.families)} fitted on measured {tables}{paths}"
+        return f"{head}: {', '.join(self.families)} fitted on measured {tables}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"tpot_s": self.tpot_s, "bf16_tpot_s": self.bf16_tpot_s,
                 "precision": self.precision, "engine": self.engine,
                 "families": list(self.families),
-                "measured_tables": [t.to_dict() for t in self.tables],
-                "single_row_s": dict(self.single_row_s)}  # fmt: skip
+                "measured_tables": [t.to_dict() for t in self.tables]}  # fmt: skip
 
 
 def quant_slower_than_bf16(
@@ -131,10 +125,8 @@ def quant_slower_than_bf16(
     named = sc.profile == "calibrated"  # `ideal` is fitted on nothing
     path = calibration_path(sc.gpu)
     tables = [t for f in families for t in fitted_on(path, sc.engine, f)] if named else []
-    paths = single_row_paths([p.op for p in quantized], profile, sc.gpu)
     return QuantSlower(pred.tpot_s, twin.tpot_s, sc.precision.text, sc.engine,
-                       tuple(families), tuple(tables),
-                       tuple((f, paths[f][0]) for f in families if f in paths))  # fmt: skip
+                       tuple(families), tuple(tables))  # fmt: skip
 
 
 def bf16_twin(sc: Scenario) -> Scenario:

@@ -275,3 +275,30 @@ def test_opt_in_generation_rule_writes_a_profile_per_unmeasured_preset(tmp_path)
     assert 0.49 < _load(out / "generic.yaml").kinds["norm"].memory_fraction < 0.91
     text = yaml.safe_load((out / "b200.yaml").read_text())["source"]
     assert text.startswith("generation rule (blackwell -> h100-sxm)")
+
+
+def test_cv_folds_are_the_profiles_that_priced_each_held_out_gpu(tmp_path, capsys):
+    # the H100 streams at 0.5 where the A100 does 0.7: held out, it is priced with the A100's
+    # terms; the fold file written must price its rows to the very error the table reports
+    from rooflens.hardware.profiles import load_calibration
+
+    measured = tmp_path / "measured"
+    for gpu, fraction in (("a100-sxm-80gb", 0.7), ("h100-sxm", 0.5)):
+        folder = measured / f"rooflens-{gpu}" / "triton"
+        folder.mkdir(parents=True)
+        rows = norm_rows(gpu, fraction).assign(timing="cuda_graph")
+        rows.to_csv(folder / "rmsnorm.csv", index=False)
+    folds = tmp_path / "folds"
+    args = ["validate", "cv", "--measured", str(measured), "--max-evals", "200",
+            "--own-kernels", "--folds", str(folds), "--json"]  # fmt: skip
+    assert main(args) == 0
+    cells = pd.DataFrame(json.loads(capsys.readouterr().out)["cells"]).set_index("held_out")
+    assert sorted(p.name for p in folds.glob("*.yaml")) == ["a100-sxm-80gb.yaml", "h100-sxm.yaml"]
+    assert "rooflens validate cv" in (folds / "h100-sxm.yaml").read_text().splitlines()[0]
+    for gpu, fraction in (("a100-sxm-80gb", 0.7), ("h100-sxm", 0.5)):
+        rows = norm_rows(gpu, fraction)
+        fold = load_calibration(folds / f"{gpu}.yaml")
+        error = predict_frame(rows, get_gpu(gpu), fold)["predicted_s"] / rows["measured_s"] - 1
+        assert float(error.abs().median()) == pytest.approx(cells.loc[gpu, "median"], rel=1e-6)
+        assert float(error.median()) == pytest.approx(cells.loc[gpu, "bias"], rel=1e-6)
+    assert cells.loc["h100-sxm", "bias"] < -0.2  # it learned 0.7 for its 0.5: priced too fast

@@ -26,6 +26,7 @@ import pandas as pd
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import Profile
 from rooflens.model.specs.quant import FAMILIES
 from rooflens.validate.compare import join, summarize
 from rooflens.validate.datasets import own_runs
@@ -52,6 +53,8 @@ RULE_TEXT = {
 }
 RULES = tuple(RULE_TEXT)
 CV_FILE = Path(__file__).parent / "results" / "cv.csv"  # the committed table (dashboard, README)
+# each fold's profile, as `validate cv --folds` writes it (benchmarks/engine_steps.py --held-out)
+CV_FOLDS_DIR = Path(__file__).parent / "results" / "cv_folds"
 COLUMNS = ("held_out", "engine", "op", "rows", "trained_rows", "median", "p90", "bias", "rule",
            "reference_gpus", "trained_on", "git_commit", "date")  # fmt: skip
 ALL_ENGINES = "all"  # cells over every implementation of the held-out GPU
@@ -85,6 +88,7 @@ def cross_validate(
     calls: list[np.ndarray] | None = None,
     detail: list[pd.DataFrame] | None = None,
     train_own: bool = False,
+    folds: dict[str, Profile] | None = None,
 ) -> pd.DataFrame:
     """One row per held-out GPU and operator class: rows scored, training rows of the class,
     median and p90 of |error|, median error (bias; negative = the model is too fast), the rule,
@@ -93,7 +97,9 @@ def cross_validate(
     `detail` each fold's scored calls with their op, precision (`quant`), engine and error
     (`targets`). Cells are over every implementation (`engine` = all) and per serving engine;
     GEMM and MoE also per precision (`gemm/fp8`, ...). This project's own runs are scored as one
-    more implementation, trained on only with `train_own` (validate/datasets.py own_runs)."""
+    more implementation, trained on only with `train_own` (validate/datasets.py own_runs).
+    `folds`, if given, receives the profile each held-out GPU was priced with, by its id
+    (`rooflens validate cv --folds`: whole steps held out, benchmarks/engine_steps.py)."""
     if rule not in RULES:
         raise RooflensError(f"unknown rule '{rule}': use one of {', '.join(RULES)}")
     gpus = sorted(table["gpu"].astype(str).unique())
@@ -109,6 +115,8 @@ def cross_validate(
         profile, reference = profile_for(
             get_gpu(held_out), train, pooled, rule=rule, max_evals=max_evals
         )
+        if folds is not None:
+            folds[held_out] = profile
         scored, _ = best_of_impls(table[table["gpu"] == held_out])
         joined = join(scored, ("ideal", profile))
         joined["engine"] = engine_of(joined["impl"])

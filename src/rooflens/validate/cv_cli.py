@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 from rooflens.validate.cli_render import console, table, training_table_of
 from rooflens.validate.measured_files import DEFAULT_ROOT
@@ -17,16 +18,24 @@ def cmd_cv(args: argparse.Namespace) -> int:
 
     if args.output is not None:
         check_writable(args.output, "-o")  # before the cross-validation, not after it
+    if args.folds is not None:
+        check_writable(Path(args.folds) / "probe.yaml", "--folds")
     progress = None if args.json else console.print
     calls: list = []
     detail: list = []
     measured = training_table_of(args, include_own=True)  # own runs scored (cv.py)
+    folds: dict = {}
     cv = cross_validate(measured, args.rule, args.max_evals, progress, calls, detail,
-                        train_own=args.own_kernels)  # fmt: skip
+                        train_own=args.own_kernels, folds=folds)  # fmt: skip
     calls_summary = per_call(calls)
     goals = targets(detail)
     if args.output is not None:
         atomic_write_csv(args.output, cv, "-o")
+    if args.folds is not None:
+        from rooflens.validate.profile_fit import write_profile
+
+        for gpu, profile in folds.items():  # the profile each held-out GPU was priced with
+            write_profile(profile, Path(args.folds) / f"{gpu}.yaml", by="rooflens validate cv")
     if args.json:
         print(to_json({"cells": cv.to_dict(orient="records"), "overall": overall(cv),
                        "per_call": calls_summary,
@@ -57,6 +66,8 @@ def cmd_cv(args: argparse.Namespace) -> int:
         )
     if args.output:
         console.print(f"wrote {args.output}")
+    if args.folds:
+        console.print(f"wrote {len(folds)} fold profiles to {args.folds}")
     return 0
 
 
@@ -87,5 +98,9 @@ def add_cv_parser(vsub: argparse._SubParsersAction) -> None:
                         f"{rule}: {text}" for rule, text in RULE_TEXT.items()))  # fmt: skip
     cv.add_argument("--max-evals", type=int, default=FIT_EVALS, help="fit evaluations per kind")
     cv.add_argument("-o", "--output", help="write the table as CSV (atomically)")
+    cv.add_argument("--folds", metavar="DIR",
+                    help="also write the profile each held-out GPU was priced with, as "
+                    "DIR/<gpu>.yaml (whole steps held out: python -m benchmarks.engine_steps "
+                    "--held-out DIR)")  # fmt: skip
     cv.add_argument("--json", action="store_true")
     cv.set_defaults(handler=cmd_cv)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rooflens.hardware.profiles import get_profile
+from rooflens.hardware.profiles import Profile, get_profile
 from rooflens.model.pricing.comm import CUSTOM_ALLREDUCE_MAX_BYTES
 from rooflens.model.pricing.l2_resident import replayed
 from rooflens.model.pricing.roofline import price_op
@@ -174,13 +174,16 @@ def table_quant(op_row: dict[str, Any], family: str | None) -> str:
     return "bfloat16" if op_row.get("weight_dtype", op_row.get("dtype")) in ("bf16", "fp16") else ""
 
 
-def step_rows(pred: Any, root: str = str(DEFAULT_ROOT)) -> pd.DataFrame:
+def step_rows(
+    pred: Any, root: str = str(DEFAULT_ROOT), profile: Profile | None = None
+) -> pd.DataFrame:
     """Per dense GEMM, attention and all-reduce row of a prediction: our seconds and the engine
     tables' (NaN where no table covers the call), with the row's phase, name, call and label
-    (the GEMM's precision, `attention` or `all_reduce`)."""
+    (the GEMM's precision, `attention` or `all_reduce`). `profile`: the terms the prediction
+    was priced with, where not its scenario's named profile (a fold's, `run(..., profile=)`)."""
     sc = pred.scenario
     gpu, engine = sc.gpu.id, sc.engine
-    profile = get_profile(sc.profile, sc.gpu, engine)
+    profile = profile or get_profile(sc.profile, sc.gpu, engine)
     priced = pred.prefill.priced + pred.decode.priced
     out = []
     for row, p in zip(pred.to_dict()["ops"], priced, strict=True):

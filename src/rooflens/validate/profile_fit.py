@@ -147,7 +147,8 @@ def _brief(fits: dict[str, Any]) -> dict[str, Any]:
     return {kind: {k: f[k] for k in keys if k in f} for kind, f in sorted(fits.items())}
 
 
-def write_profile(profile: Profile, path: Path) -> Path:
+def write_profile(profile: Profile, path: Path, by: str = "rooflens calibrate fit") -> Path:
+    """Write a fitted profile as a calibration file, its header naming the command (`by`)."""
     data = profile.model_dump(mode="json", exclude_defaults=False)
     data.pop("engine", None)  # a file holds every engine; `get_profile` resolves one
     data["kinds"] = {
@@ -158,7 +159,7 @@ def write_profile(profile: Profile, path: Path) -> Path:
         for name, kinds in data["engines"].items()
     }
     header = (
-        "# Written by `rooflens calibrate fit` (validate/profile_fit.py); do not edit by hand.\n"
+        f"# Written by `{by}` (validate/profile_fit.py); do not edit by hand.\n"
         "# Terms: hardware/profiles.py (formula: model/pricing/roofline.py). Method and data:\n"
         "# docs/validation.md, `provenance` below.\n"
     )

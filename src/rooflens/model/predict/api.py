@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from rooflens.hardware.errors import FieldError, RooflensError, validation_message
 from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import Profile
 from rooflens.hardware.systems import default_system, get_system, system_ids
 from rooflens.model.optimizations import parse_opt
 from rooflens.model.optimizations.base import Optimization
@@ -162,19 +163,29 @@ def _precision(r: ScenarioRequest, spec: ModelSpec, system: Any) -> tuple[str, s
     return weight, act, experts, scheme_of(weight, act, experts, block), native
 
 
-def make_pipeline(scenario: Scenario, opts: Sequence[str | Optimization] | None = None) -> Pipeline:
+def make_pipeline(
+    scenario: Scenario,
+    opts: Sequence[str | Optimization] | None = None,
+    profile: Profile | None = None,
+) -> Pipeline:
     """The pipeline of `scenario` under `opts`, by default (None) the optimizations it was built
     with (`make_scenario(..., opts=...)`); the analyses price it under a subset of those
-    (`compare`'s waterfall). A bad optimization is an error about `opts`."""
+    (`compare`'s waterfall). A bad optimization is an error about `opts`. `profile` prices it
+    with those terms instead of the scenario's named profile (Pipeline)."""
     parsed = parse_opts(scenario.opts if opts is None else opts)
     try:
-        return Pipeline(scenario, parsed)
+        return Pipeline(scenario, parsed, profile)
     except ValidationError as exc:
         raise _structured(exc, "scenario after optimizations") from None
     except RooflensError as exc:
         raise _about_opts(exc) from None
 
 
-def run(scenario: Scenario, opts: Sequence[str | Optimization] | None = None) -> Prediction:
-    """The prediction of `scenario` under `opts`, by default the ones it was built with."""
-    return make_pipeline(scenario, opts).predict()
+def run(
+    scenario: Scenario,
+    opts: Sequence[str | Optimization] | None = None,
+    profile: Profile | None = None,
+) -> Prediction:
+    """The prediction of `scenario` under `opts`, by default the ones it was built with
+    (`profile`: priced with those terms instead of its named profile, Pipeline)."""
+    return make_pipeline(scenario, opts, profile).predict()

@@ -33,15 +33,23 @@ from rooflens.model.pricing.single_row import single_row_paths
 
 
 class Pipeline:
-    """Runs a scenario through its optimizations. Build one per scenario; call `predict()`."""
+    """Runs a scenario through its optimizations. Build one per scenario; call `predict()`.
+    `profile`: price with these terms instead of the scenario's named profile (a
+    cross-validation fold's, to price a GPU with the terms that never saw it)."""
 
-    def __init__(self, scenario: Scenario, optimizations: list[Optimization] | None = None):
+    def __init__(
+        self,
+        scenario: Scenario,
+        optimizations: list[Optimization] | None = None,
+        profile: Profile | None = None,
+    ):
         self.opts = ordered(list(optimizations or []))
         sc = scenario
         for opt in self.opts:
             sc = opt.scenario(sc)
         self.scenario = sc
-        self.profile: Profile = get_profile(sc.profile, sc.gpu, sc.engine)
+        self._terms = profile
+        self.profile: Profile = profile or get_profile(sc.profile, sc.gpu, sc.engine)
 
     def step_ops(self, step: Step, sc: Scenario | None = None) -> list[Op]:
         return step_ops(sc or self.scenario, self.opts, step)
@@ -58,7 +66,7 @@ class Pipeline:
         return memory_breakdown(self.scenario, self.opts)
 
     def for_scenario(self, sc: Scenario, opts: Sequence[Optimization]) -> Pipeline:
-        return Pipeline(sc, list(opts))
+        return Pipeline(sc, list(opts), self._terms)
 
     def predict(self) -> Prediction:
         sc, w = self.scenario, self.scenario.workload

@@ -4,6 +4,12 @@ extrapolates, and a real step's rows are the tables' calls at the operator table
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -114,3 +120,46 @@ def test_a_small_decodes_cache_is_warm_in_the_table_and_cold_in_a_step(measured_
     assert s["attention_ours_s"] > 1.1 * s["attention_tables_s"]
     qkv = decode[decode.name.eq("attn.qkv_proj")].iloc[0]
     assert qkv.warm_s == pytest.approx(qkv.ours_s, rel=1e-12)
+
+
+def test_a_step_priced_with_a_given_profile_is_the_step_of_the_profile_named(measured_dir):
+    # a fold's terms come in as an object (benchmarks/engine_steps.py --held-out); passing the
+    # ideal profile that way must price every row, cold and as the harness ran it, exactly as
+    # the scenario that names `ideal`, and differently from the calibrated one it stands in for
+    from rooflens.hardware.profiles import IDEAL
+    from rooflens.model.predict.api import make_scenario, run
+
+    root = str(measured_dir)
+    kw = {"batch": 8, "prompt_len": 2048, "output_len": 16, "tp": 2, "engine": "vllm"}
+    named = step_rows(run(make_scenario("llama-3-8b", "h100-sxm", profile="ideal", **kw)), root)
+    calibrated = make_scenario("llama-3-8b", "h100-sxm", profile="calibrated", **kw)
+    given = step_rows(run(calibrated, profile=IDEAL), root, profile=IDEAL)
+    pd.testing.assert_frame_equal(given, named)
+    assert not np.allclose(step_rows(run(calibrated), root)["ours_s"], named["ours_s"])
+
+
+def _bench(*args: str) -> subprocess.CompletedProcess[str]:
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(repo / "src"), str(repo)))}
+    return subprocess.run([sys.executable, "-m", "benchmarks.engine_steps", *args], cwd=repo,
+                          env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+def test_the_held_out_benchmark_prices_each_gpu_with_its_fold_file(measured_dir, tmp_path):
+    # a "fold" that is the H100's own calibration file must give the in-sample figures exactly;
+    # a GPU without a fold file is a one-line error naming the command that writes it
+    from rooflens.hardware.profiles import CALIBRATION_DIR
+
+    shutil.copy(CALIBRATION_DIR / "h100-sxm.yaml", tmp_path / "h100-sxm.yaml")
+    base = ("--gpu", "h100-sxm", "--engine", "trtllm", "--model", "llama-3-8b", "--show", "1")
+    in_sample, held = _bench(*base), _bench(*base, "--held-out", str(tmp_path))
+    assert in_sample.returncode == held.returncode == 0, held.stderr
+
+    def whole(out: str) -> str:
+        return next(line for line in out.splitlines() if line.startswith("whole steps over"))
+
+    assert whole(held.stdout) == whole(in_sample.stdout)
+    assert held.stdout.startswith("held out: each GPU priced by the fold")
+    missing = _bench("--gpu", "b300", "--held-out", str(tmp_path))
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+    assert "no fold profile for b300" in missing.stderr and "validate cv --folds" in missing.stderr

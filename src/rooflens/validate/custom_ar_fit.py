@@ -45,7 +45,8 @@ from rooflens.model.pricing.comm import (
     CUSTOM_ALLREDUCE_FILE,
     CUSTOM_ALLREDUCE_MAX_BYTES,
     Protocol,
-    all_reduce_s,
+    custom_all_reduce_s,
+    one_shot,
 )
 from rooflens.validate.comm_fit import _nonneg_wls
 from rooflens.validate.measured_files import DEFAULT_ROOT, MS, dtype_names, gpu_id, read_table
@@ -84,9 +85,10 @@ def fit_engine(rows: pd.DataFrame) -> Protocol:
     columns, times = [], []
     for gpu, g in rows.groupby("gpu"):
         link = default_system(get_gpu(str(gpu))).intra_node
-        n = g["n_gpus"].to_numpy(float)
-        steps = 2 * (n - 1)
-        moved = steps / n * g["bytes"].to_numpy(float)
+        n, size = g["n_gpus"].to_numpy(float), g["bytes"].to_numpy(float)
+        one = np.array([bool(one_shot(b, int(k))) for b, k in zip(size, n, strict=True)])
+        steps = np.where(one, n - 1, 2 * (n - 1))  # model/pricing/comm.py custom_all_reduce_s
+        moved = np.where(one, (n - 1) * size, 2 * (n - 1) / n * size)
         lam = np.full(len(g), link.latency_s)
         columns.append(np.stack([lam, steps * lam, moved / link.bytes_per_s], axis=1))
         times.append(g["measured_s"].to_numpy(float))
@@ -100,7 +102,7 @@ def predict(rows: pd.DataFrame, protocol: Protocol) -> np.ndarray:
     for (gpu, n), idx in groups.items():
         system = default_system(get_gpu(str(gpu)))
         size = rows["bytes"].to_numpy(float)[idx]
-        out[idx] = all_reduce_s(size, int(n), system, (protocol,))
+        out[idx] = custom_all_reduce_s(size, int(n), system, protocol)
     return out
 
 

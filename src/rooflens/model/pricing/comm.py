@@ -61,6 +61,12 @@ CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 2**20
 # 8]`, the sizes the measured tables cover. A larger group (TP 16 in a 72-GPU NVLink domain)
 # runs NCCL.
 CUSTOM_ALLREDUCE_MAX_GPUS = 8
+# The engines' all-reduce runs one of two kernels (vLLM csrc/custom_all_reduce.cuh; SGLang's
+# sgl-kernel port has the same switch): one stage (one-shot) on 2 GPUs at every size, on up to
+# 4 below 512 KiB and on up to 8 below 256 KiB, else two (reduce-scatter, then all-gather).
+# One-shot: every GPU reads each peer's whole buffer, (n - 1) · S bytes over n - 1 steps; two
+# stages move the ring's 2(n - 1)/n · S over 2(n - 1) steps. (max GPUs, one-shot below bytes)
+ONE_SHOT_BELOW = ((2, math.inf), (4, 512 * 2**10), (8, 256 * 2**10))
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 # (GPU id, compute capability) -> the measured GPU whose all-reduce table prices it, or None
 _MEASURED_AS: dict[tuple[str, str | None], str | None] = {}
@@ -151,6 +157,26 @@ def allreduce_protocol(system: SystemSpec, engine: str | None) -> Protocol | Non
     return custom_allreduce().get(engine or "")
 
 
+def one_shot(payload_bytes: Num, n_gpus: int) -> Any:
+    """Whether the engine's all-reduce of this size on n GPUs runs its one-stage kernel."""
+    below = next((b for most, b in ONE_SHOT_BELOW if n_gpus <= most), 0.0)
+    return np.asarray(payload_bytes) < below
+
+
+def custom_all_reduce_s(payload_bytes: Num, n_gpus: int, system: SystemSpec,
+                        protocol: Protocol) -> Num:  # fmt: skip
+    """The engine's own all-reduce inside one node under `protocol`: one-shot below its size
+    (ONE_SHOT_BELOW: n − 1 steps, (n − 1) · S bytes through each GPU's link), else two stages at
+    the ring's steps and bytes (all_reduce_s)."""
+    if n_gpus <= 1:
+        return 0.0 * payload_bytes
+    link = system.intra_node
+    shot = _phase_s(n_gpus - 1, (n_gpus - 1) * payload_bytes, link, (protocol,),
+                    link.bytes_per_s)  # fmt: skip
+    ring = all_reduce_s(payload_bytes, n_gpus, system, (protocol,))
+    return np.where(one_shot(payload_bytes, n_gpus), shot, ring)
+
+
 def engine_all_reduce_s(
     payload_bytes: Num, n_gpus: int, system: SystemSpec, engine: str | None, nccl: Num
 ) -> Num:
@@ -160,7 +186,7 @@ def engine_all_reduce_s(
     protocol = allreduce_protocol(system, engine)
     if protocol is None or not 1 < n_gpus <= min(system.gpus_per_node, CUSTOM_ALLREDUCE_MAX_GPUS):
         return nccl
-    own = all_reduce_s(payload_bytes, n_gpus, system, (protocol,))
+    own = custom_all_reduce_s(payload_bytes, n_gpus, system, protocol)
     return np.where(np.asarray(payload_bytes) <= CUSTOM_ALLREDUCE_MAX_BYTES,
                     np.minimum(own, nccl), nccl)  # fmt: skip
 

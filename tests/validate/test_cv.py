@@ -302,3 +302,18 @@ def test_cv_folds_are_the_profiles_that_priced_each_held_out_gpu(tmp_path, capsy
         assert float(error.abs().median()) == pytest.approx(cells.loc[gpu, "median"], rel=1e-6)
         assert float(error.median()) == pytest.approx(cells.loc[gpu, "bias"], rel=1e-6)
     assert cells.loc["h100-sxm", "bias"] < -0.2  # it learned 0.7 for its 0.5: priced too fast
+
+
+def test_the_committed_folds_are_the_committed_tables_folds():
+    # validate/results/cv_folds/ holds the profile each held-out GPU of cv.csv was priced with
+    # (benchmarks/engine_steps.py --held-out): one per held-out GPU, fitted on its training GPUs
+    from rooflens.hardware.profiles import load_calibration
+    from rooflens.validate.cv import CV_FILE, CV_FOLDS_DIR
+
+    cells = pd.read_csv(CV_FILE)
+    trained = cells.groupby("held_out")["trained_on"].first()
+    assert sorted(p.stem for p in CV_FOLDS_DIR.glob("*.yaml")) == sorted(trained.index)
+    for gpu, on in trained.items():
+        fold = load_calibration(CV_FOLDS_DIR / f"{gpu}.yaml")
+        assert sorted(fold.provenance["gpus"]) == sorted(on.split(",")), gpu
+        assert gpu not in fold.provenance["gpus"]

@@ -7,9 +7,11 @@ launch, no NCCL protocol setup) and fall back to NCCL above a size (vLLM's Custo
 `max_size` 8 MiB). On the H100 at TP 8 a 16 kB all-reduce takes ~4 µs there against NCCL's
 ~16 µs. The fit takes the engines' CUDA-graph rows (`backend` *_graph; TensorRT-LLM's table has
 no eager rows) of every NVLink GPU up to that size and finds, per engine, the terms of
-model/pricing/comm.py's `Protocol` (t = (s0 + steps·s1)·λ + ring bytes / (f·β), λ and β the
-GPU's NVLink latency and bandwidth), with validate/comm_fit.py's non-negative least squares on
-relative error, so it carries to an unmeasured NVLink GPU through its datasheet. PCIe-only parts
+model/pricing/comm.py's `Protocol` (t = (s0 + steps·s1)·λ + bytes / (f·β), λ and β the GPU's
+NVLink latency and bandwidth; below vLLM's one-shot switch n − 1 steps and (n − 1)·S bytes,
+above it the ring's 2(n − 1) steps and 2(n − 1)/n·S: comm.py `custom_all_reduce_s`), with
+validate/comm_fit.py's non-negative least squares on relative error, so it carries to an
+unmeasured NVLink GPU through its datasheet. PCIe-only parts
 (RTX PRO 6000) are left out of that pooled fit: engines turn the custom all-reduce off on more
 than two PCIe GPUs and the table there matches NCCL.
 
@@ -147,8 +149,9 @@ def calibration_yaml(fits: dict[str, tuple[Protocol, dict]],
     header = (
         "# The serving engines' own all-reduce (one node, messages up to max_bytes), one\n"
         "# protocol per engine pooled over the NVLink GPUs and one per measured GPU (gpus):\n"
-        "# t = (s0 + steps*s1) * link latency + ring bytes / (f * link bandwidth)\n"
-        "# (model/pricing/comm.py).\n"
+        "# t = (s0 + steps*s1) * link latency + bytes / (f * link bandwidth); one-shot below\n"
+        "# vLLM's switch (n-1 steps, (n-1)*S bytes), else the ring's 2(n-1) steps and\n"
+        "# 2(n-1)/n*S (model/pricing/comm.py custom_all_reduce_s).\n"
         "# Written by `python -m rooflens.validate.custom_ar_fit --write`; do not edit by hand.\n"
     )
     data = {

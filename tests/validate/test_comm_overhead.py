@@ -10,12 +10,8 @@ import pytest
 from rooflens.hardware.profiles import get_profile
 from rooflens.model.ops.table import decode_ops
 from rooflens.model.predict.api import make_scenario
-from rooflens.model.pricing.comm import (
-    all_reduce_s,
-    all_to_all_s,
-    engine_all_reduce_s,
-    protocols_for,
-)
+from rooflens.model.pricing.comm import all_reduce_s, all_to_all_s, protocols_for
+from rooflens.model.pricing.custom_allreduce import engine_all_reduce_s
 from rooflens.model.pricing.roofline import per_launch_s, price_op
 
 

@@ -1,10 +1,10 @@
-"""The serving engines' own all-reduce (validate/custom_ar_fit.py, model/pricing/comm.py): the
-committed file is the fit of the measurements, decode-sized all-reduces on an NVLink node cost
-what the engines measured (not NCCL's protocol latency), and NCCL still prices what the engines
-do not run their own kernel for (larger messages, unmeasured PCIe parts, more than 8 GPUs). Each
-measured GPU prices with the protocols fitted on its own table, and a GPU of the same SM design
-with that GPU's. That the ideal link model stays below every measured call is
-tests/validate/test_comm_lower_bound.py."""
+"""The serving engines' own all-reduce (validate/custom_ar_fit.py,
+model/pricing/custom_allreduce.py): the committed file is the fit of the measurements,
+decode-sized all-reduces on an NVLink node cost what the engines measured (not NCCL's protocol
+latency), and NCCL still prices what the engines do not run their own kernel for (larger
+messages, unmeasured PCIe parts, more than 8 GPUs). Each measured GPU prices with the protocols
+fitted on its own table, and a GPU of the same SM design with that GPU's. That the ideal link
+model stays below every measured call is tests/validate/test_comm_lower_bound.py."""
 
 from __future__ import annotations
 
@@ -13,16 +13,14 @@ import pytest
 
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.systems import default_system
-from rooflens.model.pricing.comm import (
+from rooflens.model.pricing.comm import Protocol, all_reduce_s, load_comm_calibration
+from rooflens.model.pricing.custom_allreduce import (
     CUSTOM_ALLREDUCE_MAX_BYTES,
-    Protocol,
-    all_reduce_s,
     allreduce_protocol,
     custom_all_reduce_s,
     custom_allreduce,
     engine_all_reduce_s,
     gpu_allreduce,
-    load_comm_calibration,
 )
 from rooflens.validate import custom_ar_fit
 
@@ -74,7 +72,7 @@ def test_committed_per_gpu_protocols_are_the_fit_of_each_gpus_rows(rows):
 def test_decode_sized_all_reduces_cost_what_each_gpu_measured(rows, gpu):
     # decode all-reduces: batch 1-64 of a 4k-8k hidden state, 16 kB to 1 MB. Pooled over GPUs,
     # the protocols priced the RTX PRO 6000's (NCCL on PCIe) at 2.2x measured. Over 8 GPUs the
-    # ring's bytes priced 0.69-0.86x (the RTX PRO 6000's 0.38x at 512 kB): below its switch
+    # ring's bytes priced 0.69-0.97x (the RTX PRO 6000's 0.38x at 512 kB): below its switch
     # the engine's one-shot kernel reads the n - 1 peers' whole buffers (ONE_SHOT_BELOW).
     system = default_system(get_gpu(gpu))
     mine = rows[rows.gpu.eq(gpu) & rows.bytes.between(16384, 2**20)]

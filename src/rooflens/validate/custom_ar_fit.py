@@ -9,9 +9,9 @@ launch, no NCCL protocol setup) and fall back to NCCL above a size (vLLM's Custo
 no eager rows) of every NVLink GPU up to that size and finds, per engine, the terms of
 model/pricing/comm.py's `Protocol` (t = (s0 + steps·s1)·λ + bytes / (f·β), λ and β the GPU's
 NVLink latency and bandwidth; below vLLM's one-shot switch n − 1 steps and (n − 1)·S bytes,
-above it the ring's 2(n − 1) steps and 2(n − 1)/n·S: comm.py `custom_all_reduce_s`), with
-validate/comm_fit.py's non-negative least squares on relative error, so it carries to an
-unmeasured NVLink GPU through its datasheet. PCIe-only parts
+above it the ring's 2(n − 1) steps and 2(n − 1)/n·S: model/pricing/custom_allreduce.py
+`custom_all_reduce_s`), with validate/comm_fit.py's non-negative least squares on relative
+error, so it carries to an unmeasured NVLink GPU through its datasheet. PCIe-only parts
 (RTX PRO 6000) are left out of that pooled fit: engines turn the custom all-reduce off on more
 than two PCIe GPUs and the table there matches NCCL.
 
@@ -20,13 +20,14 @@ PCIe parts included, since a GPU's table is what the engine's all-reduce costs o
 whichever kernel ran. Pooled, the protocols missed per GPU (engine-steps benchmark, decode
 all-reduces, ours / measured, median over scenarios): H100 1.2, B300 0.73-0.79, A100 0.66-0.98,
 and the RTX PRO 6000 2.2 (NCCL's A100-fitted protocol on PCIe: 23 us against 5-7 us measured at
-16 kB over 2 GPUs). model/pricing/comm.py prices a GPU with its own protocols, else those of a
-measured GPU of the same SM design (an H200 the H100's, a B200 the B300's: hardware/profiles.py
-`sibling_of`), else the pooled ones on NVLink and NCCL elsewhere.
+16 kB over 2 GPUs). model/pricing/custom_allreduce.py prices a GPU with its own protocols, else
+those of a measured GPU of the same SM design (an H200 the H100's, a B200 the B300's:
+hardware/profiles.py `sibling_of`), else the pooled ones on NVLink and NCCL elsewhere.
 
     python -m rooflens.validate.custom_ar_fit [--write]
 
-writes hardware/calibration/comm-custom-allreduce.yaml, which model/pricing/comm.py reads.
+writes hardware/calibration/comm-custom-allreduce.yaml, which
+model/pricing/custom_allreduce.py reads.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ import yaml
 from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.systems import default_system
 from rooflens.io.files import atomic_write_text
-from rooflens.model.pricing.comm import (
+from rooflens.model.pricing.comm import Protocol
+from rooflens.model.pricing.custom_allreduce import (
     CUSTOM_ALLREDUCE_FILE,
     CUSTOM_ALLREDUCE_MAX_BYTES,
-    Protocol,
     custom_all_reduce_s,
     one_shot,
 )
@@ -89,7 +90,7 @@ def fit_engine(rows: pd.DataFrame) -> Protocol:
         link = default_system(get_gpu(str(gpu))).intra_node
         n, size = g["n_gpus"].to_numpy(float), g["bytes"].to_numpy(float)
         one = np.array([bool(one_shot(b, int(k))) for b, k in zip(size, n, strict=True)])
-        steps = np.where(one, n - 1, 2 * (n - 1))  # model/pricing/comm.py custom_all_reduce_s
+        steps = np.where(one, n - 1, 2 * (n - 1))  # custom_allreduce.py custom_all_reduce_s
         moved = np.where(one, (n - 1) * size, 2 * (n - 1) / n * size)
         lam = np.full(len(g), link.latency_s)
         columns.append(np.stack([lam, steps * lam, moved / link.bytes_per_s], axis=1))
@@ -151,7 +152,7 @@ def calibration_yaml(fits: dict[str, tuple[Protocol, dict]],
         "# protocol per engine pooled over the NVLink GPUs and one per measured GPU (gpus):\n"
         "# t = (s0 + steps*s1) * link latency + bytes / (f * link bandwidth); one-shot below\n"
         "# vLLM's switch (n-1 steps, (n-1)*S bytes), else the ring's 2(n-1) steps and\n"
-        "# 2(n-1)/n*S (model/pricing/comm.py custom_all_reduce_s).\n"
+        "# 2(n-1)/n*S (model/pricing/custom_allreduce.py).\n"
         "# Written by `python -m rooflens.validate.custom_ar_fit --write`; do not edit by hand.\n"
     )
     data = {

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from rooflens.hardware.profiles import Profile, get_profile
-from rooflens.model.pricing.comm import CUSTOM_ALLREDUCE_MAX_BYTES
+from rooflens.model.pricing.custom_allreduce import CUSTOM_ALLREDUCE_MAX_BYTES
 from rooflens.model.pricing.l2_resident import replayed
 from rooflens.model.pricing.roofline import price_op
 from rooflens.validate.aiconfigurator import (

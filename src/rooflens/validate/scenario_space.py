@@ -56,7 +56,7 @@ from rooflens.model.analysis.quant_vs_bf16 import (
 )
 from rooflens.model.predict.api import make_scenario, run
 from rooflens.model.predict.steps import Prediction
-from rooflens.model.pricing.comm import collective_time_s
+from rooflens.model.pricing.custom_allreduce import collective_time_s
 from rooflens.model.pricing.input_pass import serialized_rows_s
 from rooflens.model.pricing.kinds import kind_key, kind_terms
 from rooflens.model.pricing.roofline import busy_s, launch_floor_s, per_wave_s

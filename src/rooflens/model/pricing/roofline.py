@@ -73,7 +73,7 @@ from rooflens.hardware.profiles import KindEfficiency, Profile
 from rooflens.hardware.spec import GPUSpec, SystemSpec
 from rooflens.model.ops.attention import SPLIT_FREE, regrid, unsplit_where
 from rooflens.model.ops.op import Num, Op, kernels_per_call
-from rooflens.model.pricing.comm import collective_time_s
+from rooflens.model.pricing.custom_allreduce import collective_time_s
 from rooflens.model.pricing.eager_roofs import eager_roof
 from rooflens.model.pricing.grid import MMA_REF_FLOP_PER_SM_CYCLE, padding, thread_blocks
 from rooflens.model.pricing.input_pass import input_pass_s

@@ -23,15 +23,20 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.profiles import ENGINES, Profile, load_calibration
+from rooflens.hardware.step_accuracy import HELD_OUT, IN_SAMPLE, STEP_ACCURACY_FILE
+from rooflens.io.files import atomic_write_text
 from rooflens.model.predict.api import make_scenario, run
 from rooflens.validate.cv import CV_FOLDS_DIR
 from rooflens.validate.engine_steps import step_rows, summarize
+from rooflens.validate.store import provenance_base
 
 GPUS = ("h100-sxm", "b300", "a100-sxm-80gb", "rtx-pro-6000")
 PRECISIONS = {"bf16": {"weight_dtype": "bf16"}, "fp8": {"quant": "w8a8-fp8"},
@@ -68,8 +73,9 @@ def scenarios(
                             for phase, part in rows.groupby("phase"):
                                 s = summarize(part)
                                 out.append({"gpu": gpu, "engine": engine, "precision": precision,
-                                            "model": model, "tp": tp, "batch": batch,
-                                            "phase": phase, **s})  # fmt: skip
+                                            "scheme": sc.precision.scheme, "model": model,
+                                            "tp": tp, "batch": batch, "phase": phase,
+                                            **s})  # fmt: skip
     frame = pd.DataFrame(out)
     for kind in ("gemm", "attention", "all_reduce"):
         frame[kind] = frame[f"{kind}_ours_s"] / frame[f"{kind}_tables_s"]
@@ -109,6 +115,39 @@ def overall(frame: pd.DataFrame) -> str:
         f"{100 * error.median():.1f} %, p90 {100 * error.quantile(0.9):.1f} %, worst "
         f"{100 * error.max():.1f} %; within 25 %: {100 * error.le(0.25).mean():.0f} %"
     )
+
+
+def accuracy(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per engine, precision scheme and phase: median, p90 and worst |step - 1| and the steps
+    (hardware/step_accuracy.py reads it)."""
+    out: dict[str, dict[str, Any]] = {}
+    steps = frame[frame["step"].notna()]
+    for (engine, scheme, phase), g in steps.groupby(["engine", "scheme", "phase"]):
+        error = (g["step"] - 1.0).abs()
+        out.setdefault(str(engine), {}).setdefault(str(scheme), {})[str(phase)] = {
+            "median": round(float(error.median()), 4), "p90": round(float(error.quantile(0.9)), 4),
+            "worst": round(float(error.max()), 4), "steps": len(error)}  # fmt: skip
+    return out
+
+
+def write_accuracy(gpus: list[str], engines: list[str], path: Path = STEP_ACCURACY_FILE) -> Path:
+    """Run the benchmark in sample and held out and write its summary (STEP_ACCURACY_FILE)."""
+    in_sample = scenarios(gpus, engines)
+    held_out = scenarios(gpus, engines, load_folds(CV_FOLDS_DIR, gpus))
+    data = {
+        "source": "python -m benchmarks.engine_steps --write-accuracy: Llama-3-8B (TP 1, 2) and "
+        f"70B (TP 2, 4, 8), batch {', '.join(map(str, BATCHES))}, {PROMPT}-token prompts; |ours "
+        "/ the engine's measured kernels - 1| over each step's dense GEMMs, attention and "
+        "all-reduces",
+        **provenance_base(),
+        IN_SAMPLE: {str(g): accuracy(part) for g, part in in_sample.groupby("gpu")},
+        HELD_OUT: accuracy(held_out),
+    }
+    header = (
+        "# Written by `python -m benchmarks.engine_steps --write-accuracy`; do not edit by hand.\n"
+        "# hardware/step_accuracy.py reads it (a prediction's accuracy note).\n"
+    )
+    return atomic_write_text(path, header + yaml.safe_dump(data, sort_keys=False, width=100))
 
 
 def report(frame: pd.DataFrame, show: int) -> None:
@@ -159,8 +198,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="price each GPU with the profile of the cv fold that left it "
                         f"out (default DIR: {CV_FOLDS_DIR.name}/, `rooflens validate cv "
                         "--folds`)")  # fmt: skip
+    parser.add_argument("--write-accuracy", action="store_true",
+                        help="run in sample and held out and write hardware/accuracy/steps.yaml, "
+                        "which a prediction's accuracy note reads")  # fmt: skip
     args = parser.parse_args(argv)
     gpus = args.gpu or list(GPUS)
+    if args.write_accuracy:
+        print(f"wrote {write_accuracy(gpus, args.engine or list(ENGINES))}")
+        return 0
     try:
         folds = load_folds(Path(args.held_out), gpus) if args.held_out else None
     except RooflensError as exc:

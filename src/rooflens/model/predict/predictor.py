@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from rooflens.hardware.profiles import ENGINE_NAMES, Profile, get_profile
+from rooflens.hardware.step_accuracy import step_accuracy
 from rooflens.io.units import fmt_time
 from rooflens.model.ops.op import Op
 from rooflens.model.optimizations.base import Optimization, ordered
@@ -30,6 +31,7 @@ from rooflens.model.predict.steps import (
 )
 from rooflens.model.pricing.roofline import PricedOp, price_ops, step_time_s
 from rooflens.model.pricing.single_row import single_row_paths
+from rooflens.model.specs.quant import SCHEMES
 
 
 class Pipeline:
@@ -88,7 +90,8 @@ class Pipeline:
             e2e_s=prefill_s + decode_s * (w.output_len - 1),
             memory=self.memory(),
             notes=_unit_notes(prefill + decode, sc, self.profile)
-            + _one_row_notes(decode, sc, self.profile),
+            + _one_row_notes(decode, sc, self.profile)
+            + _accuracy_notes(sc, self.profile),
         )
         if sc.parallel.pp > 1:
             pred = apply_pipeline_parallel(pred, self)
@@ -130,6 +133,35 @@ def _one_row_notes(decode: list[PricedOp], sc: Scenario, profile: Profile) -> li
         for key, (per_call, calls) in sorted(
             single_row_paths([p.op for p in decode], profile, sc.gpu).items()
         )
+    ]
+
+
+def _accuracy_notes(sc: Scenario, profile: Profile) -> list[str]:
+    """Say how closely whole steps like this one were priced against the engine's own measured
+    kernels (hardware/step_accuracy.py): in sample on a GPU the engine tables measured, held out
+    elsewhere; dense models under `calibrated`, where the benchmark ran the engine and scheme."""
+    if profile.name == "ideal" or sc.model.is_moe:
+        return []
+    found = {}
+    for phase in ("prefill", "decode"):
+        stats = step_accuracy(sc.gpu.id, sc.engine, sc.precision.scheme, phase)
+        if stats is not None:
+            found[phase] = stats
+    if not found:
+        return []
+    held_out = next(iter(found.values())).held_out
+    where = ("held out: each measured GPU priced by terms fitted without it" if held_out
+             else f"in sample on {sc.gpu.id}")  # fmt: skip
+    figures = "; ".join(
+        f"{phase} median {100 * a.median:.1f} %, p90 {100 * a.p90:.1f} %, worst "
+        f"{100 * a.worst:.0f} % over {a.steps} steps"
+        for phase, a in found.items()
+    )
+    engine = ENGINE_NAMES.get(sc.engine, sc.engine)
+    return [
+        f"accuracy: dense Llama-3 steps in {SCHEMES[sc.precision.scheme].label}, priced this "
+        f"way, against {engine}'s measured kernels, |error| {figures} ({where}; "
+        "benchmarks/engine_steps.py)"
     ]
 
 

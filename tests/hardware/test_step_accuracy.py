@@ -76,3 +76,13 @@ def test_a_dense_calibrated_prediction_states_the_committed_figures():
     assert not _note(run(make_scenario("llama-3-8b", "h100-sxm", profile="ideal", **kw)))
     assert not _note(run(make_scenario("mixtral-8x7b", "h100-sxm", tp=2, **kw)))
     assert not _note(run(make_scenario("llama-3-8b", "h100-sxm", quant="w4a16", **kw)))
+
+
+def test_the_committed_figures_are_the_benchmarks_at_the_committed_terms(measured_dir):
+    # a refit that moves the H100's TensorRT-LLM steps must rewrite the file
+    # (python -m benchmarks.engine_steps --write-accuracy)
+    sys.path.insert(0, str(REPO))
+    from benchmarks.engine_steps import accuracy, scenarios
+
+    committed = yaml.safe_load(STEP_ACCURACY_FILE.read_text())["in_sample"]["h100-sxm"]["trtllm"]
+    assert accuracy(scenarios(["h100-sxm"], ["trtllm"]))["trtllm"] == committed

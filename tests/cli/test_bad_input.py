@@ -222,7 +222,8 @@ def test_a_gpu_without_tdp_leaves_energy_out(capsys, tmp_path: Path) -> None:  #
     path.write_text(json.dumps(spec))
     assert main([*PREDICT, "--gpu", str(path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["energy"] is None and "tdp_watts" in out["notes"][0] and out["tpot_s"] > 0
+    assert out["energy"] is None and out["tpot_s"] > 0
+    assert any("tdp_watts" in note for note in out["notes"])
     plan = [*PLAN, "--gpus", str(path), "--price", f"{path}=2", "--json"]
     assert main(plan) in (0, 3)
     assert any("tdp_watts" in line for line in json.loads(capsys.readouterr().out)["explanation"])

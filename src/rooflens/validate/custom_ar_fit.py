@@ -49,7 +49,7 @@ from rooflens.model.pricing.custom_allreduce import (
     CUSTOM_ALLREDUCE_FILE,
     CUSTOM_ALLREDUCE_MAX_BYTES,
     custom_all_reduce_s,
-    one_shot,
+    custom_all_reduce_terms,
 )
 from rooflens.validate.comm_fit import _nonneg_wls
 from rooflens.validate.measured_files import DEFAULT_ROOT, MS, dtype_names, gpu_id, read_table
@@ -88,10 +88,7 @@ def fit_engine(rows: pd.DataFrame) -> Protocol:
     columns, times = [], []
     for gpu, g in rows.groupby("gpu"):
         link = default_system(get_gpu(str(gpu))).intra_node
-        n, size = g["n_gpus"].to_numpy(float), g["bytes"].to_numpy(float)
-        one = np.array([bool(one_shot(b, int(k))) for b, k in zip(size, n, strict=True)])
-        steps = np.where(one, n - 1, 2 * (n - 1))  # custom_allreduce.py custom_all_reduce_s
-        moved = np.where(one, (n - 1) * size, 2 * (n - 1) / n * size)
+        steps, moved = custom_all_reduce_terms(g["bytes"].to_numpy(float), g["n_gpus"].to_numpy())
         lam = np.full(len(g), link.latency_s)
         columns.append(np.stack([lam, steps * lam, moved / link.bytes_per_s], axis=1))
         times.append(g["measured_s"].to_numpy(float))

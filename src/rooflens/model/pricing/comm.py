@@ -100,10 +100,11 @@ def protocols_for(profile: Profile) -> tuple[Protocol, ...]:
 
 
 def phase_s(
-    steps: int, link_bytes: Num, link: LinkSpec, protocols: tuple[Protocol, ...], bw: float
+    steps: Num, link_bytes: Num, link: LinkSpec, protocols: tuple[Protocol, ...], bw: float
 ) -> Num:
-    """min over protocols of s0·λ + steps·s1·λ + link_bytes / (f·bw); zero when nothing moves."""
-    if steps <= 0:
+    """min over protocols of s0·λ + steps·s1·λ + link_bytes / (f·bw); zero when nothing moves
+    (a scalar `steps` ≤ 0; an array of steps, one per payload, is priced as given)."""
+    if np.ndim(steps) == 0 and steps <= 0:
         return 0.0 * link_bytes
     best: Any = None
     for p in protocols:

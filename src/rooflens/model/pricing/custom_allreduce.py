@@ -95,24 +95,33 @@ def allreduce_protocol(system: SystemSpec, engine: str | None) -> Protocol | Non
     return custom_allreduce().get(engine or "")
 
 
-def one_shot(payload_bytes: Num, n_gpus: int) -> Any:
+def one_shot(payload_bytes: Num, n_gpus: Num) -> Any:
     """Whether the engine's all-reduce of this size on n GPUs runs its one-stage kernel."""
-    below = next((b for most, b in ONE_SHOT_BELOW if n_gpus <= most), 0.0)
+    n = np.asarray(n_gpus)
+    below = np.zeros(np.shape(n))
+    for most, size in reversed(ONE_SHOT_BELOW):  # the smallest group bound that holds wins
+        below = np.where(n <= most, size, below)
     return np.asarray(payload_bytes) < below
+
+
+def custom_all_reduce_terms(payload_bytes: Num, n_gpus: Num) -> tuple[Any, Any]:
+    """(steps, bytes through each GPU's link) of the engine's own all-reduce: one-shot below its
+    switch (ONE_SHOT_BELOW: n − 1 steps, (n − 1) · S), else two stages at the ring's 2(n − 1)
+    steps and 2(n − 1)/n · S. validate/custom_ar_fit.py fits its protocols on the same terms."""
+    n, size = np.asarray(n_gpus, dtype=float), np.asarray(payload_bytes, dtype=float)
+    one = one_shot(size, n)
+    return np.where(one, n - 1, 2 * (n - 1)), np.where(one, (n - 1) * size, 2 * (n - 1) / n * size)
 
 
 def custom_all_reduce_s(payload_bytes: Num, n_gpus: int, system: SystemSpec,
                         protocol: Protocol) -> Num:  # fmt: skip
-    """The engine's own all-reduce inside one node under `protocol`: one-shot below its size
-    (ONE_SHOT_BELOW: n − 1 steps, (n − 1) · S bytes through each GPU's link), else two stages at
-    the ring's steps and bytes (all_reduce_s)."""
+    """The engine's own all-reduce inside one node under `protocol` (custom_all_reduce_terms)."""
     if n_gpus <= 1:
         return 0.0 * payload_bytes
     link = system.intra_node
-    shot = phase_s(n_gpus - 1, (n_gpus - 1) * payload_bytes, link, (protocol,),
-                    link.bytes_per_s)  # fmt: skip
-    ring = all_reduce_s(payload_bytes, n_gpus, system, (protocol,))
-    return np.where(one_shot(payload_bytes, n_gpus), shot, ring)
+    steps, moved = custom_all_reduce_terms(payload_bytes, n_gpus)
+    out = phase_s(steps, moved, link, (protocol,), link.bytes_per_s)
+    return float(out) if np.ndim(payload_bytes) == 0 else out
 
 
 def engine_all_reduce_s(

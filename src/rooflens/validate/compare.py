@@ -47,7 +47,8 @@ def join(measured: pd.DataFrame, profiles: Sequence[str | Profile] = PROFILE_NAM
                 out["predicted_ideal_s"] = out["ideal_s"]
                 continue
             out[f"predicted_{label}_s"] = _engine_priced(rows, gpu, profile)
-        peak = out["compute_dtype"].map(gpu.peak).to_numpy(dtype=float)
+        dtypes = out["compute_dtype"]  # each distinct dtype's peak once, not once a row
+        peak = dtypes.map({d: gpu.peak(d) for d in dtypes.unique()}).to_numpy(dtype=float)
         streamed = np.maximum(out["bytes"] - gpu.l2_bytes, 0.0) / gpu.hbm_bytes_per_s
         out["cache_bound_s"] = np.maximum(out["flops"] / peak, streamed)
         parts.append(out)

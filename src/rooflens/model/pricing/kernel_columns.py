@@ -184,8 +184,14 @@ def dtype_column(frame: pd.DataFrame, name: str, fallback: pd.Series | None = No
         return fallback
     values = frame[name]
     given = values.notna() & (values.astype(str).str.strip() != "")
-    named = {i: normalize_dtype(v, name, int(str(i))) for i, v in values[given].items()}
-    out = values.where(~given, pd.Series(named, index=values.index, dtype=object))
+    kept = values[given]
+    names = {}  # each distinct spelling once: a validator table holds millions of rows
+    for value in pd.unique(kept):
+        try:
+            names[value] = normalize_dtype(value, name, 0)
+        except RooflensError:  # the error names the first row that spells it
+            normalize_dtype(value, name, int(str(kept.index[(kept == value).to_numpy()][0])))
+    out = values.where(~given, kept.map(names).astype(object))
     if fallback is not None:
         out = out.where(given, fallback)
     return out

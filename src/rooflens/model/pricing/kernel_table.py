@@ -139,7 +139,7 @@ def batches(table: pd.DataFrame, gpu: GPUSpec, internal: bool = False) -> list[B
         raise RooflensError("input needs an 'op' column (gemm, attention_prefill, ...)")
     frame = table.reset_index(drop=True)
     ops = frame["op"].astype(str).str.strip()
-    unknown = sorted(set(ops) - set(REQUIRED))
+    unknown = sorted(set(ops.unique()) - set(REQUIRED))
     if unknown:
         raise RooflensError(f"unknown op '{unknown[0]}'; use one of {', '.join(REQUIRED)}")
     for op_name in ops.unique():

@@ -171,7 +171,7 @@ def prune_legacy() -> list[Path]:
 
 
 def validation_join(source: str) -> pd.DataFrame:
-    """`validate.compare.join` of one source's measurements (uncached: ~10 s for the shared
+    """`validate.compare.join` of one source's measurements (uncached: ~75 s for the shared
     sets; the page reads `validation_view` instead)."""
     from rooflens.validate.compare import join
 

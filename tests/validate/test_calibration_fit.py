@@ -272,3 +272,22 @@ def test_an_engines_m1_path_is_measured_where_nine_shapes_in_ten_show_it():
         13e-6 * clock, rel=0.01
     )
     assert pooled.engines["sglang"]["gemm:fp8"].single_row_cycles == 0.0
+
+
+def test_a_pooled_fit_keeps_no_engines_decode_attention_and_a_gpus_own_fit_keeps_each():
+    # An engine picks its decode kernel per SM design (profile_fit.py POOLED_ONLY_KINDS): its
+    # terms pooled over GPUs describe kernels another GPU does not run, so generic.yaml and a
+    # held-out fold price every engine's decode at the frontier's terms. A GPU's own file keeps
+    # each engine's (here SGLang's backend streams the cache at half vLLM's rate).
+    slow = DECODE_TRUE.model_copy(update={"memory_fraction": 0.425})
+    table = pd.concat([_decode_rows(DECODE_TRUE, "vllm-0.24.0:vllm_flash_attn_fa3"),
+                       _decode_rows(slow, "sglang-0.5.14:flashinfer")],
+                      ignore_index=True)  # fmt: skip
+    pooled = fit_profile(table, None, max_evals=300)
+    assert pooled.kinds["attention_decode"].memory_fraction == pytest.approx(0.85, rel=0.1)
+    assert all("attention_decode" not in kinds for kinds in pooled.engines.values())
+    own = fit_profile(table, "h100-sxm", max_evals=300)
+    assert own.engines["sglang"]["attention_decode"].memory_fraction == pytest.approx(
+        0.425, rel=0.15
+    )
+    assert own.engines["vllm"]["attention_decode"].memory_fraction == pytest.approx(0.85, rel=0.1)

@@ -10,7 +10,8 @@ render the same everywhere.
 
     python scripts/refresh_docs.py            # rewrite in place
     python scripts/refresh_docs.py --check    # exit 1 if any example's output changed or failed
-    python scripts/refresh_docs.py --skip "validate cv"   # leave blocks whose command matches
+    python scripts/refresh_docs.py --skip "validate cv" --skip "device cpu"   # leave blocks
+                                              # whose command matches either (timed on this CPU)
 """
 
 from __future__ import annotations
@@ -91,10 +92,15 @@ def refresh(text: str, skip: re.Pattern[str] | None = None) -> tuple[str, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="report changes, write nothing")
-    parser.add_argument("--skip", help="regex: leave blocks with a command that matches it")
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        help="regex: leave blocks with a command that matches it (repeatable)",
+    )
     parser.add_argument("files", nargs="*", help="default: README.md and docs/*.md")
     args = parser.parse_args()
-    skip = re.compile(args.skip) if args.skip else None
+    skip = re.compile("|".join(f"(?:{s})" for s in args.skip)) if args.skip else None
     default = [REPO / "README.md", *sorted(REPO.glob("docs/*.md"))]
     files = [Path(f).resolve() for f in args.files] or default
     stale = 0
@@ -103,7 +109,8 @@ def main() -> int:
         if changed:
             stale += changed
             verb = "differ" if args.check else "refreshed"
-            print(f"{path.relative_to(REPO)}: {changed} example(s) {verb}")
+            shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+            print(f"{shown}: {changed} example(s) {verb}")
             if not args.check:
                 path.write_text(new)
     return 1 if (args.check and stale) else 0

@@ -29,3 +29,19 @@ def test_a_working_example_is_rewritten_with_the_current_output():
     assert changed == 1
     assert "error: llama-3-70b needs 143 GB per GPU on a100-sxm-80gb" in text
     assert "old output" not in text
+
+
+def test_each_skip_leaves_its_blocks_and_the_rest_are_rewritten(tmp_path, monkeypatch):
+    # `--skip` repeats: a block any of them matches keeps its output (the CPU-timed examples)
+    blocks = [f"```\n$ rooflens {cmd}\nold output\n```\n" for cmd in
+              ("gpus --json", "models --json",
+               "predict --model llama-3-70b --gpu a100-sxm-80gb")]  # fmt: skip
+    doc = tmp_path / "doc.md"
+    doc.write_text("".join(blocks))
+    monkeypatch.setattr(sys, "argv", ["refresh_docs", "--skip", "gpus", "--skip", "models",
+                                      str(doc)])  # fmt: skip
+    assert refresh_docs.main() == 0
+    text = doc.read_text()
+    assert text.startswith(blocks[0] + blocks[1])  # both skipped blocks as they were
+    assert text.count("old output") == 2  # the third was re-run
+    assert "error: llama-3-70b needs 143 GB per GPU on a100-sxm-80gb" in text

@@ -9,8 +9,8 @@ For one GPU (or pooled over GPUs: `generic.yaml`) a profile holds
 - `engines`: per serving engine (vLLM, SGLang, TensorRT-LLM), the engine kinds (GEMM families,
   attention, MoE families) fitted on that engine's own kernels alone, each search started from
   the pooled terms; pooled over GPUs, a GEMM family's dropped where the engine's rows of it span
-  fewer than `MIN_ENGINE_GPUS` and no other GPU measured the family. `get_profile(..., engine)`
-  lays them over `kinds`.
+  fewer than `MIN_ENGINE_GPUS` and no other GPU measured the family, and decode attention's
+  always (`POOLED_ONLY_KINDS`). `get_profile(..., engine)` lays them over `kinds`.
 A measured GPU's file takes what it has rows for and the generic terms for the rest (an engine's
 kind inherited from generic.yaml only where the GPU has no rows of that kind at all: its own
 kernels, of any engine, say more about it than another GPU's).

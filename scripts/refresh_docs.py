@@ -10,8 +10,9 @@ render the same everywhere.
 
     python scripts/refresh_docs.py            # rewrite in place
     python scripts/refresh_docs.py --check    # exit 1 if any example's output changed or failed
-    python scripts/refresh_docs.py --skip "validate cv" --skip "device cpu"   # leave blocks
-                                              # whose command matches either (timed on this CPU)
+    python scripts/refresh_docs.py --skip "validate cv" --skip "plan"   # leave blocks whose
+                                              # command matches either
+    python scripts/refresh_docs.py --timed    # also the examples timed on this CPU (TIMED)
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ WIDTH = "130"
 # The CLI's answer to a path that is not there: in an example it means the example is stale
 # (a file moved), never output to show (README once showed it for the tiny Llama's spec).
 STALE_PATH = "error: file not found:"
+# Examples timed on this machine's CPU (`validate run --device cpu`, `validate e2e --device cpu`):
+# their figures are the machine's and its load's, and `validate run` stores a results file, so
+# they are refreshed only with --timed, on a quiet machine.
+TIMED = r"--device cpu\b"
 
 
 def commands_in(block: str) -> list[tuple[str, str]]:
@@ -98,9 +103,15 @@ def main() -> int:
         default=[],
         help="regex: leave blocks with a command that matches it (repeatable)",
     )
+    parser.add_argument(
+        "--timed",
+        action="store_true",
+        help="also re-run the examples timed on this CPU (left alone by default)",
+    )
     parser.add_argument("files", nargs="*", help="default: README.md and docs/*.md")
     args = parser.parse_args()
-    skip = re.compile("|".join(f"(?:{s})" for s in args.skip)) if args.skip else None
+    patterns = [*args.skip, *([] if args.timed else [TIMED])]
+    skip = re.compile("|".join(f"(?:{s})" for s in patterns)) if patterns else None
     default = [REPO / "README.md", *sorted(REPO.glob("docs/*.md"))]
     files = [Path(f).resolve() for f in args.files] or default
     stale = 0

@@ -45,3 +45,18 @@ def test_each_skip_leaves_its_blocks_and_the_rest_are_rewritten(tmp_path, monkey
     assert text.startswith(blocks[0] + blocks[1])  # both skipped blocks as they were
     assert text.count("old output") == 2  # the third was re-run
     assert "error: llama-3-70b needs 143 GB per GPU on a100-sxm-80gb" in text
+
+
+def test_an_example_timed_on_this_cpu_runs_only_with_timed(tmp_path, monkeypatch, capsys):
+    # `--device cpu` examples print this machine's timings (and `validate run` stores a file):
+    # left alone unless asked. This one does not parse, so running it names it on stderr.
+    block = "```\n$ rooflens gpus --device cpu\nold output\n```\n"
+    doc = tmp_path / "doc.md"
+    doc.write_text(block)
+    monkeypatch.setattr(sys, "argv", ["refresh_docs", str(doc)])
+    assert refresh_docs.main() == 0
+    assert doc.read_text() == block
+    assert "left alone" not in capsys.readouterr().err  # skipped before it ran
+    monkeypatch.setattr(sys, "argv", ["refresh_docs", "--timed", str(doc)])
+    assert refresh_docs.main() == 0
+    assert "left alone (does not parse): rooflens gpus --device cpu" in capsys.readouterr().err

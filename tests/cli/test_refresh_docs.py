@@ -31,16 +31,20 @@ def test_a_working_example_is_rewritten_with_the_current_output():
     assert "old output" not in text
 
 
+def _main(monkeypatch, *argv: str) -> int:
+    """The script's `main` as the shell runs it with `argv`."""
+    monkeypatch.setattr(sys, "argv", ["refresh_docs", *argv])
+    return refresh_docs.main()
+
+
 def test_each_skip_leaves_its_blocks_and_the_rest_are_rewritten(tmp_path, monkeypatch):
-    # `--skip` repeats: a block any of them matches keeps its output (the CPU-timed examples)
+    # `--skip` repeats: a block any of them matches keeps its output
     blocks = [f"```\n$ rooflens {cmd}\nold output\n```\n" for cmd in
               ("gpus --json", "models --json",
                "predict --model llama-3-70b --gpu a100-sxm-80gb")]  # fmt: skip
     doc = tmp_path / "doc.md"
     doc.write_text("".join(blocks))
-    monkeypatch.setattr(sys, "argv", ["refresh_docs", "--skip", "gpus", "--skip", "models",
-                                      str(doc)])  # fmt: skip
-    assert refresh_docs.main() == 0
+    assert _main(monkeypatch, "--skip", "gpus", "--skip", "models", str(doc)) == 0
     text = doc.read_text()
     assert text.startswith(blocks[0] + blocks[1])  # both skipped blocks as they were
     assert text.count("old output") == 2  # the third was re-run
@@ -53,10 +57,8 @@ def test_an_example_timed_on_this_cpu_runs_only_with_timed(tmp_path, monkeypatch
     block = "```\n$ rooflens gpus --device cpu\nold output\n```\n"
     doc = tmp_path / "doc.md"
     doc.write_text(block)
-    monkeypatch.setattr(sys, "argv", ["refresh_docs", str(doc)])
-    assert refresh_docs.main() == 0
+    assert _main(monkeypatch, str(doc)) == 0
     assert doc.read_text() == block
     assert "left alone" not in capsys.readouterr().err  # skipped before it ran
-    monkeypatch.setattr(sys, "argv", ["refresh_docs", "--timed", str(doc)])
-    assert refresh_docs.main() == 0
+    assert _main(monkeypatch, "--timed", str(doc)) == 0
     assert "left alone (does not parse): rooflens gpus --device cpu" in capsys.readouterr().err

@@ -67,13 +67,11 @@ SPAN_KINDS = ("gemm",)
 # Nor does a pooled profile keep an engine's own decode-attention terms: an engine picks its
 # decode kernel per SM design (SGLang runs TensorRT-LLM's MHA kernel on the B300, FA3 on the
 # H100, FlashAttention on the A100, FlashInfer on the RTX PRO 6000), so its terms pooled over
-# GPUs describe kernels another GPU does not run, and the frontier's pooled terms (the best
-# kernel per shape) carry better. Held out (whole steps against the engines' tables, the cv
-# folds), decode attention per GPU and engine moved from 0.63-1.92x to 0.63-1.56x (SGLang on
-# the B300 1.34 -> 1.18x, vLLM 1.41 -> 1.13x, TensorRT-LLM on the RTX PRO 6000 1.51 -> 1.28x;
-# TensorRT-LLM on the B300 1.07 -> 1.11x the one loss). Prefill attention keeps them: the
-# frontier's terms price TensorRT-LLM's own prefill kernel at 0.56-0.76x its time on every
-# GPU. A GPU's own file, and its siblings through it, keep every engine's decode terms.
+# GPUs describe kernels another GPU does not run; the frontier's pooled terms (the best kernel
+# per shape) price it closer held out. Prefill attention keeps them (TensorRT-LLM's one
+# prefill design runs slower than the frontier on every GPU). A GPU's own file, and its
+# siblings through it, keep every engine's decode terms. The held-out figures that decided it:
+# docs/validation.md, "An engine's decode attention stays on its SM design".
 POOLED_ONLY_KINDS = ("attention_decode",)
 METHOD = (
     "mean |log(pred/measured)|, each impl (attention: impl and decade of bytes) weighted "

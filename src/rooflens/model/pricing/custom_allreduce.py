@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rooflens.hardware.errors import RooflensError
-from rooflens.hardware.presets import read_data_file
+from rooflens.hardware.presets import get_gpu, read_data_file
 from rooflens.hardware.profiles import CALIBRATION_DIR, Profile, sibling_of
 from rooflens.hardware.spec import SystemSpec
 from rooflens.model.pricing.comm import (
@@ -81,12 +81,16 @@ def gpu_allreduce(path: Path = CUSTOM_ALLREDUCE_FILE) -> dict[str, dict[str, Pro
 
 def allreduce_protocol(system: SystemSpec, engine: str | None) -> Protocol | None:
     """The engine's all-reduce on this system's GPU: fitted on its own table, else on the table
-    of a measured GPU of the same SM design (hardware/profiles.py `sibling_of`), else pooled
-    over the NVLink GPUs where it has NVLink; None where the engine leaves it to NCCL."""
+    of a measured GPU of the same SM design and the same kind of link (hardware/profiles.py
+    `sibling_of`; NVLink or not: the A100 PCIe does not take the A100 SXM's NVLink kernel),
+    else pooled over the NVLink GPUs where it has NVLink; None where the engine leaves it to
+    NCCL (a PCIe part without a table of its own)."""
     gpu, per_gpu = system.gpu, gpu_allreduce()
     key = (gpu.id, gpu.compute_capability)
     if key not in _MEASURED_AS:  # every all-reduce of every step asks: look it up once per GPU
-        _MEASURED_AS[key] = gpu.id if gpu.id in per_gpu else sibling_of(gpu, tuple(per_gpu))
+        nvlink = gpu.nvlink_bytes_per_s > 0
+        alike = tuple(g for g in per_gpu if (get_gpu(g).nvlink_bytes_per_s > 0) == nvlink)
+        _MEASURED_AS[key] = gpu.id if gpu.id in per_gpu else sibling_of(gpu, alike)
     measured = _MEASURED_AS[key]
     if measured is not None and engine in per_gpu[measured]:
         return per_gpu[measured][engine]
@@ -95,13 +99,19 @@ def allreduce_protocol(system: SystemSpec, engine: str | None) -> Protocol | Non
     return custom_allreduce().get(engine or "")
 
 
-def one_shot(payload_bytes: Num, n_gpus: Num) -> Any:
-    """Whether the engine's all-reduce of this size on n GPUs runs its one-stage kernel."""
+def one_shot_switch(n_gpus: Num) -> Any:
+    """The size in bytes from which the engine's all-reduce on n GPUs runs two stages (inf:
+    never: one stage on 2 GPUs at every size)."""
     n = np.asarray(n_gpus)
     below = np.zeros(np.shape(n))
     for most, size in reversed(ONE_SHOT_BELOW):  # the smallest group bound that holds wins
         below = np.where(n <= most, size, below)
-    return np.asarray(payload_bytes) < below
+    return below
+
+
+def one_shot(payload_bytes: Num, n_gpus: Num) -> Any:
+    """Whether the engine's all-reduce of this size on n GPUs runs its one-stage kernel."""
+    return np.asarray(payload_bytes) < one_shot_switch(n_gpus)
 
 
 def custom_all_reduce_terms(payload_bytes: Num, n_gpus: Num) -> tuple[Any, Any]:
@@ -115,12 +125,20 @@ def custom_all_reduce_terms(payload_bytes: Num, n_gpus: Num) -> tuple[Any, Any]:
 
 def custom_all_reduce_s(payload_bytes: Num, n_gpus: int, system: SystemSpec,
                         protocol: Protocol) -> Num:  # fmt: skip
-    """The engine's own all-reduce inside one node under `protocol` (custom_all_reduce_terms)."""
+    """The engine's own all-reduce inside one node under `protocol` (custom_all_reduce_terms).
+    Above the switch, never less than the one-shot kernel at the switch: the engine puts its
+    switch where the two kernels cost alike, and the tables rise through it on every GPU (8
+    H100s, vLLM: 7.9 us at 128 KiB one-shot, 10.8 at 256 KiB in two stages), where the law's
+    two stages, a quarter of the bytes, would price a larger message below a smaller one."""
     if n_gpus <= 1:
         return 0.0 * payload_bytes
     link = system.intra_node
     steps, moved = custom_all_reduce_terms(payload_bytes, n_gpus)
     out = phase_s(steps, moved, link, (protocol,), link.bytes_per_s)
+    switch = float(one_shot_switch(n_gpus))
+    if math.isfinite(switch):  # the one-shot kernel's price at the switch, a floor above it
+        at = phase_s(n_gpus - 1, (n_gpus - 1) * switch, link, (protocol,), link.bytes_per_s)
+        out = np.where(np.asarray(payload_bytes) >= switch, np.maximum(out, at), out)
     return float(out) if np.ndim(payload_bytes) == 0 else out
 
 

@@ -241,7 +241,7 @@ def test_a_known_gap_is_recovered():
 
 def test_vllm_block_fp8_gemms_timed_eagerly_are_left_out(kernels, measured_dir):
     # aiconfigurator's vLLM collector timed block-FP8 GEMMs without a CUDA graph
-    # (validate/aiconfigurator.py EAGER_TIMED): the raw rows are there, the loaded table has none
+    # (validate/aiconfigurator.py LEFT_OUT): the raw rows are there, the loaded table has none
     path = "aiconfigurator-h100/gemm/vllm/0.24.0/gemm_perf.parquet"
     raw = pd.read_parquet(measured_dir / path)
     block = raw[raw["gemm_dtype"] == "fp8_block"]
@@ -259,6 +259,28 @@ def test_vllm_block_fp8_gemms_timed_eagerly_are_left_out(kernels, measured_dir):
                       "measured_s"].median() < 15e-6  # fmt: skip
     gemm = kernels[kernels.op.eq("gemm") & kernels.quant.eq("fp8_block")]
     assert len(gemm) and not gemm["impl"].str.startswith("vllm").any()  # no GPU keeps them
+
+
+def test_sglang_int8_weight_only_rows_a_w8a8_chain_are_left_out(kernels, measured_dir):
+    # SGLang 0.5.6.post2's `int8_wo` rows time an eager per-token int8 quantization (nine
+    # kernels) and a W8A8 int8 GEMM (validate/aiconfigurator.py LEFT_OUT): the raw rows are
+    # there, the loaded table has none, and the same table's other precisions are all kept
+    path = "aiconfigurator-h100/gemm/sglang/0.5.6.post2/gemm_perf.parquet"
+    raw = pd.read_parquet(measured_dir / path)
+    wo = raw[raw["gemm_dtype"] == "int8_wo"]
+    assert len(wo) > 9_000
+    rows = kernels[kernels.source == path]
+    assert len(rows) == len(raw) - len(wo) and not rows["quant"].eq("int8_wo").any()
+    # what gives them away in the table itself: at its smallest shapes a weight-only call that
+    # reads half a bf16 GEMM's weights takes ~7x that GEMM (~10 launches under the graph), and
+    # well over its FP8 GEMM, which quantizes its activations with one kernel of its own
+    small = (raw.m <= 16) & (raw.n <= 512) & (raw.k <= 512)
+    floor = raw[small].groupby("gemm_dtype")["latency"].median()
+    assert floor["int8_wo"] > 5 * floor["bfloat16"]
+    assert floor["int8_wo"] > 3 * floor["fp8"]
+    # the one dense weight-only GEMM left: TensorRT-LLM's on the A100, near bf16's floor
+    gemm = kernels[kernels.op.eq("gemm") & kernels.quant.eq("int8_wo")]
+    assert set(gemm["gpu"]) == {"a100-sxm-80gb"} and gemm["impl"].str.startswith("trtllm").all()
 
 
 def test_the_copy_rule_tells_resident_gemms_from_cold_ones(kernels):

@@ -2,8 +2,9 @@
 TensorRT-LLM on five GPUs): GEMM, prefill and decode attention, fused MoE and NCCL collectives,
 each in the kernel CSV contract (NCCL in its own columns). Units: `latency` is milliseconds per
 call (CUDA-graph replay; TensorRT-LLM 1.0's quantized GEMMs are brought to one,
-`graph_latency_ms`; vLLM's block-FP8 GEMMs, timed eagerly, are left out: EAGER_TIMED); NCCL
-`message_size` counts elements, not bytes.
+`graph_latency_ms`); GEMM rows that do not time the kernel their precision names are left out
+(LEFT_OUT: vLLM's block FP8, timed eagerly; SGLang's `int8_wo`, a W8A8 GEMM behind an eager
+quantization). NCCL `message_size` counts elements, not bytes.
 """
 
 from __future__ import annotations
@@ -51,7 +52,16 @@ GAP_SHAPES = {"m": 16, "n": 512, "k": 512}
 # m = 4,096 where SGLang's graph-timed DeepGEMM runs the same shapes in 10-100 us. A server
 # replays its decode steps in CUDA graphs, so these rows are not what a deployment runs and are
 # not loaded; vLLM's block FP8 is priced by the engines' graph-timed block-FP8 kernels.
-EAGER_TIMED = (("VLLM", "fp8_block"),)  # (framework, gemm_dtype), case as the tables write it
+# SGLang's `int8_wo` rows (the H100's SGLang 0.5.6.post2 table, collected 2025-12-21) are not a
+# weight-only GEMM: the collector of that time (collector/sglang/collect_gemm.py from aiconfigurator
+# commit 80689a30, 2025-11-05, until 97faa88f dropped the dtype, 2026-01-05) quantizes activations
+# per token in eager PyTorch (cast to fp32, abs, max, clamp, divide, divide, round, clamp, cast:
+# nine kernels under the graph) and then runs sgl_kernel's W8A8 `int8_scaled_mm`. The table shows
+# the chain: 21 us at its smallest shapes, where its bf16 GEMM takes 3.0 and its per-tensor FP8
+# GEMM, with its own one-kernel quantization, 5.6. No engine serves W8A16 that way; fitted, the
+# rows priced every engine's W8A16 decode on the H100 and H200 above bf16's. W8A16 is priced by
+# the one dense weight-only kernel the tables hold, TensorRT-LLM's WeightOnlyQuantMatmul.
+LEFT_OUT = (("VLLM", "fp8_block"), ("SGLANG", "int8_wo"))  # (framework, gemm_dtype), as written
 
 
 # The weight copies each collector cycles through between replays of one GEMM (the
@@ -109,9 +119,9 @@ def load_aiconfigurator_gemm(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
         d = read_table(path, ("m", "n", "k", "gemm_dtype", *IMPL_COLUMNS))
         if d is None:
             continue
-        eager = pd.Series(list(zip(d["framework"].str.upper(), d["gemm_dtype"], strict=True)),
-                          index=d.index).isin(EAGER_TIMED)  # fmt: skip
-        d = d[~eager]
+        pairs = pd.Series(list(zip(d["framework"].str.upper(), d["gemm_dtype"], strict=True)),
+                          index=d.index)  # fmt: skip
+        d = d[~pairs.isin(LEFT_OUT)]
         frame = pd.DataFrame({"op": "gemm", "m": d["m"], "n": d["n"], "k": d["k"]})
         frame = frame.join(engine_precision(d["gemm_dtype"]))
         frame["measured_s"] = graph_latency_ms(d) * MS

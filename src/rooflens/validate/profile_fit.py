@@ -59,9 +59,9 @@ ENGINE_EVALS_SHARE = 0.5
 # pulled by the worst (vLLM's per-tensor FP8 MoE, the RTX PRO 6000 held out: +258 %): they keep
 # their own terms from one GPU (held to the rule, that GPU's TensorRT-LLM FP8 MoE 12.0 -> 19.8 %).
 # Where the family's rows span other GPUs too, its pooled terms mix other engines' kernels on
-# other GPUs, and the engine's own from one GPU say more (TensorRT-LLM's int8 weight-only GEMMs,
-# measured on the A100 alone: the family's terms, pulled by SGLang 0.5.6's slow kernel on the
-# H100, price Llama-3-8B's batch-1 W8A16 decode on a B200 at 4.45 ms a token, the engine's 2.50).
+# other GPUs, and the engine's own from one GPU say more (the B300 held out: SGLang's DeepGEMM
+# block-FP8 terms, fitted on the H100 alone, price its block-FP8 GEMMs at 16.6 / 31.5 % median /
+# p90 |error|, where the family's terms, pooled with the RTX PRO 6000's, read 19.3 / 39.0 %).
 MIN_ENGINE_GPUS = 2
 SPAN_KINDS = ("gemm",)
 # Nor does a pooled profile keep an engine's own decode-attention terms: an engine picks its

@@ -239,15 +239,22 @@ def test_a_known_gap_is_recovered():
     assert fixed.to_numpy() == pytest.approx(expected.to_numpy())
 
 
+def _left_out(kernels, measured_dir, path: str, dtype: str, at_least: int):
+    """(raw table, its loaded rows, its raw rows of `dtype`): those are there in the file, none
+    of them is loaded, and every other row of the table is."""
+    raw = pd.read_parquet(measured_dir / path)
+    out = raw[raw["gemm_dtype"] == dtype]
+    assert len(out) > at_least
+    rows = kernels[kernels.source == path]
+    assert len(rows) == len(raw) - len(out) and not rows["quant"].eq(dtype).any()
+    return raw, rows, out
+
+
 def test_vllm_block_fp8_gemms_timed_eagerly_are_left_out(kernels, measured_dir):
     # aiconfigurator's vLLM collector timed block-FP8 GEMMs without a CUDA graph
     # (validate/aiconfigurator.py LEFT_OUT): the raw rows are there, the loaded table has none
     path = "aiconfigurator-h100/gemm/vllm/0.24.0/gemm_perf.parquet"
-    raw = pd.read_parquet(measured_dir / path)
-    block = raw[raw["gemm_dtype"] == "fp8_block"]
-    assert len(block) > 30_000
-    rows = kernels[kernels.source == path]
-    assert len(rows) == len(raw) - len(block) and not rows["quant"].eq("fp8_block").any()
+    raw, rows, block = _left_out(kernels, measured_dir, path, "fp8_block", 30_000)
     assert rows["quant"].eq("fp8").sum() == (raw["gemm_dtype"] == "fp8").sum()  # graph-timed
     # what gives them away in the table itself: a host floor under every shape. The fastest
     # vLLM block-FP8 call takes ~60 us at m = 1; SGLang's graph-timed DeepGEMM on the same GPU
@@ -266,11 +273,8 @@ def test_sglang_int8_weight_only_rows_a_w8a8_chain_are_left_out(kernels, measure
     # kernels) and a W8A8 int8 GEMM (validate/aiconfigurator.py LEFT_OUT): the raw rows are
     # there, the loaded table has none, and the same table's other precisions are all kept
     path = "aiconfigurator-h100/gemm/sglang/0.5.6.post2/gemm_perf.parquet"
-    raw = pd.read_parquet(measured_dir / path)
-    wo = raw[raw["gemm_dtype"] == "int8_wo"]
-    assert len(wo) > 9_000
-    rows = kernels[kernels.source == path]
-    assert len(rows) == len(raw) - len(wo) and not rows["quant"].eq("int8_wo").any()
+    raw, rows, _ = _left_out(kernels, measured_dir, path, "int8_wo", 9_000)
+    assert rows["quant"].eq("fp8").sum() == (raw["gemm_dtype"] == "fp8").sum()
     # what gives them away in the table itself: at its smallest shapes a weight-only call that
     # reads half a bf16 GEMM's weights takes ~7x that GEMM (~10 launches under the graph), and
     # well over its FP8 GEMM, which quantizes its activations with one kernel of its own
@@ -278,7 +282,7 @@ def test_sglang_int8_weight_only_rows_a_w8a8_chain_are_left_out(kernels, measure
     floor = raw[small].groupby("gemm_dtype")["latency"].median()
     assert floor["int8_wo"] > 5 * floor["bfloat16"]
     assert floor["int8_wo"] > 3 * floor["fp8"]
-    # the one dense weight-only GEMM left: TensorRT-LLM's on the A100, near bf16's floor
+    # the one dense weight-only GEMM left: TensorRT-LLM's on the A100
     gemm = kernels[kernels.op.eq("gemm") & kernels.quant.eq("int8_wo")]
     assert set(gemm["gpu"]) == {"a100-sxm-80gb"} and gemm["impl"].str.startswith("trtllm").all()
 

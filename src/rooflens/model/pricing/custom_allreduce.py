@@ -136,7 +136,7 @@ def custom_all_reduce_s(payload_bytes: Num, n_gpus: int, system: SystemSpec,
     steps, moved = custom_all_reduce_terms(payload_bytes, n_gpus)
     out = phase_s(steps, moved, link, (protocol,), link.bytes_per_s)
     switch = float(one_shot_switch(n_gpus))
-    if math.isfinite(switch):  # the one-shot kernel's price at the switch, a floor above it
+    if 0 < switch < math.inf:  # the one-shot kernel's price at the switch, a floor above it
         at = phase_s(n_gpus - 1, (n_gpus - 1) * switch, link, (protocol,), link.bytes_per_s)
         out = np.where(np.asarray(payload_bytes) >= switch, np.maximum(out, at), out)
     return float(out) if np.ndim(payload_bytes) == 0 else out

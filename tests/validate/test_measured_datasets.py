@@ -7,6 +7,7 @@ import pytest
 
 from rooflens.validate.aiconfigurator import TRT_FLOW, graph_latency_ms, load_moe, load_nccl
 from rooflens.validate.datasets import load_kernels
+from rooflens.validate.measured_files import map_distinct
 
 
 @pytest.fixture(scope="module")
@@ -304,3 +305,10 @@ def test_the_copy_rule_tells_resident_gemms_from_cold_ones(kernels):
         else:
             assert trtllm["resident"] and not sglang["resident"]
             assert trtllm["measured_s"] < 0.6 * sglang["measured_s"]
+
+
+@pytest.mark.parametrize("fn", [{"a": 1, "b": 2}, lambda v: f"<{v}>"])
+def test_a_map_over_distinct_values_is_the_row_by_row_map(fn: object) -> None:
+    values = pd.Series(["b", "a", None, "b", "c", "a"], index=[7, 5, 3, 1, 0, 2], name="device")
+    expected = values.map(fn)  # type: ignore[arg-type]
+    pd.testing.assert_series_equal(map_distinct(values, fn), expected)  # type: ignore[arg-type]

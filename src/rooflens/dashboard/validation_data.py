@@ -1,7 +1,7 @@
 """The Validation page's data: the measurements joined with the predictions, reduced to what the
 page shows, and that reduction cached in the process and on disk between server runs.
 
-The page never holds the full join (~2·10⁵ measured kernels × 55 columns, ~110 MB, ~10 s cold):
+The page never holds the full join (2.4·10⁶ measured kernel calls × 58 columns):
 `compact` keeps every row with only the columns the statistics read (exact numbers on all rows)
 and a seeded sample of at most SHOWN_PER_GROUP rows per GPU and operator class with the columns
 the figures draw. That view (a few MB) is pickled in CACHE_DIR under a digest of everything the
@@ -171,8 +171,8 @@ def prune_legacy() -> list[Path]:
 
 
 def validation_join(source: str) -> pd.DataFrame:
-    """`validate.compare.join` of one source's measurements (uncached: ~75 s for the shared
-    sets; the page reads `validation_view` instead)."""
+    """`validate.compare.join` of one source's measurements (uncached: ~30 s for the shared
+    sets, `benchmarks/validation_join.py`; the page reads `validation_view` instead)."""
     from rooflens.validate.compare import join
 
     return join(_measured(source), validation_profiles(source))

@@ -26,6 +26,7 @@ from rooflens.validate.measured_files import (
     engine_precision,
     gpu_id,
     impl,
+    map_distinct,
     read_table,
     rel,
 )
@@ -82,12 +83,12 @@ def gemm_copies(d: pd.DataFrame, gpus: pd.Series) -> pd.Series:
     """Each row's weight copies as its collector cycled them (COPIES; NaN where not known)."""
     engine = d["framework"].astype(str).str.lower()
     dtype = d["gemm_dtype"].astype(str)
-    copies = engine.map(COPIES).astype(float)
+    copies = map_distinct(engine, COPIES).astype(float)
     for name, dtypes in ONE_COPY.items():
         copies = copies.where(~(engine.eq(name) & dtype.isin(dtypes)), 1.0)
     trt = engine.eq("trtllm") & ~d["kernel_source"].astype(str).str.startswith(TRT_FLOW)
-    weight = d["n"] * d["k"] * dtype.map(TRTLLM_WEIGHT_BYTES)
-    l2 = gpus.map(lambda g: float(get_gpu(str(g)).l2_bytes))
+    weight = d["n"] * d["k"] * map_distinct(dtype, TRTLLM_WEIGHT_BYTES)
+    l2 = map_distinct(gpus, lambda g: float(get_gpu(str(g)).l2_bytes))
     fitted = np.clip(np.ceil(l2 / weight), 1.0, TRTLLM_MAX_COPIES)
     return copies.where(~trt, fitted)
 
@@ -119,13 +120,15 @@ def load_aiconfigurator_gemm(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
         d = read_table(path, ("m", "n", "k", "gemm_dtype", *IMPL_COLUMNS))
         if d is None:
             continue
-        pairs = pd.Series(list(zip(d["framework"].str.upper(), d["gemm_dtype"], strict=True)),
-                          index=d.index)  # fmt: skip
-        d = d[~pairs.isin(LEFT_OUT)]
+        engine = d["framework"].str.upper()
+        left_out = pd.Series(False, index=d.index)
+        for name, dtype in LEFT_OUT:
+            left_out |= engine.eq(name) & d["gemm_dtype"].eq(dtype)
+        d = d[~left_out]
         frame = pd.DataFrame({"op": "gemm", "m": d["m"], "n": d["n"], "k": d["k"]})
         frame = frame.join(engine_precision(d["gemm_dtype"]))
         frame["measured_s"] = graph_latency_ms(d) * MS
-        frame["impl"], frame["gpu"] = impl(d), d["device"].map(gpu_id)
+        frame["impl"], frame["gpu"] = impl(d), map_distinct(d["device"], gpu_id)
         frame[REPLAY_COPIES] = gemm_copies(d, frame["gpu"])
         frame["source"] = rel(path, root)
         frames.append(frame)
@@ -160,7 +163,7 @@ def load_aiconfigurator_attention(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
                     "kv_dtype": dtype_names(d["kv_cache_dtype"]),
                     "measured_s": d["latency"] * MS,
                     "impl": impl(d),
-                    "gpu": d["device"].map(gpu_id),
+                    "gpu": map_distinct(d["device"], gpu_id),
                     "source": rel(path, root),
                     "kv_write": 1,  # the engine's KV-cache write kernel is in the call
                     REPLAY_COPIES: ATTENTION_COPIES,  # one cache, replayed
@@ -196,7 +199,7 @@ def load_moe(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
         frame.insert(0, "op", "moe")
         frame = frame.join(engine_precision(d["moe_dtype"]))
         frame["measured_s"] = d["latency"] * MS
-        frame["impl"], frame["gpu"] = impl(d), d["device"].map(gpu_id)
+        frame["impl"], frame["gpu"] = impl(d), map_distinct(d["device"], gpu_id)
         frame["source"] = rel(path, root)
         frame[SUBSET_COLUMN] = config_labels(frame)
         frames.append(frame)
@@ -221,7 +224,7 @@ def load_nccl(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
                 "dtype": dtype,
                 "measured_s": d["latency"] * MS,
                 "impl": "nccl-" + d["version"],
-                "gpu": d["device"].map(gpu_id),
+                "gpu": map_distinct(d["device"], gpu_id),
                 "source": rel(path, root),
             }
         )

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -38,21 +40,31 @@ def engine_precision(labels: pd.Series) -> pd.DataFrame:
     """`dtype`, `weight_dtype` (None where weights are at `dtype`) and `quant` (the engine's
     label: the kernel family, model/specs/quant.py) of each row; an unknown label is refused in
     one line."""
-    unknown = sorted(set(map(str, labels)) - set(FAMILIES))
+    unknown = sorted(set(map(str, pd.unique(labels))) - set(FAMILIES))
     if unknown:
         raise RooflensError(
             f"measured precision '{unknown[0]}' is not a known kernel family; add it to "
             "model/specs/quant.py FAMILIES"
         )
-    pairs = labels.astype(str).map(FAMILIES)
+    text = labels.astype(str)
     return pd.DataFrame(
         {
-            "dtype": pairs.map(lambda p: p[0]),
-            "weight_dtype": pairs.map(lambda p: p[1]),
-            "quant": labels.astype(str),
+            "dtype": map_distinct(text, lambda label: FAMILIES[label][0]),
+            "weight_dtype": map_distinct(text, lambda label: FAMILIES[label][1]),
+            "quant": text,
         },
         index=labels.index,
     )
+
+
+def map_distinct(values: pd.Series, fn: Callable[[Any], Any] | Mapping[Any, Any]) -> pd.Series:
+    """`values.map(fn)`, with `fn` called once per distinct value: a measured table holds
+    millions of rows and a few dozen distinct devices, dtypes or labels."""
+    codes, distinct = pd.factorize(values, use_na_sentinel=False)
+    mapped = pd.Series(distinct).map(fn)
+    out = mapped.take(codes).set_axis(values.index)
+    out.name = values.name
+    return out
 
 
 def gpu_id(name: str) -> str:
@@ -62,7 +74,7 @@ def gpu_id(name: str) -> str:
 
 
 def dtype_names(values: pd.Series) -> pd.Series:
-    return values.map(lambda v: DTYPES.get(str(v), str(v)))
+    return map_distinct(values, lambda v: DTYPES.get(str(v), str(v)))
 
 
 def rel(path: Path, root: Path) -> str:

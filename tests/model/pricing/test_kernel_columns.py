@@ -4,6 +4,7 @@ row and the column, group sizes whole numbers defaulting to 128, and MoE layouts
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -11,8 +12,10 @@ from rooflens.hardware.errors import RooflensError
 from rooflens.model.pricing.kernel_columns import (
     MAX_SIZE,
     Group,
+    Rows,
     check_moe_layout,
     dtype_column,
+    filled,
     group_sizes,
     normalize_dtype,
 )
@@ -64,3 +67,27 @@ def test_moe_layouts_must_divide() -> None:
                         ((14336, 8, 9, 1, 1), "topk must not exceed num_experts")):  # fmt: skip
         with pytest.raises(RooflensError, match=match):
             check_moe_layout(*args, where="row 0")
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pd.Series([1.0, float("nan"), 3.0]),
+        pd.Series(["a", " ", None, "", "b", "  c "]),
+        pd.Series([1, "", None, " 2", float("nan")], dtype=object),
+        pd.Series([True, False]),
+    ],
+)
+def test_a_filled_cell_is_one_that_is_neither_missing_nor_blank_text(column: pd.Series) -> None:
+    # second route: every cell turned into text, as the readers did before `filled`
+    row_by_row = column.notna() & (column.astype(str).str.strip() != "")
+    assert filled(column).tolist() == row_by_row.tolist()
+
+
+def test_a_group_reads_its_rows_columns_and_labels_from_a_view() -> None:
+    frame = pd.DataFrame({"m": [4.0, 8.0, 16.0, 0.0], "k": [1.0, 2.0, 3.0, 4.0]})
+    rows = Rows(frame, np.array([1, 3]))
+    grp = Group(rows, "gemm", "bf16", "bf16")
+    assert grp.optional("k").tolist() == [2.0, 4.0]
+    with pytest.raises(RooflensError, match=r"row 3: m must be a positive number"):
+        grp.col("m")  # the error names the table's row, not the group's position

@@ -96,11 +96,36 @@ def check_moe_layout(inter: Num, experts: Num, topk: Num, tp: Num, ep: Num, wher
         raise RooflensError(f"{where}: topk must not exceed num_experts")
 
 
+def filled(raw: pd.Series) -> pd.Series:
+    """The cells a row fills: not missing and, in a text column, not blank. A numeric column is
+    never blank, so it is not turned into text (a validator table holds millions of rows); a
+    text column is checked once per distinct value."""
+    present = raw.notna()
+    if pd.api.types.is_numeric_dtype(raw.dtype):
+        return present
+    distinct = pd.unique(raw[present])
+    blank = [v for v in distinct if str(v).strip() == ""]
+    return present & ~raw.isin(blank) if blank else present
+
+
+class Rows:
+    """Some rows of a table, as a Group reads them (`columns`, `index`, a column by name): a
+    column is cut to the rows when it is read, so grouping a table of millions of rows does not
+    copy every column of every group (the measured tables' text columns most of all)."""
+
+    def __init__(self, frame: pd.DataFrame, positions: np.ndarray):
+        self.frame, self.positions = frame, positions
+        self.columns, self.index = frame.columns, frame.index[positions]
+
+    def __getitem__(self, name: str) -> pd.Series:
+        return self.frame[name].iloc[self.positions]
+
+
 class Group:
     """The rows of one op and variant, read column by column with one-line errors."""
 
     def __init__(
-        self, g: pd.DataFrame, op_name: str, dtype: str, extra: str, internal: bool = False
+        self, g: pd.DataFrame | Rows, op_name: str, dtype: str, extra: str, internal: bool = False
     ):
         self.g, self.op, self.dtype, self.extra = g, op_name, dtype, extra
         # internal rows (the operator table's own calls) keep the positivity and finiteness
@@ -127,7 +152,7 @@ class Group:
             return default
         raw = self.g[name]
         values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
-        given = raw.notna().to_numpy() & (raw.astype(str).str.strip() != "").to_numpy()
+        given = filled(raw).to_numpy()
         low = values < 0 if name == "residual" else values <= 0
         bad = given & (~np.isfinite(values) | low | (values > self.max_size))
         if bad.any():
@@ -166,7 +191,7 @@ def group_sizes(frame: pd.DataFrame) -> pd.Series:
         return pd.Series(128, index=frame.index)
     raw = frame["group_size"]
     values = pd.to_numeric(raw, errors="coerce")
-    given = raw.notna() & (raw.astype(str).str.strip() != "")
+    given = filled(raw)
     finite = values.where(np.isfinite(values.astype(float)))
     bad = given & ~(finite.between(1, MAX_SIZE) & (finite == finite.round()))
     if bad.any():
@@ -183,7 +208,7 @@ def dtype_column(frame: pd.DataFrame, name: str, fallback: pd.Series | None = No
             raise RooflensError(f"op {frame['op'].iloc[0]} needs a '{name}' column")
         return fallback
     values = frame[name]
-    given = values.notna() & (values.astype(str).str.strip() != "")
+    given = filled(values)
     kept = values[given]
     names = {}  # each distinct spelling once: a validator table holds millions of rows
     for value in pd.unique(kept):

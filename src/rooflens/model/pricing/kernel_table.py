@@ -33,6 +33,7 @@ from rooflens.model.pricing.kernel_columns import (
     SECOND_DTYPE,
     VARIANT_COLUMNS,
     Group,
+    Rows,
     at_most,
     check_moe_layout,
     dtype_column,
@@ -130,6 +131,15 @@ def _group_op(grp: Group, group_size: int, sm_count: int) -> Op:
     raise RooflensError(f"unknown op '{op_name}'; use one of {', '.join(REQUIRED)}")
 
 
+def _spelling(column: pd.Series) -> np.ndarray:
+    """A group key per row that tells apart the values of a variant column as their text does
+    (`str(value)`: an empty cell is 'nan'), as integer codes: the text of each distinct value is
+    made once, not per row of a table of millions."""
+    codes, distinct = pd.factorize(column, use_na_sentinel=False)
+    _, label = np.unique(np.array([str(v) for v in distinct], dtype=object), return_inverse=True)
+    return label[codes]
+
+
 def batches(table: pd.DataFrame, gpu: GPUSpec, internal: bool = False) -> list[Batch]:
     """Group a kernel table into array-shaped Ops for `gpu` (positions refer to `table`'s row
     order). Attention rows with one new token per sequence form their own groups: pricing
@@ -166,14 +176,15 @@ def batches(table: pd.DataFrame, gpu: GPUSpec, internal: bool = False) -> list[B
     if "seq_len" in frame.columns:
         tokens = frame["new_tokens"] if "new_tokens" in frame.columns else frame["seq_len"]
         one_token = ops.isin(("attention_prefill",)) & pd.to_numeric(tokens, "coerce").eq(1)
-    variants = [frame[c].astype(str) for c in VARIANT_COLUMNS if c in frame.columns]
+    variants = [_spelling(frame[c]) for c in VARIANT_COLUMNS if c in frame.columns]
     keys = [ops, dtype, extra, group_size, one_token, *variants]
     out = []
     key: Any
-    for key, g in frame.groupby(keys, sort=False, dropna=False):
-        grp = Group(g, str(key[0]), str(key[1]), str(key[2]), internal)
+    for key, positions in frame.groupby(keys, sort=False, dropna=False).indices.items():
+        view = Rows(frame, np.asarray(positions))
+        grp = Group(view, str(key[0]), str(key[1]), str(key[2]), internal)
         op = replayed(_group_op(grp, int(key[3]), gpu.sm_count), grp.optional(REPLAY_COPIES))
-        out.append(Batch(op, g.index.to_numpy()))
+        out.append(Batch(op, grp.g.index.to_numpy()))
     return out
 
 

@@ -156,12 +156,13 @@ def fit_kinds(table: pd.DataFrame) -> list[str]:
     kinds = [k for k in KIND_OPS if kind_rows(table, k).any()]
     if "quant" in table.columns:
         for base in FAMILY_KINDS:
-            labels = table.loc[table["op"].isin(KIND_OPS[base]), "quant"].dropna().astype(str)
-            kinds += [f"{base}:{q}" for q in sorted(set(labels) - set(PLAIN_FAMILIES))]
+            labels = table.loc[table["op"].isin(KIND_OPS[base]), "quant"].dropna()
+            found = set(map(str, pd.unique(labels)))
+            kinds += [f"{base}:{q}" for q in sorted(found - set(PLAIN_FAMILIES))]
     families = attention_families(table).dropna()
     for base in FRONTIER_KINDS:
         labels = families[kind_rows(table, base, plain=False).reindex(families.index)]
-        kinds += [f"{base}:{f}" for f in sorted(set(labels.astype(str)))]
+        kinds += [f"{base}:{f}" for f in sorted(set(map(str, pd.unique(labels))))]
     return kinds
 
 
@@ -179,8 +180,10 @@ def attention_families(table: pd.DataFrame) -> pd.Series:
         else act
     )
     decode = one_token(table)[rows]
-    keys = pd.Series(list(zip(act, kv, decode, strict=True)), index=act.index)
-    out.loc[rows] = keys.map({k: attention_family(*k) for k in set(keys)})
+    # each distinct (dtype, KV dtype, decode) once: a measured table holds 10⁶ attention rows
+    codes, keys = pd.MultiIndex.from_arrays([act, kv, decode]).factorize()
+    families = np.array([attention_family(*key) or np.nan for key in keys], dtype=object)
+    out.loc[rows] = families[codes] if len(keys) else families
     return out
 
 

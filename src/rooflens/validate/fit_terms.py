@@ -18,6 +18,7 @@ from rooflens.hardware.profiles import ENGINES, INPUT_PASS_MAX_BYTES, KindEffici
 from rooflens.hardware.spec import GPUSpec
 from rooflens.model.pricing.eager_roofs import eager_roof
 from rooflens.model.specs.quant import FAMILIES, PLAIN_FAMILIES, attention_family
+from rooflens.validate.measured_files import distinct_text, map_distinct
 
 KIND_OPS: dict[str, tuple[str, ...]] = {
     "gemm": ("gemm",),
@@ -157,12 +158,11 @@ def fit_kinds(table: pd.DataFrame) -> list[str]:
     if "quant" in table.columns:
         for base in FAMILY_KINDS:
             labels = table.loc[table["op"].isin(KIND_OPS[base]), "quant"].dropna()
-            found = set(map(str, pd.unique(labels)))
-            kinds += [f"{base}:{q}" for q in sorted(found - set(PLAIN_FAMILIES))]
+            kinds += [f"{base}:{q}" for q in sorted(distinct_text(labels) - set(PLAIN_FAMILIES))]
     families = attention_families(table).dropna()
     for base in FRONTIER_KINDS:
         labels = families[kind_rows(table, base, plain=False).reindex(families.index)]
-        kinds += [f"{base}:{f}" for f in sorted(set(map(str, pd.unique(labels))))]
+        kinds += [f"{base}:{f}" for f in sorted(distinct_text(labels))]
     return kinds
 
 
@@ -174,16 +174,11 @@ def attention_families(table: pd.DataFrame) -> pd.Series:
         return out
     rows = table["op"].isin(KIND_OPS["attention_decode"])
     act = table.loc[rows, "dtype"].astype(str)
-    kv = (
-        table.loc[rows, "kv_dtype"].fillna(table.loc[rows, "dtype"]).astype(str)
-        if "kv_dtype" in table.columns
-        else act
-    )
+    kv = table.loc[rows, "kv_dtype" if "kv_dtype" in table.columns else "dtype"]
+    kv = kv.fillna(table.loc[rows, "dtype"]).astype(str)
     decode = one_token(table)[rows]
-    # each distinct (dtype, KV dtype, decode) once: a measured table holds 10⁶ attention rows
-    codes, keys = pd.MultiIndex.from_arrays([act, kv, decode]).factorize()
-    families = np.array([attention_family(*key) or np.nan for key in keys], dtype=object)
-    out.loc[rows] = families[codes] if len(keys) else families
+    codes, keys = pd.MultiIndex.from_arrays([act, kv, decode]).factorize()  # each distinct once
+    out.loc[rows] = np.array([attention_family(*k) or np.nan for k in keys], dtype=object)[codes]
     return out
 
 
@@ -199,12 +194,8 @@ def one_token(table: pd.DataFrame) -> pd.Series:
 def engine_of(impl: pd.Series) -> pd.Series:
     """The serving engine of each row's implementation (`vllm-0.24.0:<kernel>` -> vllm), or
     None for kernels no engine ships (Vidur's eager PyTorch, this project's own runs)."""
-    codes, distinct = pd.factorize(impl, use_na_sentinel=False)  # a few dozen of 10⁶ rows
-    name = pd.Series(distinct).astype(str).str.split("-", n=1).str[0]
-    name = name.where(name.isin(ENGINES))
-    out = name.take(codes).set_axis(impl.index)
-    out.name = impl.name
-    return out
+    name = map_distinct(impl, lambda v: str(v).split("-", 1)[0])  # 10⁶ rows, a few dozen names
+    return name.where(name.isin(ENGINES)).astype(object)
 
 
 def sample_rows(rows: pd.DataFrame, limit: int = MAX_ROWS_PER_IMPL) -> pd.DataFrame:

@@ -40,7 +40,7 @@ def engine_precision(labels: pd.Series) -> pd.DataFrame:
     """`dtype`, `weight_dtype` (None where weights are at `dtype`) and `quant` (the engine's
     label: the kernel family, model/specs/quant.py) of each row; an unknown label is refused in
     one line."""
-    unknown = sorted(set(map(str, pd.unique(labels))) - set(FAMILIES))
+    unknown = sorted(distinct_text(labels) - set(FAMILIES))
     if unknown:
         raise RooflensError(
             f"measured precision '{unknown[0]}' is not a known kernel family; add it to "
@@ -55,6 +55,11 @@ def engine_precision(labels: pd.Series) -> pd.DataFrame:
         },
         index=labels.index,
     )
+
+
+def distinct_text(values: pd.Series) -> set[str]:
+    """The distinct values of a column as text (each once, not once a row)."""
+    return set(map(str, pd.unique(values)))
 
 
 def map_distinct(values: pd.Series, fn: Callable[[Any], Any] | Mapping[Any, Any]) -> pd.Series:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from rooflens.model.pricing.kernel_columns import map_distinct
 from rooflens.validate.aiconfigurator import TRT_FLOW, graph_latency_ms, load_moe, load_nccl
 from rooflens.validate.datasets import load_kernels
-from rooflens.validate.measured_files import map_distinct
 
 
 @pytest.fixture(scope="module")

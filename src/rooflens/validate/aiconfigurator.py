@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rooflens.hardware.presets import get_gpu
+from rooflens.model.pricing.kernel_columns import map_distinct
 from rooflens.model.pricing.l2_resident import REPLAY_COPIES
 from rooflens.validate.measured_files import (
     DEFAULT_ROOT,
@@ -26,7 +27,6 @@ from rooflens.validate.measured_files import (
     engine_precision,
     gpu_id,
     impl,
-    map_distinct,
     read_table,
     rel,
 )

@@ -17,8 +17,8 @@ import pandas as pd
 from rooflens.hardware.profiles import ENGINES, INPUT_PASS_MAX_BYTES, KindEfficiency
 from rooflens.hardware.spec import GPUSpec
 from rooflens.model.pricing.eager_roofs import eager_roof
+from rooflens.model.pricing.kernel_columns import distinct_text, map_distinct
 from rooflens.model.specs.quant import FAMILIES, PLAIN_FAMILIES, attention_family
-from rooflens.validate.measured_files import distinct_text, map_distinct
 
 KIND_OPS: dict[str, tuple[str, ...]] = {
     "gemm": ("gemm",),

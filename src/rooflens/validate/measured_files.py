@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from rooflens.hardware.errors import RooflensError
+from rooflens.model.pricing.kernel_columns import distinct_text, map_distinct
 from rooflens.model.specs.quant import FAMILIES
 
 # ../shared/data/measured beside the checkout (src/rooflens/validate/ -> the checkout's parent),
@@ -55,21 +54,6 @@ def engine_precision(labels: pd.Series) -> pd.DataFrame:
         },
         index=labels.index,
     )
-
-
-def distinct_text(values: pd.Series) -> set[str]:
-    """The distinct values of a column as text (each once, not once a row)."""
-    return set(map(str, pd.unique(values)))
-
-
-def map_distinct(values: pd.Series, fn: Callable[[Any], Any] | Mapping[Any, Any]) -> pd.Series:
-    """`values.map(fn)`, with `fn` called once per distinct value: a measured table holds
-    millions of rows and a few dozen distinct devices, dtypes or labels."""
-    codes, distinct = pd.factorize(values, use_na_sentinel=False)
-    mapped = pd.Series(distinct).map(fn)
-    out = mapped.take(codes).set_axis(values.index)
-    out.name = values.name
-    return out
 
 
 def gpu_id(name: str) -> str:

@@ -26,6 +26,7 @@ Any op of a benchmark's table may state `replay_copies`: the copies of what each
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -94,6 +95,21 @@ def check_moe_layout(inter: Num, experts: Num, topk: Num, tp: Num, ep: Num, wher
         raise RooflensError(f"{where}: moe_ep_size must divide num_experts")
     if np.any(np.asarray(topk) > np.asarray(experts)):
         raise RooflensError(f"{where}: topk must not exceed num_experts")
+
+
+def distinct_text(values: pd.Series) -> set[str]:
+    """The distinct values of a column as text (each once, not once a row)."""
+    return set(map(str, pd.unique(values)))
+
+
+def map_distinct(values: pd.Series, fn: Callable[[Any], Any] | Mapping[Any, Any]) -> pd.Series:
+    """`values.map(fn)`, with `fn` called once per distinct value: a kernel table holds
+    millions of rows and a few dozen distinct devices, dtypes or labels."""
+    codes, distinct = pd.factorize(values, use_na_sentinel=False)
+    mapped = pd.Series(distinct).map(fn)
+    out = mapped.take(codes).set_axis(values.index)
+    out.name = values.name
+    return out
 
 
 def filled(raw: pd.Series) -> pd.Series:
@@ -216,7 +232,7 @@ def dtype_column(frame: pd.DataFrame, name: str, fallback: pd.Series | None = No
             names[value] = normalize_dtype(value, name, 0)
         except RooflensError:  # the error names the first row that spells it
             normalize_dtype(value, name, int(str(kept.index[(kept == value).to_numpy()][0])))
-    out = values.where(~given, kept.map(names).astype(object))
+    out = values.where(~given, map_distinct(kept, names).astype(object))
     if fallback is not None:
         out = out.where(given, fallback)
     return out

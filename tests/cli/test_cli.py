@@ -98,10 +98,28 @@ def test_predict_names_the_table_behind_a_quantized_decode_dearer_than_bf16(
     assert slower["families"] == ["gemm:fp8"]
     assert [t["table"] for t in slower["measured_tables"]] == [TRTLLM_FP8_TABLE]
     assert any(TRTLLM_FP8_TABLE in note for note in data["notes"])
+    # what beats bf16 instead: each entry the prediction `--quant S --engine E` gives
+    alternatives = slower["alternatives"]
+    assert alternatives and [a["tpot_s"] for a in alternatives] == sorted(
+        a["tpot_s"] for a in alternatives)  # fmt: skip
+    for a in alternatives[:2]:
+        asked = run(
+            make_scenario(
+                "llama-3-8b",
+                "b300",
+                engine=a["engine"],
+                batch=1,
+                quant=a["scheme"],
+                kv_dtype="fp8",
+                profile="calibrated",
+            )
+        )
+        assert a["tpot_s"] == pytest.approx(asked.tpot_s) and a["tpot_s"] < bf16.tpot_s
     code, out, _ = run_cli(capsys, *B300_FP8, "--no-ops")
     headline, _, rest = out.partition("note: ")
     assert code == 0 and "TPOT" in headline  # the note sits under the headline table
     assert "costs more than bf16" in rest and TRTLLM_FP8_TABLE in " ".join(rest.split())
+    assert "Beats bf16 here" in rest
 
 
 @pytest.mark.parametrize("weight, act", [("int4", "bf16"), ("fp8", "fp8")])

@@ -51,7 +51,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     no_energy = f"energy not estimated: GPU spec '{sc.gpu.id}' gives no tdp_watts"
     from rooflens.model.analysis.quant_vs_bf16 import quant_slower_than_bf16
 
-    slower = quant_slower_than_bf16(pred, args.opts)
+    slower = quant_slower_than_bf16(pred, args.opts, alternatives=True)
     if args.json:
         data = with_call_exact(pred)
         print_json({**data, "contributions": effects,

@@ -104,7 +104,7 @@ def _notes(s: Settings) -> list[str]:
     from rooflens.model.analysis.quant_vs_bf16 import quant_slower_than_bf16
 
     pred = prediction(s)
-    slower = quant_slower_than_bf16(pred, s.opts)
+    slower = quant_slower_than_bf16(pred, s.opts, alternatives=True)
     return [*pred.notes, *([slower.note] if slower else [])]
 
 

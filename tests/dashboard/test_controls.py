@@ -5,8 +5,13 @@ the CLI and a link accept."""
 
 from __future__ import annotations
 
+import pytest
+from apptest_helpers import metrics, si
+
 from rooflens.dashboard.controls import FROM_SCHEME, SAME_AS_ACT
-from rooflens.dashboard.settings import CHOICES, FIELDS, MINIMUMS
+from rooflens.dashboard.settings import CHOICES, DEFAULTS, FIELDS, MINIMUMS
+from rooflens.hardware.profiles import ENGINE_NAMES
+from rooflens.model.predict.api import make_scenario, run
 from rooflens.model.predict.request import meta
 
 
@@ -64,3 +69,28 @@ def test_the_scheme_picker_names_what_native_means_and_the_schemes(app) -> None:
     cli = run(make_scenario("gpt-oss-20b", "h100-sxm", batch=8))  # the CLI, at the page's batch
     assert cli.scenario.precision.expert_dtype == "mxfp4"
     assert memory.value.startswith(f"{cli.memory.total_bytes / 1e9:.1f} GB")  # not 44 GB of bf16
+
+
+def test_an_engine_that_does_not_run_on_the_gpu_is_refused_beside_its_widget(app) -> None:  # type: ignore[no-untyped-def]
+    # TensorRT-LLM builds for NVIDIA GPUs only (hardware/profiles.py ENGINE_VENDORS)
+    at = app(gpu="mi300x", engine="trtllm")
+    assert at.sidebar.selectbox(key="engine").value == "trtllm"
+    (error,) = [e.value for e in at.sidebar.error]
+    assert "“Engine” = trtllm: TensorRT-LLM runs on NVIDIA hardware only" in error
+    assert "(vLLM and SGLang run there)" in error
+    at.sidebar.selectbox(key="engine").set_value("sglang").run()
+    assert not at.sidebar.error and not at.exception
+
+
+def test_the_engine_widget_prices_with_that_engine_s_kernels(app) -> None:  # type: ignore[no-untyped-def]
+    at = app(model="llama-3-8b", gpu="b300", tp="1", batch="1", quant="w8a8-fp8")
+    widget = at.sidebar.selectbox(key="engine")
+    assert tuple(widget.options) == tuple(ENGINE_NAMES[e] for e in CHOICES["engine"])
+    assert widget.value == DEFAULTS.engine == "vllm"  # the schema's stated default
+    for engine in ("trtllm", "sglang"):
+        at.sidebar.selectbox(key="engine").set_value(engine).run()
+        assert not at.exception and at.query_params["engine"] == engine
+        direct = run(make_scenario("llama-3-8b", "b300", batch=1, quant="w8a8-fp8",
+                                   engine=engine, profile=DEFAULTS.profile))  # fmt: skip
+        assert si(metrics(at)["TPOT"]) == pytest.approx(direct.tpot_s, rel=5e-3)
+        assert f"{engine} kernels" in " ".join(c.value for c in at.sidebar.caption)

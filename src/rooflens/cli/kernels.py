@@ -10,9 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from rooflens.hardware.errors import RooflensError
+from rooflens.hardware.errors import FieldError, RooflensError
 from rooflens.hardware.presets import get_gpu
-from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINES, get_profile
+from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINES, engine_refusal, get_profile
 
 
 def add_parser(sub: Any) -> None:
@@ -51,6 +51,8 @@ def cmd_kernels_predict(args: argparse.Namespace) -> int:
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise RooflensError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
     gpu = get_gpu(args.gpu)
+    if why := engine_refusal(args.engine, gpu):
+        raise FieldError("engine", why, "--engine", args.engine)
     result = predict_kernels(frame, gpu, get_profile(args.profile, gpu, args.engine))
     if args.output is not None:
         atomic_write_csv(args.output, result, "-o")

@@ -41,6 +41,7 @@ from rooflens.dashboard.settings import (
 )
 from rooflens.hardware.errors import RooflensError
 from rooflens.hardware.presets import get_gpu
+from rooflens.hardware.profiles import ENGINE_NAMES
 from rooflens.model.optimizations import parse_opt
 from rooflens.model.predict.request import meta
 from rooflens.model.specs.presets import get_model, model_ids
@@ -210,6 +211,9 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
         slots["tp"] = st.empty()
         _profile_widget()
         slots["profile"] = in_force = st.empty()
+        st.selectbox(LABELS["engine"], CHOICES["engine"], key="engine",
+                     format_func=ENGINE_NAMES.get, help=FIELDS["engine"].description)  # fmt: skip
+        slots["engine"] = st.empty()
         opts = optimizations(st.session_state.model_ref)
         slots["opts"] = st.empty()
         more = [name for name in MINIMUMS if name not in DRAWN_ABOVE]

@@ -38,6 +38,7 @@ from rooflens.hardware.profiles import (
     ENGINE_NAMES,
     ENGINES,
     calibration_path,
+    engine_refusal,
     get_profile,
     load_calibration,
 )
@@ -192,14 +193,15 @@ def scheme_twin(sc: Scenario, scheme: str, engine: str | None = None) -> Scenari
 
 def beats_bf16(sc: Scenario, opts: Sequence[Optimization], bf16_tpot_s: float) -> tuple[
         Alternative, ...]:  # fmt: skip
-    """Every quantized scheme on every engine whose decode step, priced like `sc`'s (same
-    profile and optimizations), costs less than `bf16_tpot_s` and fits: cheapest first. Only
+    """Every quantized scheme on every engine that runs on the GPU (ENGINE_VENDORS) whose decode
+    step, priced like `sc`'s (same profile and optimizations), costs less than `bf16_tpot_s`
+    and fits: cheapest first. Only
     schemes whose matmuls run natively on the GPU's tensor cores (spec.py `unit`: no upcast)
     and whose kernel family the profile holds terms for on every quantized matmul."""
     native = [k for k, s in SCHEMES.items() if k != "bf16" and _runs_natively(sc, k)]
     path = calibration_path(sc.gpu)
     out = []
-    for engine in ENGINES:
+    for engine in (e for e in ENGINES if engine_refusal(e, sc.gpu) is None):
         profile = get_profile(sc.profile, sc.gpu, engine)
         for scheme in native:
             pred = make_pipeline(scheme_twin(sc, scheme, engine), opts).predict()

@@ -171,7 +171,7 @@ def run_sweep(
         except RooflensError as exc:
             if "no price" in str(exc) or "--opt" in str(exc):
                 raise
-            reason = str(exc).split(":")[-1].strip()[:80]
+            reason = str(exc).removeprefix("invalid scenario: ")  # whole: it says what to do
             skipped[reason] = skipped.get(reason, 0) + 1
             continue
         except (TypeError, ValueError) as exc:

@@ -5,7 +5,12 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from rooflens.hardware.errors import FieldError
-from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINE_NAMES, calibration_file
+from rooflens.hardware.profiles import (
+    DEFAULT_ENGINE,
+    ENGINE_NAMES,
+    calibration_file,
+    engine_refusal,
+)
 from rooflens.hardware.spec import GPUSpec, Spec, SystemSpec
 from rooflens.model.specs.dtypes import ACTIVATION_DTYPES, FP4_DTYPES, STORAGE_DTYPES
 from rooflens.model.specs.quant import FAMILIES, SCHEMES, family_of, scheme_text
@@ -258,6 +263,8 @@ class Scenario(Spec):
                 )  # fmt: skip
         if p.act_dtype == "fp8" and lacks_fp8(self.gpu):
             raise FieldError("act_dtype", fp8_units_needed(self.gpu), "--act-dtype", "fp8")
+        if why := engine_refusal(self.engine, self.gpu):
+            raise FieldError("engine", why, "--engine", self.engine)
         images = self.workload.images_per_prompt
         if images and m.vision is None:
             raise FieldError("images", f"{{subject}}: {m.id} has no vision encoder", "--images",

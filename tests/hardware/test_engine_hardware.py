@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from rooflens.cli import main
+from rooflens.hardware.engines import ENGINES, engine_refusal
 from rooflens.hardware.errors import FieldError
 from rooflens.hardware.presets import get_gpu, gpu_ids
-from rooflens.hardware.profiles import ENGINES, engine_refusal
 from rooflens.model.predict.api import make_scenario
 
 # The presets TensorRT-LLM does not run on, read off their datasheets: the AMD MI300X, and the
@@ -37,7 +37,8 @@ def test_a_scenario_pairing_tensorrt_llm_with_such_a_gpu_is_refused(gpu: str, wh
     with pytest.raises(FieldError) as info:
         make_scenario("llama-3-8b", gpu, engine="trtllm")
     assert info.value.field == "engine"
-    assert str(info.value) == f"invalid scenario: --engine trtllm: {why} (vLLM and SGLang run there)"
+    others = "(vLLM and SGLang run there)"
+    assert str(info.value) == f"invalid scenario: --engine trtllm: {why} {others}"
     assert info.value.worded("Engine").startswith(f"invalid scenario: “Engine” = trtllm: {why}")
     for engine in ENGINES[:2]:  # the engines it names do run there
         assert make_scenario("llama-3-8b", gpu, engine=engine).engine == engine

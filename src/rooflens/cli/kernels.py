@@ -10,9 +10,10 @@ from typing import Any
 
 import pandas as pd
 
+from rooflens.hardware.engines import engine_refusal
 from rooflens.hardware.errors import FieldError, RooflensError
 from rooflens.hardware.presets import get_gpu
-from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINES, engine_refusal, get_profile
+from rooflens.hardware.profiles import DEFAULT_ENGINE, ENGINES, get_profile
 
 
 def add_parser(sub: Any) -> None:

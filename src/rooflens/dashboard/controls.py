@@ -212,7 +212,8 @@ def sidebar(pages: list[str], titles: dict[str, str]) -> tuple[str, Context]:
         _profile_widget()
         slots["profile"] = in_force = st.empty()
         st.selectbox(LABELS["engine"], CHOICES["engine"], key="engine",
-                     format_func=ENGINE_NAMES.get, help=FIELDS["engine"].description)  # fmt: skip
+                     format_func=ENGINE_NAMES.__getitem__,
+                     help=FIELDS["engine"].description)  # fmt: skip
         slots["engine"] = st.empty()
         opts = optimizations(st.session_state.model_ref)
         slots["opts"] = st.empty()

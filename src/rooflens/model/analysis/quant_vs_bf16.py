@@ -33,12 +33,12 @@ from typing import Any
 
 import numpy as np
 
+from rooflens.hardware.engines import engine_refusal
 from rooflens.hardware.profiles import (
     CALIBRATION_DIR,
     ENGINE_NAMES,
     ENGINES,
     calibration_path,
-    engine_refusal,
     get_profile,
     load_calibration,
 )

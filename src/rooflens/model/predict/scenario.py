@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
+from rooflens.hardware.engines import engine_refusal
 from rooflens.hardware.errors import FieldError
 from rooflens.hardware.profiles import (
     DEFAULT_ENGINE,
     ENGINE_NAMES,
     calibration_file,
-    engine_refusal,
 )
 from rooflens.hardware.spec import GPUSpec, Spec, SystemSpec
 from rooflens.model.specs.dtypes import ACTIVATION_DTYPES, FP4_DTYPES, STORAGE_DTYPES

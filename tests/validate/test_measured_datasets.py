@@ -288,6 +288,38 @@ def test_sglang_int8_weight_only_rows_a_w8a8_chain_are_left_out(kernels, measure
     assert set(gemm["gpu"]) == {"a100-sxm-80gb"} and gemm["impl"].str.startswith("trtllm").all()
 
 
+@pytest.fixture(scope="module")
+def moe(measured_dir):
+    return load_moe(measured_dir)
+
+
+STAND_IN_TABLES = (
+    "aiconfigurator-h100/moe/vllm/0.24.0/moe_perf.parquet",
+    "aiconfigurator-h100/moe/sglang/0.5.14/moe_perf.parquet",
+    "aiconfigurator-rtx-pro-6000/moe/sglang/0.5.14/moe_perf.parquet",
+)
+
+
+@pytest.mark.parametrize("path", STAND_IN_TABLES)
+def test_moe_rows_timed_with_a_stand_in_activation_are_left_out(kernels, moe, measured_dir, path):
+    # Kimi-K3's MXFP4 experts timed through Marlin with SiLU standing in for SiTU
+    # (validate/aiconfigurator.py LEFT_OUT_MOE_KERNELS): the table's own notes say so, the raw
+    # rows are there, none is loaded, and every other row of the table is
+    meta = (measured_dir / path).with_name("collection_meta.yaml").read_text()
+    assert "situ-as-silu" in meta.lower() or "situ_as_silu" in meta.lower()
+    raw = pd.read_parquet(measured_dir / path)
+    stand_in = raw["kernel_source"].str.endswith("_situ_as_silu")
+    assert stand_in.sum() > 400
+    assert set(raw.loc[stand_in, "num_experts"]) == {896}  # Kimi-K3's, no other model's
+    rows = moe[moe.source == path]
+    assert len(rows) == (~stand_in).sum() and not rows["impl"].str.contains("situ").any()
+    assert not kernels["impl"].str.contains("situ").any()  # nor anything built on the loader
+    # the B300's Kimi-K3 rows ran SiTU itself (vLLM's Kimi-K3 preview build): kept
+    b300 = kernels[(kernels.gpu == "b300") & (kernels.num_experts == 896)
+                   & (kernels.quant == "w4a16_mxfp4")]  # fmt: skip
+    assert len(b300) > 400 and b300["impl"].str.contains("marlin").all()
+
+
 def test_the_copy_rule_tells_resident_gemms_from_cold_ones(kernels):
     # The RTX PRO 6000's bf16 GEMVs (m = 1) at one weight size, SGLang against TensorRT-LLM:
     # where the rule says both keep their copies in L2 they run alike, where it says one does

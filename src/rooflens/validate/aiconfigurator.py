@@ -4,7 +4,8 @@ each in the kernel CSV contract (NCCL in its own columns). Units: `latency` is m
 call (CUDA-graph replay; TensorRT-LLM 1.0's quantized GEMMs are brought to one,
 `graph_latency_ms`); GEMM rows that do not time the kernel their precision names are left out
 (LEFT_OUT: vLLM's block FP8, timed eagerly; SGLang's `int8_wo`, a W8A8 GEMM behind an eager
-quantization). NCCL `message_size` counts elements, not bytes.
+quantization), and so are fused-MoE rows timed with a stand-in activation
+(LEFT_OUT_MOE_KERNELS). NCCL `message_size` counts elements, not bytes.
 """
 
 from __future__ import annotations
@@ -63,6 +64,16 @@ GAP_SHAPES = {"m": 16, "n": 512, "k": 512}
 # rows priced every engine's W8A16 decode on the H100 and H200 above bf16's. W8A16 is priced by
 # the one dense weight-only kernel the tables hold, TensorRT-LLM's WeightOnlyQuantMatmul.
 LEFT_OUT = (("VLLM", "fp8_block"), ("SGLANG", "int8_wo"))  # (framework, gemm_dtype), as written
+# Fused-MoE rows whose kernel ran a stand-in activation: Kimi-K3's MXFP4 experts use SiTU, which
+# stock vLLM 0.24.0 and SGLang 0.5.14 have no path for, so the collector timed their Marlin kernel
+# with SiLU in its place (`*_situ_as_silu`; the H100's and the RTX PRO 6000's moe collection_meta:
+# "owner-approved situ-as-silu Marlin approximation", "until the sglang collector learns the
+# checkpoint's situ property"). No deployment runs that kernel. Kept, the rows made one kernel
+# family of two: the H100 engines' MXFP4 terms, fitted on them and on gpt-oss's own Triton
+# kernels, priced SGLang's gpt-oss-120b experts at 0.45-0.59x their table at 8-1,024 tokens and
+# vLLM's at 1.4-2.2x at 256-4,096. The B300's Kimi-K3 rows ran SiTU itself (vLLM's Kimi-K3
+# preview build) and stay.
+LEFT_OUT_MOE_KERNELS = ("_situ_as_silu",)  # kernel_source suffixes
 
 
 # The weight copies each collector cycles through between replays of one GEMM (the
@@ -195,6 +206,7 @@ def load_moe(root: Path = DEFAULT_ROOT) -> pd.DataFrame:
         d = read_table(path, (*keep, "moe_dtype", *IMPL_COLUMNS))
         if d is None:
             continue
+        d = d[~d["kernel_source"].astype(str).str.endswith(LEFT_OUT_MOE_KERNELS)]
         frame = d[keep].copy()
         frame.insert(0, "op", "moe")
         frame = frame.join(engine_precision(d["moe_dtype"]))

@@ -80,3 +80,35 @@ def test_the_planner_names_precision_as_the_sidebar_does():
            "gpu": "h100-sxm", "weight_dtype": "fp8", "act_dtype": "fp8", "kv_dtype": "bf16",
            "batch": 8}  # fmt: skip
     assert "W8A8-FP8, bf16 KV" in describe(row)
+
+
+# What a user passes to the engine, read as the scheme it is: vLLM's and SGLang's --quantization
+# method names and TensorRT-LLM's QuantAlgo names (their own docs), any case, '_' or '-'.
+@pytest.mark.parametrize(
+    ("engine_name", "scheme"),
+    [("fp8", "w8a8-fp8"), ("FP8", "w8a8-fp8"), ("w8a8_fp8", "w8a8-fp8"), ("modelopt", "w8a8-fp8"),
+     ("FP8_BLOCK_SCALES", "fp8-block"), ("awq", "w4a16"), ("awq_marlin", "w4a16"),
+     ("gptq_marlin", "w4a16"), ("W4A16_AWQ", "w4a16"), ("W8A16_GPTQ", "w8a16"),
+     ("w8a8_int8", "smoothquant"), ("W8A8_SQ_PER_CHANNEL", "smoothquant"),
+     ("modelopt_fp4", "nvfp4"), ("NVFP4", "nvfp4"), ("W4A16_MXFP4", "mxfp4"), ("BF16", "bf16")],
+)  # fmt: skip
+def test_the_engines_names_for_a_scheme_are_read_as_it(capsys, engine_name, scheme) -> None:  # type: ignore[no-untyped-def]
+    argv = ("--model", "llama-3-8b", "--gpu", "b300", "--batch", "4")
+    named = _json(capsys, *argv, "--quant", engine_name)
+    ours = _json(capsys, *argv, "--quant", scheme)
+    assert named["precision"]["scheme"] == scheme
+    assert (named["tpot_s"], named["ttft_s"]) == (ours["tpot_s"], ours["ttft_s"])
+
+
+def test_a_name_no_engine_gives_is_refused_in_one_line_on_every_face(capsys) -> None:  # type: ignore[no-untyped-def]
+    from rooflens.dashboard.settings import from_query
+
+    with pytest.raises(SystemExit) as exit_:  # argparse's choice check
+        main(["predict", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--quant", "int4"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and len(err) == 1
+    assert "invalid choice: 'int4'" in err[0] and "w4a16" in err[0]
+    settings, problems = from_query({"quant": ["awq_marlin"]})  # a link, as a user shares it
+    assert settings.quant == "w4a16" and problems == []
+    settings, problems = from_query({"quant": ["int4"]})
+    assert settings.quant == "native" and len(problems) == 1 and "'int4'" in problems[0]

@@ -15,7 +15,7 @@ from typing import Any
 
 from rooflens.argtypes import count, finite_number
 from rooflens.model.predict.api import scenario_of
-from rooflens.model.predict.request import ScenarioRequest, choices, meta
+from rooflens.model.predict.request import ScenarioRequest, choices, meta, spelling
 from rooflens.model.predict.scenario import Scenario
 
 
@@ -41,6 +41,8 @@ def add_scenario_args(p: argparse.ArgumentParser, memory_only: bool = False) -> 
         allowed = choices(field)
         if allowed is not None:
             options["choices"] = allowed
+            if (read := spelling(field)) is not None:
+                options["type"] = read  # argparse checks the choice after the type
         elif field.annotation is int:
             options["type"] = count  # a whole number; the schema checks its bound
         elif field.annotation in (float, float | None):

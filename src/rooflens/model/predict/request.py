@@ -40,7 +40,7 @@ from rooflens.model.predict.scenario import (
 )
 from rooflens.model.specs.dtypes import ACTIVATION_DTYPES, STORAGE_DTYPES
 from rooflens.model.specs.presets import model_ids
-from rooflens.model.specs.quant import NATIVE, QUANT_CHOICES, SCHEMES
+from rooflens.model.specs.quant import ENGINE_QUANT_NAMES, NATIVE, QUANT_CHOICES, SCHEMES, quant_id
 
 # The values a choice field may take (None, where a field allows it, means "the default").
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -50,6 +50,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "quant": QUANT_CHOICES,
     "engine": ENGINES,
 }
+# Other spellings a choice set reads, each turned into its own value before any check (the CLI's
+# `type`, a request's fields, a link): the engines' names for the precision schemes.
+SPELLINGS: dict[str, Callable[[str], str]] = {"quant": quant_id}
 # The presets a field may name (a link may name nothing else: no file on the server).
 PRESETS: dict[str, Callable[[], list[str]]] = {
     "model": model_ids,
@@ -98,7 +101,9 @@ class ScenarioRequest(Spec):
         NATIVE, "precision scheme, as engines name it: native (the checkpoint's own format: "
         "bf16; MXFP4 experts with bf16 attention for gpt-oss; FP8-block for DeepSeek-V3), "
         + ", ".join(f"{key} ({s.label}: {s.means})" for key, s in SCHEMES.items())
-        + "; --weight-dtype/--act-dtype override native, and must agree with any other scheme",
+        + "; the engines' names are read too (" + ", ".join(ENGINE_QUANT_NAMES) + ", in any "
+        "case, '_' for '-'); --weight-dtype/--act-dtype override native, and must agree with any "
+        "other scheme",
         flag="--quant", label="Precision scheme", choices="quant",
     )  # fmt: skip
     weight_dtype: str | None = _field(
@@ -161,6 +166,7 @@ class ScenarioRequest(Spec):
     def __init__(self, **values: Any) -> None:
         """Checked field by field first, so a bad value reads the same as on the CLI and in a
         link (`bad_value`); what remains (a wrong type, an unknown field) is one line too."""
+        values = {name: spelled(type(self), name, value) for name, value in values.items()}
         for name, value in values.items():
             if name in type(self).model_fields:
                 problem = value_error(type(self), name, value)
@@ -198,6 +204,18 @@ def choices(field: FieldInfo) -> tuple[str, ...] | None:
     return None if name is None else CHOICES[name]
 
 
+def spelling(field: FieldInfo) -> Callable[[str], str] | None:
+    """How the field reads its choices' other spellings (SPELLINGS), or None."""
+    return SPELLINGS.get(meta(field).get("choices", ""))
+
+
+def spelled(cls: type[Spec], name: str, value: Any) -> Any:
+    """`value` as the field's own choice where it is another spelling of one, else as given."""
+    field = cls.model_fields.get(name)
+    read = None if field is None else spelling(field)
+    return read(value) if read is not None and isinstance(value, str) else value
+
+
 def flag(cls: type[Spec], name: str) -> str:
     return str(meta(cls.model_fields[name]).get("flag", name))
 
@@ -213,6 +231,7 @@ def value_error(cls: type[Spec], name: str, value: Any) -> FieldError | None:
     """`bad_value`'s reason as a FieldError naming the field (None when the value is good)."""
     field = cls.model_fields[name]
     what = flag(cls, name)
+    value = spelled(cls, name, value)
     allowed = choices(field)
     if allowed is not None and isinstance(value, str) and value not in allowed:
         return FieldError(name, f"{{subject}} {value!r} is not one of {', '.join(allowed)}", what)

@@ -102,6 +102,38 @@ SCHEMES: dict[str, Scheme] = {
                     "(gpt-oss's kernels off Blackwell)"),
 }  # fmt: skip
 QUANT_CHOICES = (NATIVE, *SCHEMES)
+# The same schemes under the names the engines' own options give them, so `--quant` takes what a
+# user passes to the engine: vLLM's and SGLang's `--quantization` (fp8, awq, gptq, awq_marlin,
+# gptq_marlin, modelopt, modelopt_fp4, w8a8_int8, w8a8_fp8) and TensorRT-LLM's QuantAlgo
+# (FP8, FP8_BLOCK_SCALES, W4A16_AWQ, W4A16_GPTQ, W8A16_GPTQ, W8A8_SQ_PER_CHANNEL, W4A16_MXFP4,
+# NVFP4). Read case-blind with '_' as '-' (`quant_id`); gptq and awq are their 4-bit default.
+ENGINE_QUANT_NAMES: dict[str, str] = {
+    "fp8": "w8a8-fp8",
+    "modelopt": "w8a8-fp8",  # vLLM: a ModelOpt FP8 checkpoint
+    "fp8-block-scales": "fp8-block",
+    "awq": "w4a16",
+    "awq-marlin": "w4a16",
+    "gptq": "w4a16",
+    "gptq-marlin": "w4a16",
+    "w4a16-awq": "w4a16",
+    "w4a16-gptq": "w4a16",
+    "w8a16-gptq": "w8a16",
+    "w8a8-int8": "smoothquant",
+    "w8a8-sq-per-channel": "smoothquant",
+    "modelopt-fp4": "nvfp4",
+    "w4a16-mxfp4": "mxfp4",
+}
+
+
+def quant_id(name: str) -> str:
+    """The `--quant` choice a scheme name means: an id of QUANT_CHOICES as it is, or an engine's
+    name for it (ENGINE_QUANT_NAMES: 'FP8' and 'fp8' are 'w8a8-fp8', 'awq_marlin' is 'w4a16');
+    any other name comes back as written, for the choice check to refuse in one line."""
+    key = name.strip().lower().replace("_", "-")
+    key = ENGINE_QUANT_NAMES.get(key, key)
+    return key if key in QUANT_CHOICES else name
+
+
 # Native 8-bit float checkpoints among the presets carry 128-block scales (DeepSeek-V3's
 # config.json: weight_block_size [128, 128]), so their W8A8 runs the block-FP8 family.
 NATIVE_FP8_SCHEME = "fp8-block"

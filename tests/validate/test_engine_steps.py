@@ -51,6 +51,34 @@ def test_outside_the_grid_or_next_to_a_hole_is_not_guessed():
     assert table.at(2, 2000, 1024) == pytest.approx(_power_law(2, 2000, 1024), rel=1e-9)
 
 
+def test_a_call_is_never_read_across_its_harness_l2_cliff():
+    # n <= 1024 ran with its operand in L2, n = 4096 cold: between them the table says nothing
+    frame = _grid().assign(warm=lambda f: f.n <= 1024)
+    table = LogGrid.of(frame, ("m", "n", "k"), resident="warm")
+    assert table.at(8, 500, 1024, resident=True) == pytest.approx(_power_law(8, 500, 1024))
+    assert np.isnan(table.at(8, 500, 1024, resident=False))  # a cold call off warm rows
+    assert np.isnan(table.at(8, 2000, 1024, resident=True))  # a corner of each kind
+    assert np.isnan(table.at(8, 2000, 1024, resident=False))
+    assert table.at(8, 4096, 2048, resident=False) == pytest.approx(_power_law(8, 4096, 2048))
+    # no residency asked: the plain interpolation
+    assert table.at(8, 2000, 1024) == pytest.approx(_power_law(8, 2000, 1024), rel=1e-9)
+
+
+def test_the_rtx_trtllm_fp8_table_is_not_read_across_its_cliff(measured_dir):
+    # 16,384 x 8,192 FP8 (134 MB, one copy) ran resident in the 128 MB-class L2, 51,200 x 8,192
+    # cold; Llama-3-70B's TP-2 up_gate (28,672 x 8,192, 235 MB) is cold however it is replayed
+    root = str(measured_dir)
+    table = gemm_table("rtx-pro-6000", "trtllm", "fp8", root)
+    assert table is not None and table.resident is not None
+    assert np.isfinite(table.at(1, 28672, 8192))  # what the plain interpolation would claim
+    assert np.isnan(table.at(1, 28672, 8192, resident=False))
+    pred = predict("llama-3-70b", "rtx-pro-6000", batch=1, prompt_len=2048, tp=2,
+                   engine="trtllm", quant="w8a8-fp8")  # fmt: skip
+    rows = step_rows(pred, root)
+    up = rows[rows.phase.eq("decode") & rows.name.eq("mlp.up_gate")].iloc[0]
+    assert np.isnan(up.tables_s) and np.isfinite(up.ours_s)
+
+
 def test_a_grid_point_reads_the_engines_own_row(measured_dir):
     rows = load_aiconfigurator_gemm(measured_dir)
     h100 = rows[rows.gpu.astype(str).eq("h100-sxm") & rows.impl.astype(str).str.startswith("vllm")

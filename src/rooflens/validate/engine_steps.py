@@ -7,9 +7,10 @@ and tensor-parallel all-reduces: each row's call is read off the engine's table 
 (the shared measurements, validate/aiconfigurator.py), interpolated linearly in log time over
 the log of each size between the table's grid points (GEMM: m, n, k; attention: batch and KV
 or prompt length, at the row's head layout and precision, full attention), never
-extrapolated, and the step's sums are set beside the calibrated price of the same rows. A row
-outside a table's grid (an `lm_head` wider than 65,536) or of a precision the engine did not
-measure is left out of both sums and counted.
+extrapolated, nor across the harness's L2 cliff (a GEMM whose copies stay in L2 is never read
+off cold grid points, or the other way), and the step's sums are set beside the calibrated
+price of the same rows. A row outside a table's grid (an `lm_head` wider than 65,536), across
+that cliff, or of a precision the engine did not measure is left out of both sums and counted.
 
 On a measured GPU this is in sample (the calibration was fitted on these tables), so it tells
 what the per-call errors add up to over a real step, per precision and tensor-parallel degree;
@@ -30,10 +31,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooflens.hardware.presets import get_gpu
 from rooflens.hardware.profiles import Profile, get_profile
 from rooflens.model.pricing.custom_allreduce import CUSTOM_ALLREDUCE_MAX_BYTES
-from rooflens.model.pricing.l2_resident import replayed
+from rooflens.model.pricing.kernel_columns import map_distinct
+from rooflens.model.pricing.l2_resident import REPLAY_COPIES, fits_l2, replayed, reread_bytes
 from rooflens.model.pricing.roofline import price_op
+from rooflens.model.specs.dtypes import dtype_bytes
 from rooflens.validate.aiconfigurator import (
     ATTENTION_COPIES,
     gemm_copies,
@@ -59,17 +63,32 @@ class LogGrid:
     impl: str
     axes: tuple[np.ndarray, ...]  # log of each axis's grid points
     log_s: np.ndarray  # log seconds, NaN where the grid has no row
+    # per grid point, whether its harness kept what it re-reads in L2 (None: not stated)
+    resident: np.ndarray | None = None
 
     @classmethod
-    def of(cls, rows: pd.DataFrame, names: tuple[str, ...]) -> LogGrid:
-        cube = rows.groupby(list(names))["measured_s"].median()
+    def of(cls, rows: pd.DataFrame, names: tuple[str, ...], resident: str = "") -> LogGrid:
+        """The grid of `rows` over the axes `names`; `resident`: a boolean column of theirs
+        saying which rows ran with their re-read operand in L2."""
         grid = [np.sort(rows[a].unique().astype(float)) for a in names]
         full = pd.MultiIndex.from_product(grid, names=list(names))
-        values = cube.reindex(full).to_numpy(float).reshape([len(g) for g in grid])
-        return cls(str(rows["impl"].iloc[0]), tuple(np.log(g) for g in grid), np.log(values))
+        shape = [len(g) for g in grid]
 
-    def at(self, *sizes: float) -> float:
-        """Seconds of the call; NaN outside the grid or next to a hole (never extrapolated)."""
+        def cube(column: str, how: str) -> np.ndarray:
+            per_point = rows.groupby(list(names))[column].agg(how)
+            return per_point.reindex(full).to_numpy(float).reshape(shape)
+
+        warm = cube(resident, "max") > 0 if resident else None
+        return cls(str(rows["impl"].iloc[0]), tuple(np.log(g) for g in grid),
+                   np.log(cube("measured_s", "median")), warm)  # fmt: skip
+
+    def at(self, *sizes: float, resident: bool | None = None) -> float:
+        """Seconds of the call; NaN outside the grid or next to a hole (never extrapolated), and,
+        where `resident` says whether the call's harness would keep it in L2, next to a grid
+        point on the other side of that cliff: TensorRT-LLM's RTX PRO 6000 table runs 1 x 16,384
+        x 8,192 FP8 resident (its one copy of 134 MB fills the L2) in 31 us and 1 x 51,200 x
+        8,192 cold in 287 us, and between them reads 1 x 28,672 x 8,192 (235 MB, cold at any
+        copies) at 93 us, 2.5 TB/s off 1.6 TB/s of GDDR7."""
         lo, frac = [], []
         for axis, x in zip(self.axes, sizes, strict=True):
             x = float(np.log(x))
@@ -88,9 +107,13 @@ class LogGrid:
             weight = float(np.prod(sides))
             if weight == 0.0:
                 continue
-            value = self.log_s[tuple(i + c for i, c in zip(lo, corner, strict=True))]
+            point = tuple(i + c for i, c in zip(lo, corner, strict=True))
+            value = self.log_s[point]
             if np.isnan(value):
                 return float("nan")
+            if resident is not None and self.resident is not None:
+                if bool(self.resident[point]) != resident:
+                    return float("nan")
             total += weight * value
         return float(np.exp(total))
 
@@ -112,7 +135,14 @@ def gemm_table(gpu: str, engine: str, quant: str, root: str = str(DEFAULT_ROOT))
     rows = _gemm_rows(root)
     rows = rows[rows["gpu"].astype(str).eq(gpu) & rows["engine"].eq(engine)
                 & rows["quant"].eq(quant)]  # fmt: skip
-    return LogGrid.of(_most_rows(rows), GEMM_AXES) if len(rows) else None
+    if not len(rows):
+        return None
+    rows = _most_rows(rows)
+    stored = rows["weight_dtype"].fillna(rows["dtype"]).astype(str)  # none: the MMA's dtype
+    weights = (rows["n"] * rows["k"] * map_distinct(stored, dtype_bytes)).to_numpy(float)
+    copies = rows[REPLAY_COPIES].to_numpy(float)
+    rows = rows.assign(resident=fits_l2(copies, weights, get_gpu(gpu)))
+    return LogGrid.of(rows, GEMM_AXES, resident="resident")
 
 
 @cache
@@ -194,7 +224,6 @@ def step_rows(
             m = np.asarray(row["m"], float)
             if m.size != 1:
                 continue
-            each = table.at(float(m), row["n"], row["k"]) if table else float("nan")
             what = f"{int(m)}x{row['n']}x{row['k']}"
             harness = pd.DataFrame(
                 {
@@ -206,6 +235,8 @@ def step_rows(
                 }
             )
             copies = float(gemm_copies(harness, pd.Series([gpu])).iloc[0])  # fmt: skip
+            in_l2 = bool(fits_l2(copies, reread_bytes(p.op), sc.gpu))  # as its harness ran it
+            each = table.at(float(m), row["n"], row["k"], resident=in_l2) if table else np.nan
         elif row["op"] in ATTENTION_AXES:
             quant = "attention"
             sizes = [float(np.asarray(row[a], float).mean()) for a in ATTENTION_AXES[row["op"]]]

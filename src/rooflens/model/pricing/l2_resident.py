@@ -55,6 +55,13 @@ def reread_bytes(op: Op) -> Num:
     return op.weight_bytes
 
 
+def fits_l2(copies: Num, reread: Num, gpu: GPUSpec) -> np.ndarray:
+    """Whether a harness cycling `copies` copies of `reread` bytes keeps them all in the GPU's L2
+    (copies × bytes ≤ L2; False where the copies are not known, NaN)."""
+    with np.errstate(invalid="ignore"):
+        return np.asarray(copies, dtype=np.float64) * reread <= gpu.l2_bytes
+
+
 def memory_s(op: Op, eff: KindEfficiency, gpu: GPUSpec, bandwidth: Num) -> Num:
     """The call's bytes over `bandwidth` (bytes/s), what it re-reads at the SMs' L2 rate instead
     where its harness keeps that in L2 (copies × bytes ≤ L2: TensorRT-LLM's two copies of 67.1
@@ -67,7 +74,6 @@ def memory_s(op: Op, eff: KindEfficiency, gpu: GPUSpec, bandwidth: Num) -> Num:
         return cold
     rate = gpu.sm_count * gpu.clock_hz() * eff.l2_bytes_per_sm_cycle
     again = reread_bytes(op)
-    with np.errstate(invalid="ignore"):  # NaN copies: a row that states none, priced cold
-        fits = np.asarray(copies, dtype=np.float64) * again <= gpu.l2_bytes
+    fits = fits_l2(copies, again, gpu)  # NaN copies: a row that states none, priced cold
     saved = again / bandwidth - again / np.maximum(bandwidth, rate)
     return cold - np.where(fits, saved, 0.0)

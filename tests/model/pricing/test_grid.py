@@ -16,6 +16,7 @@ from rooflens.model.pricing.grid import (
     SPLIT_K_MIN,
     k_splits,
     padding,
+    resident_programs,
     tile_quantization,
 )
 from rooflens.model.pricing.roofline import price_op, sm_mma_rate
@@ -128,3 +129,39 @@ def test_calibrated_prices_a_tall_k_gemm_as_every_engine_measures_it():
         op = gemm_op("g", "decode", 1, 8.0, 32.0, 65536.0, "bf16", "bf16")
         priced = price_op(op, default_system(gpu), get_profile("calibrated", gpu, engine))
         assert 0.6 < float(priced.time_s) / row.measured_s < 1.4, (row.gpu, row.impl)
+
+
+def test_a_fused_norm_holds_as_many_programs_per_sm_as_its_thread_slots_allow():
+    # kernels/rmsnorm.py's full-width program has 16 warps (512 threads): an SM of 2,048
+    # thread slots holds 4, one of 1,536 (compute capability 8.6, 8.9, 12.0) holds 3
+    from rooflens.model.ops.op import norm_op
+
+    fused = norm_op("norm", "prefill", 1, 16384.0, 4096.0, "bf16")
+    eager = norm_op("norm", "prefill", 1, 16384.0, 4096.0, "bf16", eager=True)
+    assert resident_programs(fused, get_gpu("h100-sxm").max_threads_per_sm) == 4.0
+    assert resident_programs(fused, get_gpu("rtx-pro-6000").max_threads_per_sm) == 3.0
+    assert resident_programs(fused, None) == 1.0  # a GPU that states no thread slots
+    # torch's eager norm and a GEMM's tiles keep the wave of one program per SM they were fitted on
+    assert resident_programs(eager, 2048) == 1.0
+    gemm = gemm_op("g", "prefill", 1, 4096, 4096, 4096, "bf16", "bf16")
+    assert resident_programs(gemm, 2048) == 1.0
+
+
+@pytest.mark.parametrize("hidden, residual", [(4096.0, 1.0), (2048.0, 0.0), (128.0, 0.0)])
+def test_a_streaming_norm_speeds_up_with_bandwidth_on_the_same_sms(hidden, residual):
+    # The H200 runs the H100's calibrated terms (same SM design) on the same 132 SMs at the same
+    # clock, with 4.8 against 3.35 TB/s. A norm over 262,144 rows streams its rows: its time
+    # follows the bandwidth (within 5 %), not a per-SM latency cap fitted where HBM bound it.
+    # Before the programs resident per SM were counted, the H200 ran it 1.00-1.03x as fast.
+    from rooflens.hardware.profiles import get_profile
+    from rooflens.model.ops.op import norm_op
+
+    h100, h200 = get_gpu("h100-sxm"), get_gpu("h200")
+    op = norm_op("norm", "prefill", 1, 262144.0, hidden, "bf16", residual=residual)
+    t = {g.id: float(price_op(op, default_system(g), get_profile("calibrated", g)).time_s)
+         for g in (h100, h200)}  # fmt: skip
+    bandwidth_ratio = h200.hbm_bytes_per_s / h100.hbm_bytes_per_s
+    assert t["h100-sxm"] / t["h200"] == pytest.approx(bandwidth_ratio, rel=0.05)
+    # and the calibrated time stays within the norm's copy-rate roof: bytes / (0.9 x HBM)
+    ideal = float(price_op(op, default_system(h100), get_profile("ideal", h100)).time_s)
+    assert t["h100-sxm"] / ideal < 1.0 / 0.9 * 1.05

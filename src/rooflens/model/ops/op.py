@@ -179,6 +179,12 @@ def memory_op(name: str, phase: str, kind: str, count: int, flops: Num, act_byte
 # vLLM's fused_qk_norm_rope). The calibrated wave and occupancy terms count full-width programs.
 # An eager PyTorch norm (a harness's unfused torch ops) keeps one program per row.
 NORM_FULL_PROGRAM_ELEMENTS = 4096.0
+# A full-width program's threads (kernels/rmsnorm.py: 16 warps from 4096 wide on). An SM holds
+# as many at once as its thread slots allow (2,048 / 512 = 4 on Ampere, Hopper and Blackwell
+# datacenter parts, 3 on compute capability 8.6, 8.9 and 12.0), and they wait on memory
+# together: a wave of the grid is that many programs per SM (model/pricing/grid.py
+# `resident_programs`).
+NORM_PROGRAM_THREADS = 512.0
 
 
 def norm_programs(rows: Num, hidden: Num) -> Num:
@@ -203,6 +209,7 @@ def norm_op(name: str, phase: str, count: int, rows: Num, hidden: Num, act_dtype
     # The rows stream; the weight vector is re-read by every program from L2, not throttled.
     shape = {**op.shape, "rows": rows, "hidden": hidden,
              "thread_blocks": rows if eager else norm_programs(rows, hidden),
+             **({} if eager else {"program_threads": NORM_PROGRAM_THREADS}),
              "streamed_bytes": act}  # fmt: skip
     return replace(op, shape=shape)
 

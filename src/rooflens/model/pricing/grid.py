@@ -75,6 +75,17 @@ def thread_blocks(op: Op) -> Num | None:
     return None
 
 
+def resident_programs(op: Op, max_threads_per_sm: int | None) -> float:
+    """Programs of the op's grid an SM runs at once, so that one wave of it is this many per
+    SM: its thread slots over the threads of one program, where the op states them
+    (`program_threads`: a fused norm, model/ops/op.py) and the GPU its slots; else 1, a wave
+    of one program per SM (the GEMM tiles and attention grids their terms were fitted with)."""
+    threads = op.shape.get("program_threads")
+    if not threads or not max_threads_per_sm:
+        return 1.0
+    return float(max(1, max_threads_per_sm // int(threads)))
+
+
 def _output(op: Op) -> tuple[np.ndarray, np.ndarray]:
     """A GEMM's output Y[m, n]."""
     return np.asarray(op.shape["m"], float), np.asarray(op.shape["n"], float)

@@ -16,9 +16,11 @@ The time of one kernel call under a profile's terms for its kind:
                                                        attention's KV) at SMs · clock ·
                                                        l2_bytes_per_sm_cycle where faster
                                                        (l2_resident.py)
-    W = w · ceil(blocks / SMs)                        latency roof: each wave of thread blocks
+    W = w · ceil(blocks / (SMs · r))                  latency roof: each wave of thread blocks
                                                        costs at least one dependent-load chain
-                                                       (split KV grids: waves of the unsplit ones)
+                                                       (split KV grids: waves of the unsplit ones;
+                                                       r: programs resident per SM, a fused norm's
+                                                       thread slots over its program's, else 1)
     w = wave_latency_s + wave_latency_cycles / clock  least time of one wave
     busy = (C^p + M^p + W^p)^(1/p)                    p = overlap_power (None: the max)
     time = busy + P + S + communication + (overhead_s + overhead_cycles / clock) · kernels
@@ -75,7 +77,12 @@ from rooflens.model.ops.attention import SPLIT_FREE, regrid, unsplit_where
 from rooflens.model.ops.op import Num, Op, kernels_per_call
 from rooflens.model.pricing.custom_allreduce import collective_time_s
 from rooflens.model.pricing.eager_roofs import eager_roof
-from rooflens.model.pricing.grid import MMA_REF_FLOP_PER_SM_CYCLE, padding, thread_blocks
+from rooflens.model.pricing.grid import (
+    MMA_REF_FLOP_PER_SM_CYCLE,
+    padding,
+    resident_programs,
+    thread_blocks,
+)
 from rooflens.model.pricing.input_pass import input_pass_s
 from rooflens.model.pricing.kinds import kind_terms
 from rooflens.model.pricing.l2_resident import memory_s as l2_memory_s
@@ -122,7 +129,8 @@ class PricedOp:
 
 def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count: int,
            streamed_share: Num = 1.0, vector_s: Num = 0.0, wave_s: float | None = None,
-           mma_flop_per_sm_cycle: float = MMA_REF_FLOP_PER_SM_CYCLE) -> Num:  # fmt: skip
+           mma_flop_per_sm_cycle: float = MMA_REF_FLOP_PER_SM_CYCLE,
+           resident: float = 1.0) -> Num:  # fmt: skip
     """Busy time of one call from its compute and memory roofs (overhead not included).
 
     `streamed_share` is the part of the bytes the grid streams in parallel (an attention
@@ -131,7 +139,8 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
     bounds it, the tile padding (`wave_tail`) charged to the tensor-core work only. `wave_s`
     is the latency per wave on the GPU at hand (`per_wave_s`; default: `wave_latency_s`);
     `mma_flop_per_sm_cycle` its SM's tensor rate (`sm_mma_rate`), which prices a 16-bit GEMM's
-    in-tile padding (model/pricing/grid.py `padding`)."""
+    in-tile padding (model/pricing/grid.py `padding`); `resident` the programs an SM runs at
+    once, which one wave holds per SM (grid.py `resident_programs`)."""
     wave_s = eff.wave_latency_s if wave_s is None else wave_s
     blocks = None
     if wave_s > 0 or eff.saturation_blocks_per_sm > 0 or eff.wave_tail > 0:
@@ -150,7 +159,7 @@ def busy_s(eff: KindEfficiency, compute_s: Num, memory_s: Num, op: Op, sm_count:
         # num_splits_heuristic maximises wave efficiency), so splitting never adds a wave:
         # count the waves of the unsplit programs (a stated grid of kv_splits per program).
         splits = np.maximum(np.asarray(op.shape.get("kv_splits", 1.0), dtype=np.float64), 1.0)
-        latency_s = wave_s * np.ceil(np.maximum(blocks / splits, 1.0) / sm_count)
+        latency_s = wave_s * np.ceil(np.maximum(blocks / splits, 1.0) / (sm_count * resident))
     # a GEMM's CUDA-core work (dequantization, a fused epilogue) overlaps its MMAs; an
     # attention op's (split-KV combine) runs after them
     compute_s = np.maximum(compute_s, vector_s) if op.kind == "gemm" else compute_s + vector_s
@@ -206,7 +215,9 @@ def _price_one(op: Op, system: SystemSpec, profile: Profile) -> PricedOp:
         with np.errstate(divide="ignore", invalid="ignore"):
             streamed = np.where(op.bytes > 0, streamed_bytes / op.bytes, 1.0)
     wave_s = per_wave_s(eff, gpu)
-    busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed, vector_s, wave_s, rate)
+    resident = resident_programs(op, gpu.max_threads_per_sm)
+    busy = busy_s(eff, compute_s, memory_s, op, gpu.sm_count, streamed, vector_s, wave_s, rate,
+                  resident)  # fmt: skip
     busy = busy + comm_s + input_pass_s(op, eff, gpu) + single_row_s(op, eff, gpu)
     # A collective's fixed cost is its protocol's base latency (comm.py): no launch floor on top.
     # Per grid point: an op emitted for a whole grid (Flash-Decoding's combine where some

@@ -22,7 +22,9 @@ from the HBM fraction, the HBM roof is a device copy's unless the rows clearly s
 
 GPUs without measurements: `generic.yaml` is one fit pooled over every measured GPU, each row
 priced with its own GPU's datasheet (peaks, bandwidth, SM count) and each GPU weighted equally,
-so its terms are the dimensionless fractions and the latencies that carry across GPUs. A GPU's
+so its terms are the dimensionless fractions and the latencies that carry across GPUs; a GEMM's
+or fused MoE's rows at the bandwidth its GPU's memory system reaches relative to the pool's
+(validate/stream_scale.py), so a family measured on some GPUs only does not carry theirs. A GPU's
 own file takes the kinds it has data for; its other kinds come from the generic fit.
 
 What each kind fits (rows, terms, starts, the copy prior) is validate/fit_terms.py; this
@@ -69,6 +71,9 @@ from rooflens.validate.frontier import best_of_impls, default_kernel
 from rooflens.validate.moe_configs import SUBSET_COLUMN, UNTUNED
 from rooflens.validate.optimize import minimise
 from rooflens.validate.single_row_fit import SINGLE_ROW_TERM, single_row_cycles
+from rooflens.validate.stream_scale import STREAM_KINDS, scaled_gpu
+
+Scales = dict[str, float] | None  # a pooled fit's bandwidth scale per GPU (stream_scale.py)
 
 
 @dataclass
@@ -81,11 +86,12 @@ class Chunk:
     weight: np.ndarray
 
 
-def _chunk(rows: pd.DataFrame, by_size: bool = False) -> Chunk:
+def _chunk(rows: pd.DataFrame, by_size: bool = False, scales: Scales = None) -> Chunk:
     """Rows of one GPU; every implementation weighs the same (so an engine with more rows does
-    not dominate), and with `by_size` every (implementation, decade of bytes moved) cell."""
+    not dominate), and with `by_size` every (implementation, decade of bytes moved) cell.
+    `scales`: a pooled fit's bandwidth scale per GPU (validate/stream_scale.py)."""
     rows = rows.reset_index(drop=True)
-    system = default_system(get_gpu(str(rows["gpu"].iloc[0])))
+    system = default_system(scaled_gpu(get_gpu(str(rows["gpu"].iloc[0])), scales))
     groups = batches(rows, system.gpu)  # the operator table's ops, on this GPU's grid
     nbytes = np.ones(len(rows))
     for b in groups:
@@ -127,6 +133,7 @@ def fit_kind(
     max_evals: int = FIT_EVALS,
     pooled: KindEfficiency | None = None,
     one_engine: bool = False,
+    scales: Scales = None,
 ) -> tuple[KindEfficiency, dict]:
     """Fit one kind over the rows of `table` (any GPUs), each GPU weighted equally. Attention
     kinds are fitted on the frontier (validate/frontier.py): per shape, the fastest
@@ -138,7 +145,8 @@ def fit_kind(
     0.35 TB/s); the pooled fit over GPUs of different SM-clock to bandwidth ratios can. So the
     roof that does not bind on this GPU's rows keeps its pooled value (what a fused kernel in
     the operator table gets). `one_engine`: the rows are one engine's, whose attention is
-    fitted on its default kernel (frontier.py `default_kernel`), not on a frontier."""
+    fitted on its default kernel (frontier.py `default_kernel`), not on a frontier. `scales`:
+    each GPU's bandwidth scale in a fit pooled over GPUs (validate/stream_scale.py)."""
     measured = table[kind_rows(table, kind)].reset_index(drop=True)
     frontier_stats: dict[str, Any] = {}
     rows = measured
@@ -155,7 +163,8 @@ def fit_kind(
     # balancing the decades makes the fitted bandwidth that of the long calls that dominate
     # serving time (A100 decode: 11.5 % / 30.9 % median / p90 instead of 12.3 % / 31.6 %).
     by_size = base.startswith("attention")
-    chunks = [_chunk(g, by_size) for _, g in rows[keep].groupby("gpu")]
+    streams = scales if base in STREAM_KINDS else None  # the kinds whose streams it measured
+    chunks = [_chunk(g, by_size, streams) for _, g in rows[keep].groupby("gpu")]
     if not chunks:  # every row beat the roofline: nothing to fit (the caller keeps its terms)
         return pooled or KindEfficiency(), {"rows": 0, "excluded_faster_than_peak": len(rows)}
     terms = terms_for(kind)

@@ -176,7 +176,7 @@ def targets(detail: list[pd.DataFrame]) -> pd.DataFrame:
         gemm, attention = calls["op"].eq("gemm"), calls["op"].isin(ATTENTION_OPS)
         plain_attention = attention & calls["family"].isna()
         if name.startswith("bf16"):
-            plain = calls["quant"].isna() | calls["quant"].isin(("bfloat16", "float16"))
+            plain = calls["quant"].isna() | calls["quant"].isin(PLAIN_FAMILIES)
             rows = calls[(gemm & plain) | plain_attention]
         elif "GEMM" in name:
             rows = calls[gemm & calls["quant"].isin(("fp8", "fp8_block", "nvfp4"))]

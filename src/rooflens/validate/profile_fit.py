@@ -42,6 +42,7 @@ from rooflens.validate.fit_terms import (
     kind_rows,
 )
 from rooflens.validate.store import provenance_base
+from rooflens.validate.stream_scale import stream_scales
 
 COMM_PRIOR = {"comm_bandwidth_fraction": 0.8, "comm_latency_scale": 1.0}
 # A per-engine search starts from the pooled terms of the same rows' GPU: fewer steps suffice.
@@ -92,11 +93,12 @@ def fit_profile(
 ) -> Profile:
     """A calibrated profile for one GPU (gpu_id) or pooled over all of `table` (None: generic)."""
     rows = table if gpu_id is None else table[table["gpu"] == gpu_id]
+    scales = stream_scales(rows) if gpu_id is None else {}  # each GPU's memory system, pooled
     kinds: dict[str, KindEfficiency] = {}
     fits: dict[str, Any] = {}
     for kind in fit_kinds(rows):
         pooled = inherit.kinds.get(kind) if inherit is not None else None
-        eff, stats = fit_kind(rows, kind, max_evals, pooled)
+        eff, stats = fit_kind(rows, kind, max_evals, pooled, scales=scales)
         if stats["rows"]:
             kinds[kind], fits[kind] = eff, stats
     engines: dict[str, dict[str, KindEfficiency]] = {}
@@ -115,7 +117,7 @@ def fit_profile(
                 if len(spans) < MIN_ENGINE_GPUS and family == spans:
                     continue  # one GPU's kernel: its terms are that SM design's, not any GPU's
             evals = max(100, int(max_evals * ENGINE_EVALS_SHARE))
-            eff, stats = fit_kind(own, kind, evals, kinds[kind], one_engine=True)
+            eff, stats = fit_kind(own, kind, evals, kinds[kind], one_engine=True, scales=scales)
             if not stats["rows"]:
                 continue
             engines.setdefault(name, {})[kind] = eff
@@ -144,6 +146,7 @@ def fit_profile(
             **provenance_base(),
             "method": METHOD,
             "gpus": gpus,
+            **({"stream_scale": scales} if scales else {}),
             "fit": fits,
             "engine_fit": {name: _brief(f) for name, f in sorted(engine_fits.items())},
             "comm": "prior (0.8 of link bandwidth, 1 link latency per step); NCCL protocol fit "

@@ -2,15 +2,16 @@
 GPU's rows with.
 
 A GPU's memory system reaches its own share of the datasheet bandwidth: a bf16 GEMM that only
-streams its weights (m ≤ 16, out of L2) reads at 0.69 of the A100's 2.0 TB/s and 0.92 of the RTX
-PRO 6000's 1.6 TB/s GDDR7, whatever the engine. A kernel family measured on some GPUs only (NVFP4
-on the B300 and RTX PRO 6000, FP8 off the Ampere cards) would otherwise carry those GPUs' share
-into its pooled `memory_fraction`: TensorRT-LLM's NVFP4 fraction pooled from the RTX PRO 6000
-alone priced the B300's (held out) 30 % fast. So a pooled fit prices each GPU's rows at its
-datasheet bandwidth × its efficiency over the pool's geometric mean: a family's fraction is
-then the pool's efficiency × what the family reaches beside bf16 on the GPUs that ran it, and a
-GPU without measurements gets the pool's. A GPU's own fit is unchanged (one GPU: scale 1).
-"""
+streams its weights (m ≤ 16, out of L2) reads at 0.675 of the A100's 2.0 TB/s and 0.894 of the
+RTX PRO 6000's 1.6 TB/s GDDR7, whatever the engine. A kernel family measured on some GPUs only
+(NVFP4 on the B300 and RTX PRO 6000, FP8 off the Ampere cards) would otherwise carry those GPUs'
+share into its pooled `memory_fraction`: TensorRT-LLM's NVFP4 fraction pooled from the RTX PRO
+6000 alone priced the B300's (held out) weight streams 36 % fast. So a pooled fit prices each
+GPU's GEMM and fused-MoE rows (STREAM_KINDS) at its datasheet bandwidth × its efficiency over
+the pool's geometric mean: a family's fraction is then the pool's efficiency × what the family
+reaches beside bf16 on the GPUs that ran it, and a GPU without measurements gets the pool's. A
+GPU's own fit is unchanged (one GPU: scale 1). docs/validation.md, twenty-second pass, has the
+figures; attention is fitted unscaled (scaled, it lost on the folds)."""
 
 from __future__ import annotations
 

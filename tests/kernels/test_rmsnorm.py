@@ -6,7 +6,8 @@ import pytest
 import torch
 from kernel_tolerances import DTYPES, assert_matches_reference, poisoned
 
-from rooflens.kernels.rmsnorm import rmsnorm, rmsnorm_cost, rmsnorm_ref
+from rooflens.kernels.rmsnorm import program_warps, rmsnorm, rmsnorm_cost, rmsnorm_ref
+from rooflens.model.ops.op import NORM_FULL_PROGRAM_ELEMENTS, NORM_PROGRAM_THREADS
 
 SHAPES = [(37, 1000), (1, 4096), (5, 33)]
 
@@ -72,3 +73,12 @@ def test_rmsnorm_cost_closed_form() -> None:
     )
     plain = rmsnorm_cost(rows, hidden, "fp32", residual=False)
     assert plain == (4 * rows * hidden, 4 * (2 * rows * hidden + hidden))
+
+
+def test_the_cost_models_full_width_norm_program_is_this_kernels() -> None:
+    # model/ops/op.py prices a norm's grid in full-width programs (4,096 elements, 512 threads)
+    # and counts how many an SM holds at once from their threads; the kernel must launch that
+    full = int(NORM_FULL_PROGRAM_ELEMENTS)
+    assert program_warps(full) * 32 == NORM_PROGRAM_THREADS
+    assert program_warps(2 * full) == program_warps(full)  # wider rows: more work, same program
+    assert program_warps(full // 2) * 32 == NORM_PROGRAM_THREADS / 2  # narrower: fewer threads

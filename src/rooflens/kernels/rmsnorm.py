@@ -24,6 +24,13 @@ import triton.language as tl
 from rooflens.kernels.common import FLOAT_DTYPES, dtype_bytes
 
 MAX_HIDDEN = 65536
+ELEMENTS_PER_WARP = 256  # one warp per 256 elements of the row's block ...
+MAX_WARPS = 16  # ... up to 16 (4,096 wide): the full-width program model/ops/op.py prices
+
+
+def program_warps(block_n: int) -> int:
+    """Warps of the program that normalises one row held in a block of `block_n` elements."""
+    return min(MAX_WARPS, max(1, block_n // ELEMENTS_PER_WARP))
 
 
 @triton.jit
@@ -107,7 +114,7 @@ def rmsnorm(
         eps,
         HAS_RESIDUAL=residual is not None,
         BLOCK_N=block_n,
-        num_warps=min(16, max(1, block_n // 256)),
+        num_warps=program_warps(block_n),
     )
     return out, residual_out
 
